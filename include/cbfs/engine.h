@@ -1,0 +1,92 @@
+/* Engine: the worker pool, per-file block state (open block, pending frames,
+ * in-order committer), the decompressed-block cache and read-ahead. The FUSE
+ * layer maps inodes to struct cbfs_file and calls only what is declared here;
+ * the engine knows nothing of FUSE (no errno, no fuse_req).
+ *
+ * Thread safety: every function may be called from any thread concurrently,
+ * on the same or different files. Lock order: see src/engine/README-locks
+ * (file->lock, then cache lock, then pool lock; never wait for pool space or
+ * for a commit while holding file->lock). */
+#ifndef CBFS_ENGINE_H
+#define CBFS_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cbfs/codec.h"
+#include "cbfs/err.h"
+
+struct cbfs_engine;
+struct cbfs_file;
+
+struct cbfs_engine_config {
+    uint32_t block_size;     /* power of two, CBFS_BLOCK_MIN..CBFS_BLOCK_MAX */
+    unsigned workers;        /* compression/decompression threads; 0 = online CPUs */
+    uint64_t cache_bytes;    /* decompressed-block LRU; 0 = default (64 MiB) */
+    unsigned readahead;      /* max blocks decoded ahead of a sequential reader; 0 = off */
+    uint64_t inflight_bytes; /* uncompressed bytes queued or compressing, all files;
+                                0 = default (4 blocks per worker, >= 8 MiB) */
+};
+
+/* Starts the worker pool. @return CBFS_E_INVAL for a bad block size. */
+cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out);
+/* Stops the pool. Every file must already be closed. NULL is a no-op. */
+void cbfs_engine_destroy(struct cbfs_engine *eng);
+uint32_t cbfs_engine_block_size(const struct cbfs_engine *eng);
+
+/* Counters for `cbfs stats`: monotonic totals since the engine started. */
+struct cbfs_engine_stats {
+    uint64_t logical_written, physical_written; /* bytes in, frame bytes out */
+    uint64_t logical_read, physical_read;
+    uint64_t blocks_compressed, blocks_raw, blocks_hole;
+    uint64_t ns_compress, ns_store_write, ns_wait_slots, ns_decompress, ns_store_read;
+    uint64_t cache_hits, cache_misses, readahead_hits;
+    uint64_t inflight_bytes; /* current */
+};
+void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st);
+
+/* Opens the engine state of a compressed file. data_fd and idx_fd (the
+ * sidecar) become owned by the file and are closed by cbfs_file_close, also
+ * on failure. With create, both files must be empty: a sidecar header is
+ * written. Otherwise the index is loaded (replay + rescan of frames the index
+ * lags; with writable, torn tails are repaired). codec/level apply to blocks
+ * written from now on; old blocks keep their own codec.
+ * @return CBFS_E_VERSION, CBFS_E_WRONG_FILE, CBFS_E_BAD_MAGIC, I/O errors. */
+cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool create,
+                        bool writable, const struct cbfs_codec_ops *codec, int level,
+                        struct cbfs_file **out);
+
+/* Reads up to len bytes at off; *got < len only at end of file. Data still in
+ * memory (open or queued blocks) is returned as written. A block failing its
+ * checksum gives CBFS_E_CORRUPT and a log line naming the file and offset. */
+cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off, size_t *got);
+
+/* Copies len bytes at off into the file; may wait while the in-flight bound
+ * is reached (backpressure). Returns an earlier background error (ENOSPC of a
+ * commit, say) if one is pending, without clearing it. */
+cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint64_t off);
+
+/* close(2)/fsync(2): compresses the partial tail block, writes everything
+ * pending, fdatasyncs the data file and then the sidecar. @return any error
+ * from an earlier background step, and clears it (reported once, as the
+ * kernel's errseq does). */
+cbfs_err cbfs_file_flush(struct cbfs_file *f);
+
+/* Sets the logical size (shrink or extend); blocks past it are dropped. */
+cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size);
+
+uint64_t cbfs_file_size(struct cbfs_file *f);
+
+/* Name for log lines (set by the FUSE layer, e.g. the store-relative path). */
+void cbfs_file_set_name(struct cbfs_file *f, const char *name);
+
+/* Flushes, then frees the state and closes both fds. @return the flush error
+ * (release(2) cannot report it; the caller logs). NULL is a no-op. */
+cbfs_err cbfs_file_close(struct cbfs_file *f);
+
+/* Logical size of a compressed file that is not open, from its index (no
+ * repair, read-only fds borrowed, not closed). */
+cbfs_err cbfs_file_peek_size(int data_fd, int idx_fd, uint64_t *size);
+
+#endif

@@ -1,0 +1,55 @@
+/* cbfs error codes: one X-macro list gives the enum, the message and the errno
+ * used at the FUSE boundary. Every cbfs function returns cbfs_err (0 = success)
+ * and passes sizes back through pointer arguments. errno values are produced
+ * only by cbfs_err_errno(), called from src/fuse. */
+#ifndef CBFS_ERR_H
+#define CBFS_ERR_H
+
+/* X(name, errno at the FUSE boundary, message) */
+#define CBFS_ERRORS(X)                                                                  \
+    X(OK, 0, "success")                                                                 \
+    X(NOMEM, ENOMEM, "out of memory")                                                   \
+    X(INVAL, EINVAL, "invalid argument")                                                \
+    X(IO, EIO, "input/output error on the store")                                       \
+    X(NOSPC, ENOSPC, "no space left on the store")                                      \
+    X(DQUOT, EDQUOT, "disk quota exceeded on the store")                                \
+    X(FBIG, EFBIG, "file too large")                                                    \
+    X(ROFS, EROFS, "store is read-only")                                                \
+    X(ACCES, EACCES, "permission denied")                                               \
+    X(PERM, EPERM, "operation not permitted")                                           \
+    X(NOENT, ENOENT, "no such file or directory")                                       \
+    X(EXIST, EEXIST, "file exists")                                                     \
+    X(BADF, EBADF, "bad file descriptor")                                               \
+    X(BUSY, EBUSY, "store is busy (another cbfs daemon holds its lock)")                \
+    X(NOTSUP, EOPNOTSUPP, "operation not supported")                                    \
+    X(CORRUPT, EIO, "corrupt data: checksum mismatch")                                  \
+    X(TRUNCATED, EIO, "truncated data: frame or record ends early")                     \
+    X(BAD_MAGIC, EIO, "not a cbfs frame or index record")                               \
+    X(VERSION, EIO, "unsupported cbfs format version (written by a newer cbfs?)")       \
+    X(WRONG_FILE, EIO, "index sidecar belongs to another data file")                    \
+    X(CODEC_UNKNOWN, EINVAL, "unknown codec")                                           \
+    X(CODEC_LEVEL, EINVAL, "compression level out of range for the codec")              \
+    X(CODEC_MISSING, EOPNOTSUPP, "codec not built into this cbfs")                      \
+    X(CODEC_FAIL, EIO, "codec reported an internal failure")                            \
+    X(DST_SMALL, EIO, "output buffer too small (internal error)")                       \
+    X(SHUTDOWN, EIO, "cbfs is shutting down")
+
+typedef enum cbfs_err {
+#define CBFS_ERR_ENUM_(name, eno, msg) CBFS_E_##name,
+    CBFS_ERRORS(CBFS_ERR_ENUM_)
+#undef CBFS_ERR_ENUM_
+        CBFS_E_COUNT_
+} cbfs_err;
+
+#define CBFS_OK CBFS_E_OK
+
+/* @return a static, human-readable message; never NULL (unknown codes too). */
+const char *cbfs_err_str(cbfs_err e);
+/* @return the errno to hand to the kernel for e (0 for CBFS_OK). FUSE layer only. */
+int cbfs_err_errno(cbfs_err e);
+/* Maps an errno from a failed system call to the nearest cbfs_err (EIO-like
+ * errors to CBFS_E_IO). Used right where a syscall fails, so errno never
+ * travels further up than one line. */
+cbfs_err cbfs_err_from_errno(int eno);
+
+#endif

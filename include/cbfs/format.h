@@ -1,0 +1,186 @@
+/* On-disk format, version 1 (docs/FORMAT.md is the byte-level spec).
+ *
+ * A data file is a sequence of frames, each a 64-byte header wrapped as a
+ * zstd/lz4 skippable frame, followed by plen payload bytes. Every frame names
+ * its block and generation, so the frames alone are the truth; the sidecar
+ * (data file name + CBFS_INDEX_SUFFIX) is an append-only log of 64-byte
+ * records, one per frame plus one header record, that accelerates open and
+ * records the logical size. Nothing here does FUSE or threading; the index
+ * table is not thread-safe (the engine locks around it). */
+#ifndef CBFS_FORMAT_H
+#define CBFS_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cbfs/codec.h"
+#include "cbfs/err.h"
+
+#define CBFS_FORMAT_VERSION 1
+#define CBFS_FRAME_HDR_SIZE 64
+#define CBFS_INDEX_REC_SIZE 64
+#define CBFS_INDEX_SUFFIX ".cbfsidx" /* reserved: hidden and refused by the mount */
+#define CBFS_BLOCK_MIN (4u << 10)
+#define CBFS_BLOCK_MAX (16u << 20)
+#define CBFS_BLOCK_DEFAULT (1u << 20)
+
+#define CBFS_SKIPPABLE_MAGIC 0x184D2A5Cu /* zstd/lz4 skippable frame, nibble C */
+#define CBFS_FRAME_MAGIC 0x52464243u     /* "CBFR" little-endian */
+#define CBFS_INDEX_MAGIC 0x58494243u     /* "CBIX" little-endian */
+
+/* Frame flags. Unknown bits make a header invalid (CBFS_E_VERSION). */
+enum {
+    CBFS_FRAME_RAW = 1u << 0,  /* payload is the block's bytes verbatim */
+    CBFS_FRAME_HOLE = 1u << 1, /* block is all zeros; payload (if any) is ignored */
+    CBFS_FRAME_SIZE = 1u << 2, /* not a block: sets the logical size to `block` */
+    CBFS_FRAME_FLAGS_KNOWN = 0x7u
+};
+
+struct cbfs_frame_hdr {
+    uint8_t version;     /* header version, 1 */
+    uint8_t codec;       /* enum cbfs_codec_id of the payload */
+    uint8_t flags;       /* CBFS_FRAME_* */
+    int8_t level;        /* level used (informational) */
+    uint64_t block;      /* logical block number; new size for SIZE frames */
+    uint64_t generation; /* per file, strictly increasing in file order */
+    uint32_t ulen;       /* uncompressed bytes of the block (<= block size) */
+    uint32_t plen;       /* payload bytes following the header */
+    uint64_t hash;       /* XXH3-64 of the ulen uncompressed bytes (0 for SIZE) */
+    uint64_t file_id;    /* random id shared with the sidecar header */
+};
+
+void cbfs_frame_hdr_encode(const struct cbfs_frame_hdr *h, uint8_t out[CBFS_FRAME_HDR_SIZE]);
+/* @return CBFS_E_BAD_MAGIC (not a cbfs frame), CBFS_E_CORRUPT (header checksum),
+ * CBFS_E_VERSION (newer header version or unknown flags). */
+cbfs_err cbfs_frame_hdr_decode(const uint8_t in[CBFS_FRAME_HDR_SIZE], struct cbfs_frame_hdr *h);
+
+/* Worst-case frame size (header + payload) for a block of block_len bytes. */
+size_t cbfs_frame_bound(const struct cbfs_codec_ops *codec, size_t block_len);
+
+/* Encodes one block into a whole frame (header + payload) at out.
+ * All-zero blocks become HOLE frames (for stock_stream codecs the payload is
+ * the native encoding of the zeros, so stock decoders stay exact; for others
+ * plen is 0). A payload that would not be smaller than the block is stored
+ * RAW, except for stock_stream codecs. h->{block, generation, file_id} are
+ * taken from the arguments; on success *h describes the frame written.
+ * out_cap must be >= cbfs_frame_bound(). */
+cbfs_err cbfs_frame_encode(const struct cbfs_codec_ops *codec, int level, uint64_t file_id,
+                           uint64_t block, uint64_t generation, const void *data, size_t len,
+                           void *out, size_t out_cap, size_t *out_len,
+                           struct cbfs_frame_hdr *h);
+
+/* Decodes a frame's payload into out (h->ulen bytes) and checks the XXH3.
+ * HOLE frames give zeros without reading payload. @return CBFS_E_CORRUPT on
+ * any mismatch (never wrong bytes), CBFS_E_CODEC_MISSING if the codec is not
+ * built in. */
+cbfs_err cbfs_frame_decode(const struct cbfs_frame_hdr *h, const void *payload, void *out);
+
+/* ---- index sidecar records ---- */
+
+enum cbfs_rec_type { CBFS_REC_HEADER = 1, CBFS_REC_BLOCK = 2, CBFS_REC_SIZE = 3 };
+
+struct cbfs_index_rec {
+    uint8_t type; /* enum cbfs_rec_type */
+    /* HEADER */
+    uint16_t version;    /* CBFS_FORMAT_VERSION */
+    uint32_t block_size; /* bytes per logical block */
+    uint64_t file_id;
+    uint64_t created_ns; /* CLOCK_REALTIME at creation (informational) */
+    /* BLOCK and SIZE: the frame this record indexes */
+    uint8_t codec, flags;
+    uint64_t block;  /* block number; for SIZE: the new logical size */
+    uint64_t offset; /* data-file offset of the frame header */
+    uint32_t plen, ulen;
+    uint64_t generation;
+    uint64_t hash;
+};
+
+void cbfs_index_rec_encode(const struct cbfs_index_rec *r, uint8_t out[CBFS_INDEX_REC_SIZE]);
+/* @return CBFS_E_BAD_MAGIC, CBFS_E_CORRUPT (checksum) or CBFS_E_VERSION
+ * (header record of a newer format version; unknown record type). */
+cbfs_err cbfs_index_rec_decode(const uint8_t in[CBFS_INDEX_REC_SIZE], struct cbfs_index_rec *r);
+
+/* Builds the index record that describes frame h written at offset. */
+void cbfs_index_rec_from_frame(const struct cbfs_frame_hdr *h, uint64_t offset,
+                               struct cbfs_index_rec *r);
+
+/* ---- in-memory index table ---- */
+
+struct cbfs_index_entry {
+    uint64_t offset;     /* data-file offset of the frame header */
+    uint64_t generation; /* 0 = no frame: block never written (reads as zeros) */
+    uint64_t hash;
+    uint32_t plen, ulen;
+    uint8_t codec, flags;
+};
+
+struct cbfs_index {
+    uint32_t block_size;
+    uint64_t file_id;
+    uint64_t size;       /* logical file size */
+    uint64_t next_gen;   /* generation for the next frame */
+    uint64_t data_end;   /* end of the last valid frame = append offset */
+    uint64_t index_end;  /* end of the last valid sidecar record = append offset */
+    uint64_t nblocks;    /* entries in use: block numbers < nblocks */
+    uint64_t cap;        /* allocated entries */
+    struct cbfs_index_entry *v;
+    uint64_t live_frames, live_bytes;   /* frames referenced by v (header + payload) */
+    uint64_t dead_frames, dead_bytes;   /* superseded or truncated frames: garbage */
+};
+
+/* Initialises an empty table (no allocation). */
+void cbfs_index_init(struct cbfs_index *idx, uint32_t block_size, uint64_t file_id);
+void cbfs_index_free(struct cbfs_index *idx); /* NULL-safe, re-init needed after */
+
+/* Applies one BLOCK or SIZE record (in log order): a block entry replaces any
+ * older one (counted as garbage); a SIZE record drops blocks wholly past the
+ * new size. Updates data_end, next_gen and counters. */
+cbfs_err cbfs_index_apply(struct cbfs_index *idx, const struct cbfs_index_rec *r);
+
+/* @return the entry for block b, or NULL if b was never written (a hole). */
+const struct cbfs_index_entry *cbfs_index_get(const struct cbfs_index *idx, uint64_t b);
+
+/* What cbfs_index_load found and did. */
+struct cbfs_index_report {
+    bool sidecar_missing;     /* rebuilt from frames alone */
+    uint64_t records_replayed;
+    uint64_t records_dropped; /* bytes of torn/corrupt sidecar tail / 64, rounded up */
+    uint64_t frames_rescanned; /* frames after the last indexed one, re-added */
+    uint64_t data_tail_bytes;  /* garbage after the last valid frame */
+    bool repaired;            /* sidecar/data were rewritten (repair mode) */
+};
+
+/* Loads a file's index: replays the sidecar (idx_fd, or -1 if there is none),
+ * stops at the first torn or corrupt record, then scans the data file for
+ * frames after the last indexed one and applies them too (the frames are the
+ * truth; the index may lag). With repair set (fds writable), a bad sidecar
+ * tail is truncated, rescanned frames are appended as records, garbage after
+ * the last valid frame is truncated from the data file, and both are
+ * fdatasync'd; with idx_fd == -1 and repair, nothing is created (the caller
+ * creates sidecars). @return CBFS_E_VERSION for a sidecar of a newer format,
+ * CBFS_E_WRONG_FILE if the sidecar's file id does not match the frames,
+ * CBFS_E_BAD_MAGIC if neither sidecar nor data file is cbfs. */
+cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
+                         struct cbfs_index_report *rep);
+
+/* Encodes and appends records to the sidecar at idx->index_end (pwrite, no
+ * fsync) and advances index_end. */
+cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs_index_rec *r,
+                           size_t n);
+
+/* Writes a fresh sidecar header record at offset 0 (for a new file) and sets
+ * idx->index_end. */
+cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd);
+
+/* Reads and checks the frame header at off; on success *h is valid and the
+ * whole frame (header + plen) lies within file_size. */
+cbfs_err cbfs_frame_read_hdr(int data_fd, uint64_t off, uint64_t file_size,
+                             struct cbfs_frame_hdr *h);
+
+/* Reads block entry e's frame from data_fd, checks header against e, decodes
+ * into out (e->ulen bytes). scratch must hold e->plen bytes. Holes: zeros. */
+cbfs_err cbfs_block_read(int data_fd, const struct cbfs_index_entry *e, uint64_t block,
+                         void *scratch, void *out);
+
+#endif

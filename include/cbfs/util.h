@@ -1,0 +1,63 @@
+/* Small shared helpers: little-endian field access for the on-disk format,
+ * the block hash, size parsing and full-length pread/pwrite. */
+#ifndef CBFS_UTIL_H
+#define CBFS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cbfs/err.h"
+
+static inline void cbfs_put_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void cbfs_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void cbfs_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t cbfs_get_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t cbfs_get_le32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t cbfs_get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+/* XXH3-64 (seed 0): the one hash of the on-disk format. */
+uint64_t cbfs_hash64(const void *data, size_t len);
+
+/* @return 1 if all len bytes are zero (len 0 counts as zero). */
+int cbfs_is_zero(const void *data, size_t len);
+
+/* Parses "123", "64K", "4M", "1G" (binary units) into *out.
+ * @return CBFS_E_INVAL on syntax error or overflow. */
+cbfs_err cbfs_parse_size(const char *s, uint64_t *out);
+
+/* pread/pwrite that loop until len bytes moved. A short read at EOF is
+ * CBFS_E_TRUNCATED for pread_full; EINTR is retried; other errors mapped. */
+cbfs_err cbfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
+cbfs_err cbfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/* 64 random bits from getrandom(2) (file ids, store uuids). */
+uint64_t cbfs_random64(void);
+
+/* Monotonic clock in nanoseconds (stage timers). */
+uint64_t cbfs_now_ns(void);
+
+#endif
