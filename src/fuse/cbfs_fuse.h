@@ -1,0 +1,41 @@
+/* Bridge between the daemon's main (options, store lock, mounting: main.c,
+ * options.c, store.c) and the FUSE low-level operations (ops*.c, inode.c).
+ * Only src/fuse includes FUSE headers. */
+#ifndef CBFS_FUSE_H
+#define CBFS_FUSE_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cbfs/codec.h"
+#include "cbfs/engine.h"
+
+struct cbfs_fs_options {
+    int store_fd;                       /* O_PATH|O_DIRECTORY on the store root, opened
+                                           before mounting (in-place mounts); borrowed */
+    const char *store_path;             /* for log lines */
+    const struct cbfs_codec_ops *codec; /* codec for new files (NONE: plain files) */
+    int level;
+    struct cbfs_engine *eng;            /* borrowed; outlives the fs */
+    bool readonly;
+    double attr_timeout;                /* seconds; entry/attr cache in the kernel */
+    bool writeback_cache;               /* FUSE_CAP_WRITEBACK_CACHE if offered */
+};
+
+struct cbfs_fs;
+
+/* The low-level operations table; its userdata is a struct cbfs_fs. */
+const struct fuse_lowlevel_ops *cbfs_fs_ops(void);
+
+/* Creates the filesystem state (inode table with the root inode). The options
+ * are copied. @return NULL on allocation failure. */
+struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt);
+
+/* Called after fuse_session_loop_mt returns: closes every file the kernel did
+ * not release (flushing it, so nothing written is lost) and frees the table.
+ * @return 0, or -1 if some flush failed (already logged). NULL-safe. */
+int cbfs_fs_free(struct cbfs_fs *fs);
+
+#endif
