@@ -178,8 +178,9 @@ cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd);
 cbfs_err cbfs_frame_read_hdr(int data_fd, uint64_t off, uint64_t file_size,
                              struct cbfs_frame_hdr *h);
 
-/* Reads block entry e's frame from data_fd, checks header against e, decodes
- * into out (e->ulen bytes). scratch must hold e->plen bytes. Holes: zeros. */
+/* Reads block entry e's frame (one pread of header + payload into scratch,
+ * which must hold CBFS_FRAME_HDR_SIZE + e->plen bytes), checks the header
+ * against e, decodes into out (e->ulen bytes). Holes: zeros, no I/O. */
 cbfs_err cbfs_block_read(int data_fd, const struct cbfs_index_entry *e, uint64_t block,
                          void *scratch, void *out);
 
