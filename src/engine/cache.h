@@ -1,0 +1,57 @@
+/* Decompressed-block cache: a bounded LRU keyed by (file serial, block,
+ * generation), so an overwritten block (new generation) can never be served
+ * stale. Entries are reference-counted: whoever holds a reference may read
+ * ent->data without the cache lock; eviction skips referenced entries.
+ * A LOADING entry has exactly one loader, which must call cbfs_cache_fill;
+ * other readers of the same key wait for it instead of decoding twice. */
+#ifndef CBFS_ENGINE_CACHE_H
+#define CBFS_ENGINE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cbfs/err.h"
+
+enum cbfs_cache_state { CBFS_CACHE_LOADING, CBFS_CACHE_READY, CBFS_CACHE_FAILED };
+
+struct cbfs_cache_ent {
+    uint64_t serial, block, gen; /* key: immutable */
+    unsigned char *data;         /* len bytes; set once by fill, immutable while READY */
+    uint32_t len;
+    enum cbfs_cache_state state; /* cache lock */
+    unsigned refs;               /* cache lock */
+    bool readahead;              /* filled by read-ahead, not yet read: cache lock */
+    struct cbfs_cache_ent *hnext, *lprev, *lnext; /* cache lock */
+};
+
+struct cbfs_cache;
+
+cbfs_err cbfs_cache_create(uint64_t cap_bytes, struct cbfs_cache **out);
+void cbfs_cache_destroy(struct cbfs_cache *c); /* no references may be held; NULL ok */
+
+/* @return a referenced entry for the key: READY (data valid), or a new
+ * LOADING entry with *must_fill set, which the caller must fill. Waits while
+ * another thread loads it. *ra_hit is set when the entry came from read-ahead.
+ * NULL only on allocation failure. */
+struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uint64_t block,
+                                      uint64_t gen, bool *must_fill, bool *ra_hit);
+
+/* A referenced READY entry, or NULL (absent, loading, failed): never waits,
+ * never inserts — for callers that hold a file lock. */
+struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, uint64_t block,
+                                       uint64_t gen);
+
+/* For read-ahead: a referenced LOADING entry if the key is absent, else NULL
+ * (already cached or loading, or no memory). */
+struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
+                                          uint64_t block, uint64_t gen);
+
+/* Completes a LOADING entry: takes ownership of data (malloc'd) when ok; a
+ * failed load (ok false, data NULL) wakes waiters, who then load themselves.
+ * Does not drop the caller's reference. */
+void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned char *data,
+                     uint32_t len, bool ok, bool readahead);
+
+void cbfs_cache_put(struct cbfs_cache *c, struct cbfs_cache_ent *ent);
+
+#endif

@@ -1,0 +1,111 @@
+/* Engine lifetime, the in-flight byte budget that gives writers backpressure,
+ * and the statistics snapshot. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cbfs/format.h"
+#include "cbfs/util.h"
+#include "engine/engine_impl.h"
+
+uint32_t cbfs_engine_block_size(const struct cbfs_engine *eng)
+{
+    return eng->cfg.block_size;
+}
+
+cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out)
+{
+    uint32_t bs = cfg->block_size;
+    if (bs < CBFS_BLOCK_MIN || bs > CBFS_BLOCK_MAX || (bs & (bs - 1))) return CBFS_E_INVAL;
+    struct cbfs_engine *eng = calloc(1, sizeof *eng);
+    if (!eng) return CBFS_E_NOMEM;
+    eng->cfg = *cfg;
+    if (!eng->cfg.workers) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        eng->cfg.workers = n > 0 ? (unsigned)n : 1;
+    }
+    if (!eng->cfg.cache_bytes) eng->cfg.cache_bytes = 64ull << 20;
+    if (!eng->cfg.inflight_bytes) {
+        uint64_t b = 4ull * eng->cfg.workers * bs;
+        eng->cfg.inflight_bytes = b < (8ull << 20) ? (8ull << 20) : b;
+    }
+    pthread_mutex_init(&eng->lock, NULL);
+    pthread_cond_init(&eng->budget, NULL);
+    eng->next_serial = 1;
+    cbfs_err e = cbfs_cache_create(eng->cfg.cache_bytes, &eng->cache);
+    if (e) goto fail;
+    e = cbfs_pool_create(eng->cfg.workers, &eng->pool);
+    if (e) goto fail;
+    *out = eng;
+    return CBFS_OK;
+fail:
+    cbfs_engine_destroy(eng);
+    return e;
+}
+
+void cbfs_engine_destroy(struct cbfs_engine *eng)
+{
+    if (!eng) return;
+    cbfs_pool_destroy(eng->pool);
+    cbfs_cache_destroy(eng->cache);
+    pthread_cond_destroy(&eng->budget);
+    pthread_mutex_destroy(&eng->lock);
+    free(eng);
+}
+
+void cbfs_engine_budget_take(struct cbfs_engine *eng, uint64_t bytes)
+{
+    pthread_mutex_lock(&eng->lock);
+    eng->inflight += bytes;
+    pthread_mutex_unlock(&eng->lock);
+}
+
+void cbfs_engine_budget_wait(struct cbfs_engine *eng)
+{
+    pthread_mutex_lock(&eng->lock);
+    if (eng->inflight > eng->cfg.inflight_bytes) {
+        uint64_t t0 = cbfs_now_ns();
+        while (eng->inflight > eng->cfg.inflight_bytes) pthread_cond_wait(&eng->budget, &eng->lock);
+        CBFS_STAT_ADD(eng, st_ns_wait_slots, cbfs_now_ns() - t0);
+    }
+    pthread_mutex_unlock(&eng->lock);
+}
+
+void cbfs_engine_budget_drop(struct cbfs_engine *eng, uint64_t bytes)
+{
+    pthread_mutex_lock(&eng->lock);
+    eng->inflight -= bytes;
+    pthread_cond_broadcast(&eng->budget);
+    pthread_mutex_unlock(&eng->lock);
+}
+
+uint64_t cbfs_engine_new_serial(struct cbfs_engine *eng)
+{
+    pthread_mutex_lock(&eng->lock);
+    uint64_t s = eng->next_serial++;
+    pthread_mutex_unlock(&eng->lock);
+    return s;
+}
+
+void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st)
+{
+#define CBFS_LOAD_(f) atomic_load_explicit(&eng->st_##f, memory_order_relaxed)
+    st->logical_written = CBFS_LOAD_(logical_written);
+    st->physical_written = CBFS_LOAD_(physical_written);
+    st->logical_read = CBFS_LOAD_(logical_read);
+    st->physical_read = CBFS_LOAD_(physical_read);
+    st->blocks_compressed = CBFS_LOAD_(blocks_compressed);
+    st->blocks_raw = CBFS_LOAD_(blocks_raw);
+    st->blocks_hole = CBFS_LOAD_(blocks_hole);
+    st->ns_compress = CBFS_LOAD_(ns_compress);
+    st->ns_store_write = CBFS_LOAD_(ns_store_write);
+    st->ns_wait_slots = CBFS_LOAD_(ns_wait_slots);
+    st->ns_decompress = CBFS_LOAD_(ns_decompress);
+    st->ns_store_read = CBFS_LOAD_(ns_store_read);
+    st->cache_hits = CBFS_LOAD_(cache_hits);
+    st->cache_misses = CBFS_LOAD_(cache_misses);
+    st->readahead_hits = CBFS_LOAD_(readahead_hits);
+#undef CBFS_LOAD_
+    pthread_mutex_lock(&eng->lock);
+    st->inflight_bytes = eng->inflight;
+    pthread_mutex_unlock(&eng->lock);
+}
