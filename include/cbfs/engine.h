@@ -78,6 +78,15 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size);
 
 uint64_t cbfs_file_size(struct cbfs_file *f);
 
+/* lseek(2) SEEK_DATA (data true) / SEEK_HOLE at block granularity: a block is
+ * a hole if it was never written or is all zeros. @return CBFS_E_NXIO if off
+ * is at or past the end (or, for SEEK_DATA, no data follows). */
+cbfs_err cbfs_file_seek(struct cbfs_file *f, uint64_t off, bool data, uint64_t *out);
+
+/* fallocate(2) PUNCH_HOLE|KEEP_SIZE: [off, off+len) reads as zeros afterwards;
+ * blocks wholly inside become hole frames. The size never changes. */
+cbfs_err cbfs_file_punch(struct cbfs_file *f, uint64_t off, uint64_t len);
+
 /* Name for log lines (set by the FUSE layer, e.g. the store-relative path). */
 void cbfs_file_set_name(struct cbfs_file *f, const char *name);
 

@@ -22,6 +22,7 @@
     X(BADF, EBADF, "bad file descriptor")                                               \
     X(BUSY, EBUSY, "store is busy (another cbfs daemon holds its lock)")                \
     X(NOTSUP, EOPNOTSUPP, "operation not supported")                                    \
+    X(NXIO, ENXIO, "no data at or after this offset")                                   \
     X(CORRUPT, EIO, "corrupt data: checksum mismatch")                                  \
     X(TRUNCATED, EIO, "truncated data: frame or record ends early")                     \
     X(BAD_MAGIC, EIO, "not a cbfs frame or index record")                               \

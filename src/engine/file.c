@@ -368,9 +368,11 @@ static cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned 
     return CBFS_OK;
 }
 
-/* The open block for b, creating it (read-modify-write of existing content)
- * and sealing the least recently used one if all slots are taken. Lock held. */
-static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, struct cbfs_oblock **out)
+/* The open block for b, creating it (read-modify-write of existing content,
+ * unless the caller is about to overwrite the whole block) and sealing the
+ * least recently used one if all slots are taken. Lock held. */
+static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole,
+                                     struct cbfs_oblock **out)
 {
     for (unsigned i = 0; i < f->nopen; i++) {
         if (f->open[i].block == b) {
@@ -390,6 +392,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, struct cbf
     uint64_t start = b * f->bs;
     uint32_t exist = 0;
     if (f->size > start) exist = f->size - start >= f->bs ? f->bs : (uint32_t)(f->size - start);
+    if (whole) exist = 0;
     if (exist) {
         cbfs_err e = cbfs_file_load_locked(f, b, data, exist);
         if (e) {
@@ -422,7 +425,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         uint32_t boff = (uint32_t)(off % f->bs);
         uint32_t n = f->bs - boff < left ? f->bs - boff : (uint32_t)left;
         struct cbfs_oblock *ob;
-        err = cbfs_file_open_block(f, b, &ob);
+        err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, &ob);
         if (err) goto out;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
         memcpy(ob->data + boff, src, n);
@@ -525,6 +528,56 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     f->committing = false;
     pthread_cond_broadcast(&f->cond);
 out:
+    pthread_mutex_unlock(&f->lock);
+    return err;
+}
+
+cbfs_err cbfs_file_punch(struct cbfs_file *f, uint64_t off, uint64_t len)
+{
+    uint64_t size = cbfs_file_size(f);
+    if (off >= size) return CBFS_OK;
+    if (len > size - off) len = size - off;
+    unsigned char *zeros = calloc(1, f->bs);
+    if (!zeros) return CBFS_E_NOMEM;
+    cbfs_err err = CBFS_OK;
+    /* Writing zeros is enough: a whole zero block is stored as a hole frame,
+     * and whole-block writes skip the read-modify-write. */
+    while (len && !err) {
+        uint64_t n = f->bs - off % f->bs;
+        if (n > len) n = len;
+        err = cbfs_file_write(f, zeros, (size_t)n, off);
+        off += n;
+        len -= n;
+    }
+    free(zeros);
+    return err;
+}
+
+cbfs_err cbfs_file_seek(struct cbfs_file *f, uint64_t off, bool data, uint64_t *out)
+{
+    cbfs_err err = CBFS_E_NXIO;
+    pthread_mutex_lock(&f->lock);
+    if (off < f->size) {
+        uint64_t nblocks = (f->size + f->bs - 1) / f->bs;
+        uint64_t b = off / f->bs;
+        for (; b < nblocks; b++) {
+            const unsigned char *mem;
+            uint32_t mlen;
+            const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, b);
+            bool is_data = cbfs_file_mem_block(f, b, &mem, &mlen)
+                               ? !cbfs_is_zero(mem, mlen)
+                               : e && !(e->flags & CBFS_FRAME_HOLE);
+            if (is_data == data) break;
+        }
+        uint64_t pos = b * f->bs > off ? b * f->bs : off;
+        if (b < nblocks) {
+            *out = pos;
+            err = CBFS_OK;
+        } else if (!data) {
+            *out = f->size; /* the virtual hole at end of file */
+            err = CBFS_OK;
+        }
+    }
     pthread_mutex_unlock(&f->lock);
     return err;
 }

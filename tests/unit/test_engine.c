@@ -252,3 +252,36 @@ Test(engine, corrupt_frame_is_eio_not_wrong_bytes)
     free(buf);
     free(data);
 }
+
+Test(engine, punch_and_seek_data_hole)
+{
+    size_t bs = 64 << 10, size = 10 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_rows(data, size, 11);
+    struct cbfs_file *f = eng_open("punch", true, "zstd");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    /* Punch blocks 2..4 wholly and half of block 6. */
+    cr_assert_eq(cbfs_file_punch(f, 2 * bs, 3 * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_punch(f, 6 * bs + bs / 2, bs / 2), CBFS_OK);
+    cr_assert_eq(cbfs_file_punch(f, size - 10, 1000), CBFS_OK); /* past EOF: clamped */
+    memset(data + 2 * bs, 0, 3 * bs);
+    memset(data + 6 * bs + bs / 2, 0, bs / 2);
+    memset(data + size - 10, 0, 10);
+    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+    eng_check(f, data, size);
+    uint64_t pos;
+    cr_assert_eq(cbfs_file_seek(f, 0, false, &pos), CBFS_OK);
+    cr_assert_eq(pos, 2 * bs);
+    cr_assert_eq(cbfs_file_seek(f, 2 * bs + 5, true, &pos), CBFS_OK);
+    cr_assert_eq(pos, 5 * bs);
+    cr_assert_eq(cbfs_file_seek(f, 7 * bs, false, &pos), CBFS_OK);
+    cr_assert_eq(pos, size);
+    cr_assert_eq(cbfs_file_seek(f, size, true, &pos), CBFS_E_NXIO);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("punch", false, "zstd");
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_seek(f, bs, false, &pos), CBFS_OK);
+    cr_assert_eq(pos, 2 * bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
