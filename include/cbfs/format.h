@@ -70,6 +70,11 @@ cbfs_err cbfs_frame_encode(const struct cbfs_codec_ops *codec, int level, uint64
                            void *out, size_t out_cap, size_t *out_len,
                            struct cbfs_frame_hdr *h);
 
+/* Encodes the header of a SIZE frame (no payload): "the logical size is now
+ * size". *h (if not NULL) describes it, for cbfs_index_rec_from_frame. */
+void cbfs_frame_size_encode(uint64_t file_id, uint64_t generation, uint64_t size,
+                            uint8_t out[CBFS_FRAME_HDR_SIZE], struct cbfs_frame_hdr *h);
+
 /* Decodes a frame's payload into out (h->ulen bytes) and checks the XXH3.
  * HOLE frames give zeros without reading payload. @return CBFS_E_CORRUPT on
  * any mismatch (never wrong bytes), CBFS_E_CODEC_MISSING if the codec is not
@@ -160,7 +165,9 @@ struct cbfs_index_report {
  * fdatasync'd; with idx_fd == -1 and repair, nothing is created (the caller
  * creates sidecars). @return CBFS_E_VERSION for a sidecar of a newer format,
  * CBFS_E_WRONG_FILE if the sidecar's file id does not match the frames,
- * CBFS_E_BAD_MAGIC if neither sidecar nor data file is cbfs. */
+ * CBFS_E_BAD_MAGIC if neither sidecar nor data file is cbfs (also for an
+ * empty data file without a usable sidecar); for these three nothing is
+ * written. On any failure *idx is empty (no need to free). rep may be NULL. */
 cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
                          struct cbfs_index_report *rep);
 

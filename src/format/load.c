@@ -1,0 +1,247 @@
+/* cbfs_index_load: opening a file's index. Replays the sidecar up to its
+ * first bad record, rescans the data file for frames the sidecar lags, or
+ * rebuilds the table from the frames alone when there is no usable sidecar;
+ * in repair mode also truncates torn tails and appends the missing records.
+ * The frames are the truth: a record counts only if its frame is there. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cbfs/format.h"
+#include "cbfs/util.h"
+
+/* Records found by scanning frames, kept to be appended on repair (and, for a
+ * rebuild, applied once the block size is known). */
+struct cbfs_recvec {
+    struct cbfs_index_rec *v;
+    size_t n, cap;
+};
+
+static cbfs_err cbfs_recvec_push(struct cbfs_recvec *rv, const struct cbfs_index_rec *r)
+{
+    if (rv->n == rv->cap) {
+        const size_t cap = rv->cap ? rv->cap * 2 : 64;
+        if (cap > SIZE_MAX / sizeof *rv->v) return CBFS_E_NOMEM;
+        struct cbfs_index_rec *const v = realloc(rv->v, cap * sizeof *v);
+        if (!v) return CBFS_E_NOMEM;
+        rv->v = v;
+        rv->cap = cap;
+    }
+    rv->v[rv->n++] = *r;
+    return CBFS_OK;
+}
+
+/* Errors that mean "no valid frame/record here" (stop scanning) rather than
+ * "could not look" (give up: I/O error, out of memory). */
+static bool cbfs_load_is_format_err(cbfs_err e)
+{
+    return e == CBFS_E_TRUNCATED || e == CBFS_E_BAD_MAGIC || e == CBFS_E_CORRUPT ||
+           e == CBFS_E_FBIG;
+}
+
+static cbfs_err cbfs_load_fsize(int fd, uint64_t *size)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) return cbfs_err_from_errno(errno);
+    *size = (uint64_t)st.st_size;
+    return CBFS_OK;
+}
+
+/* Does record r describe exactly the frame header fh? */
+static bool cbfs_load_rec_matches(const struct cbfs_index_rec *r, const struct cbfs_frame_hdr *fh)
+{
+    if (r->block != fh->block || r->generation != fh->generation) return false;
+    if (r->type == CBFS_REC_SIZE) return fh->flags == CBFS_FRAME_SIZE;
+    return fh->flags == r->flags && fh->codec == r->codec && fh->plen == r->plen &&
+           fh->ulen == r->ulen && fh->hash == r->hash;
+}
+
+/* Replays sidecar records from offset 64 while each is valid and its frame is
+ * in the data file; sets idx->index_end past the last good one. */
+static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64_t isize,
+                                 struct cbfs_index *idx, struct cbfs_index_report *rep)
+{
+    uint8_t buf[256 * CBFS_INDEX_REC_SIZE];
+    uint64_t off = CBFS_INDEX_REC_SIZE;
+    idx->index_end = off;
+    while (isize - off >= CBFS_INDEX_REC_SIZE) {
+        uint64_t chunk = (isize - off) / CBFS_INDEX_REC_SIZE * CBFS_INDEX_REC_SIZE;
+        if (chunk > sizeof buf) chunk = sizeof buf;
+        cbfs_err e = cbfs_pread_full(idx_fd, buf, (size_t)chunk, off);
+        if (e) return e;
+        for (uint64_t i = 0; i < chunk; i += CBFS_INDEX_REC_SIZE, off += CBFS_INDEX_REC_SIZE) {
+            struct cbfs_index_rec r;
+            if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER)
+                return CBFS_OK;
+            struct cbfs_frame_hdr fh;
+            e = cbfs_frame_read_hdr(data_fd, r.offset, dsize, &fh);
+            if (e == CBFS_OK && fh.file_id != idx->file_id) return CBFS_E_WRONG_FILE;
+            if (e == CBFS_E_VERSION || cbfs_load_is_format_err(e)) return CBFS_OK;
+            if (e) return e;
+            if (!cbfs_load_rec_matches(&r, &fh)) return CBFS_OK;
+            e = cbfs_index_apply(idx, &r);
+            if (cbfs_load_is_format_err(e)) return CBFS_OK;
+            if (e) return e;
+            rep->records_replayed++;
+            idx->index_end = off + CBFS_INDEX_REC_SIZE;
+        }
+    }
+    return CBFS_OK;
+}
+
+/* Reads frame headers back to back from off while they are valid and wholly
+ * inside the data file, collecting a record for each. With check_id, a frame
+ * of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's id is
+ * taken (rebuild). *max_ulen gets the largest ulen seen. */
+static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
+                               uint64_t *file_id, struct cbfs_recvec *rv, uint32_t *max_ulen)
+{
+    while (off < dsize) {
+        struct cbfs_frame_hdr fh;
+        cbfs_err e = cbfs_frame_read_hdr(data_fd, off, dsize, &fh);
+        if (cbfs_load_is_format_err(e)) return CBFS_OK; /* torn or garbage tail */
+        if (e) return e; /* I/O error, or CBFS_E_VERSION: a newer writer's frame */
+        if (!check_id && rv->n == 0) *file_id = fh.file_id;
+        if (fh.file_id != *file_id) return CBFS_E_WRONG_FILE;
+        struct cbfs_index_rec r;
+        cbfs_index_rec_from_frame(&fh, off, &r);
+        e = cbfs_recvec_push(rv, &r);
+        if (e) return e;
+        if (fh.ulen > *max_ulen) *max_ulen = fh.ulen;
+        off += CBFS_FRAME_HDR_SIZE + (uint64_t)fh.plen;
+    }
+    return CBFS_OK;
+}
+
+/* Applies scanned records in order; stops (keeping what was applied) at the
+ * first one the table refuses, e.g. a ulen larger than the block size. */
+static cbfs_err cbfs_load_apply_scanned(struct cbfs_index *idx, struct cbfs_recvec *rv,
+                                        struct cbfs_index_report *rep)
+{
+    for (size_t i = 0; i < rv->n; i++) {
+        const cbfs_err e = cbfs_index_apply(idx, &rv->v[i]);
+        if (cbfs_load_is_format_err(e)) {
+            rv->n = i;
+            break;
+        }
+        if (e) return e;
+    }
+    rep->frames_rescanned = rv->n;
+    return CBFS_OK;
+}
+
+/* The block size a rebuilt index gets: frames do not carry it, so take the
+ * smallest power of two >= the largest block, at least CBFS_BLOCK_MIN. */
+static uint32_t cbfs_load_infer_block_size(uint32_t max_ulen)
+{
+    uint32_t bs = CBFS_BLOCK_MIN;
+    while (bs < max_ulen && bs < CBFS_BLOCK_MAX) bs <<= 1;
+    return bs;
+}
+
+static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_t isize,
+                                 struct cbfs_index *idx, const struct cbfs_recvec *rv,
+                                 struct cbfs_index_report *rep)
+{
+    bool wrote_idx = false, wrote_data = false;
+    cbfs_err e = CBFS_OK;
+    if (idx_fd >= 0) {
+        if (!have_hdr) {
+            e = cbfs_index_write_header(idx, idx_fd);
+            if (e) return e;
+            isize = isize > CBFS_INDEX_REC_SIZE ? isize : CBFS_INDEX_REC_SIZE;
+            wrote_idx = true;
+        }
+        if (isize != idx->index_end) {
+            if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
+            wrote_idx = true;
+        }
+        if (rv->n) {
+            e = cbfs_index_append(idx, idx_fd, rv->v, rv->n);
+            if (e) return e;
+            wrote_idx = true;
+        }
+    }
+    if (rep->data_tail_bytes) {
+        if (ftruncate(data_fd, (off_t)idx->data_end) != 0) return cbfs_err_from_errno(errno);
+        rep->data_tail_bytes = 0;
+        wrote_data = true;
+    }
+    /* Data first, then the sidecar that points into it. */
+    if (wrote_data && fdatasync(data_fd) != 0) return cbfs_err_from_errno(errno);
+    if (wrote_idx && fdatasync(idx_fd) != 0) return cbfs_err_from_errno(errno);
+    rep->repaired = wrote_idx || wrote_data;
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
+                         struct cbfs_index_report *rep)
+{
+    struct cbfs_index_report rp;
+    memset(&rp, 0, sizeof rp);
+    struct cbfs_recvec rv = {0};
+    uint64_t dsize = 0, isize = 0;
+    struct cbfs_index_rec hdr;
+    memset(&hdr, 0, sizeof hdr);
+    bool have_hdr = false;
+
+    cbfs_index_init(idx, 0, 0);
+    cbfs_err e = cbfs_load_fsize(data_fd, &dsize);
+    if (e) goto fail;
+    if (idx_fd >= 0) {
+        e = cbfs_load_fsize(idx_fd, &isize);
+        if (e) goto fail;
+        if (isize >= CBFS_INDEX_REC_SIZE) {
+            uint8_t buf[CBFS_INDEX_REC_SIZE];
+            e = cbfs_pread_full(idx_fd, buf, sizeof buf, 0);
+            if (e) goto fail;
+            e = cbfs_index_rec_decode(buf, &hdr);
+            if (e == CBFS_E_VERSION) goto fail; /* newer cbfs: touch nothing */
+            have_hdr = e == CBFS_OK && hdr.type == CBFS_REC_HEADER;
+            e = CBFS_OK;
+        }
+    }
+
+    if (have_hdr) {
+        cbfs_index_init(idx, hdr.block_size, hdr.file_id);
+        e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, idx, &rp);
+        if (e) goto fail;
+        rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
+                             CBFS_INDEX_REC_SIZE;
+        uint32_t max_ulen = 0;
+        uint64_t fid = idx->file_id;
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, &fid, &rv, &max_ulen);
+        if (e) goto fail;
+    } else {
+        /* No usable sidecar: the frames alone, from offset 0. */
+        rp.sidecar_missing = true;
+        rp.records_dropped = (isize + CBFS_INDEX_REC_SIZE - 1) / CBFS_INDEX_REC_SIZE;
+        uint32_t max_ulen = 0;
+        uint64_t fid = 0;
+        e = cbfs_load_scan(data_fd, dsize, 0, false, &fid, &rv, &max_ulen);
+        if (e) goto fail;
+        if (rv.n == 0) {
+            e = CBFS_E_BAD_MAGIC; /* offset 0 is not a cbfs frame */
+            goto fail;
+        }
+        cbfs_index_init(idx, cbfs_load_infer_block_size(max_ulen), fid);
+    }
+    e = cbfs_load_apply_scanned(idx, &rv, &rp);
+    if (e) goto fail;
+    rp.data_tail_bytes = dsize - idx->data_end;
+
+    if (repair) {
+        e = cbfs_load_repair(data_fd, idx_fd, have_hdr, isize, idx, &rv, &rp);
+        if (e) goto fail;
+    }
+    free(rv.v);
+    if (rep) *rep = rp;
+    return CBFS_OK;
+fail:
+    free(rv.v);
+    cbfs_index_free(idx);
+    if (rep) *rep = rp;
+    return e;
+}
