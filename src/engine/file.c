@@ -714,15 +714,18 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->cond, NULL);
 
-    struct stat st;
-    if (!create && fstat(data_fd, &st) == 0 && st.st_size == 0) {
+    struct stat st, ist;
+    bool empty = false;
+    if (!create && fstat(data_fd, &st) == 0 && st.st_size == 0 &&
+        (idx_fd < 0 || (fstat(idx_fd, &ist) == 0 && ist.st_size < CBFS_INDEX_REC_SIZE))) {
         /* An empty data file whose sidecar header never reached the disk
          * (crash right after create): it is simply an empty file. */
-        struct stat ist;
-        if (fstat(idx_fd, &ist) == 0 && ist.st_size < CBFS_INDEX_REC_SIZE && writable)
-            create = true;
+        if (writable) create = true;
+        else empty = true;
     }
-    if (create) {
+    if (empty) {
+        cbfs_index_init(&f->idx, eng->cfg.block_size, 0);
+    } else if (create) {
         if (!writable) {
             err = CBFS_E_BADF;
             goto fail;
