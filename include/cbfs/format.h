@@ -132,6 +132,11 @@ struct cbfs_index {
     struct cbfs_index_entry *v;
     uint64_t live_frames, live_bytes;   /* frames referenced by v (header + payload) */
     uint64_t dead_frames, dead_bytes;   /* superseded or truncated frames: garbage */
+    /* Optional: called when a block frame becomes garbage (superseded or cut
+     * off by a SIZE record), so the engine can reclaim its payload once the
+     * replacement is durable. NULL after cbfs_index_init. */
+    void (*on_dead)(void *arg, uint64_t offset, uint32_t plen);
+    void *on_dead_arg;
 };
 
 /* Initialises an empty table (no allocation). */

@@ -11,6 +11,7 @@
  * (cbfs_cache_peek, private decode) — a pool thread that loads may itself be
  * waiting for f->lock. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -45,6 +46,13 @@ struct cbfs_wjob {
     bool done;             /* lock */
     bool stored;           /* committer role */
     struct cbfs_wjob *next; /* pending list: lock */
+};
+
+/* A frame that became garbage: its payload can be punched out of the data
+ * file once the frame that replaced it is durable. */
+struct cbfs_dead {
+    uint64_t offset;
+    uint32_t plen;
 };
 
 struct cbfs_rajob {
@@ -82,6 +90,9 @@ struct cbfs_file {
     uint64_t ra_issued;      /* lock: read-ahead issued for blocks below this */
     unsigned ra_window;      /* lock: current read-ahead window in blocks */
     unsigned ra_jobs;        /* lock: read-ahead jobs in flight; close waits for 0 */
+    struct cbfs_dead *dead;  /* lock: garbage frames to punch after the next fdatasync */
+    size_t ndead, dead_cap;  /* lock */
+    bool no_punch;           /* lock: the store refused FALLOC_FL_PUNCH_HOLE */
 };
 
 void cbfs_file_set_name(struct cbfs_file *f, const char *name)
@@ -448,6 +459,52 @@ out:
     return err;
 }
 
+/* cbfs_index hook, called under f->lock when a frame becomes garbage. If the
+ * list cannot grow, the frame just stays (counted) garbage. */
+static void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen)
+{
+    struct cbfs_file *f = arg;
+    if (f->no_punch || plen < 4096) return; /* nothing a 4 KiB fs block could free */
+    if (f->ndead == f->dead_cap) {
+        size_t cap = f->dead_cap ? f->dead_cap * 2 : 64;
+        struct cbfs_dead *v = realloc(f->dead, cap * sizeof *v);
+        if (!v) return;
+        f->dead = v;
+        f->dead_cap = cap;
+    }
+    f->dead[f->ndead++] = (struct cbfs_dead){offset, plen};
+}
+
+/* Reclaims the space of garbage frames by punching holes in their payloads
+ * (the 64-byte headers stay, so a rescan still walks the file frame by
+ * frame). Only called after fdatasync made their replacements durable, so a
+ * crash can never leave a block whose only copy was punched. This is cbfs's
+ * compaction: no rewrite, no rename, no second copy of the file. */
+static void cbfs_file_punch_dead(struct cbfs_file *f)
+{
+    pthread_mutex_lock(&f->lock);
+    struct cbfs_dead *dead = f->dead;
+    size_t n = f->ndead;
+    f->dead = NULL;
+    f->ndead = f->dead_cap = 0;
+    pthread_mutex_unlock(&f->lock);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t start = (dead[i].offset + CBFS_FRAME_HDR_SIZE + 4095) & ~4095ull;
+        uint64_t end = (dead[i].offset + CBFS_FRAME_HDR_SIZE + dead[i].plen) & ~4095ull;
+        if (end <= start) continue;
+        if (fallocate(f->data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)start,
+                      (off_t)(end - start)) != 0) {
+            if (errno == EOPNOTSUPP) {
+                pthread_mutex_lock(&f->lock);
+                f->no_punch = true; /* garbage stays until the file is rewritten */
+                pthread_mutex_unlock(&f->lock);
+            }
+            break;
+        }
+    }
+    free(dead);
+}
+
 cbfs_err cbfs_file_flush(struct cbfs_file *f)
 {
     pthread_mutex_lock(&f->lock);
@@ -462,6 +519,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f)
         if (fdatasync(f->data_fd) != 0) err = cbfs_err_from_errno(errno);
         else if (fdatasync(f->idx_fd) != 0) err = cbfs_err_from_errno(errno);
         if (err) cbfs_log_err("%s: fdatasync failed: %s", f->name, cbfs_err_str(err));
+        else cbfs_file_punch_dead(f);
     }
     return err;
 }
@@ -748,6 +806,8 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
                           (unsigned long long)rep.data_tail_bytes,
                           rep.repaired ? ", repaired" : "");
     }
+    f->idx.on_dead = cbfs_file_note_dead;
+    f->idx.on_dead_arg = f;
     f->bs = f->idx.block_size;
     f->file_id = f->idx.file_id;
     f->size = f->idx.size;
@@ -776,6 +836,7 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     close(f->data_fd);
     if (f->idx_fd >= 0) close(f->idx_fd);
     cbfs_index_free(&f->idx);
+    free(f->dead);
     pthread_cond_destroy(&f->cond);
     pthread_mutex_destroy(&f->lock);
     free(f);

@@ -184,6 +184,7 @@ static void cbfs_index_kill(struct cbfs_index *idx, uint64_t b)
     idx->live_bytes -= bytes;
     idx->dead_frames++;
     idx->dead_bytes += bytes;
+    if (idx->on_dead) idx->on_dead(idx->on_dead_arg, e->offset, e->plen);
     memset(e, 0, sizeof *e);
 }
 
