@@ -1,0 +1,85 @@
+/* The store directory's own metadata: STORE/.cbfs/ with the daemon lock (one
+ * daemon per store) and store.conf (format version, uuid, the defaults chosen
+ * at the first mount). Everything is reached relative to one O_PATH descriptor
+ * on the store root, opened before an in-place mount hides the directory.
+ *
+ * Typical use (the daemon's main):
+ *   cbfs_store_open(path) -> cbfs_store_lock -> cbfs_store_read_conf
+ *   -> (first mount) cbfs_store_conf_init + cbfs_store_write_conf
+ *   -> ... mount, serve ... -> cbfs_store_close (drops the lock). */
+#ifndef CBFS_STORE_H
+#define CBFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cbfs/codec.h"
+#include "cbfs/err.h"
+
+#define CBFS_STORE_DIR ".cbfs"          /* hidden from the mount; reserved name */
+#define CBFS_STORE_CONF "store.conf"    /* inside CBFS_STORE_DIR */
+#define CBFS_STORE_LOCK "lock"          /* inside CBFS_STORE_DIR */
+#define CBFS_STORE_CONF_VERSION 1u      /* newest store.conf format this cbfs reads */
+
+/* The contents of store.conf. Text, one key=value per line, '#' comments;
+ * unknown keys are ignored so newer minor additions stay readable. */
+struct cbfs_store_conf {
+    unsigned format_version;            /* CBFS_STORE_CONF_VERSION when written */
+    char uuid[33];                      /* 32 lower-case hex digits + NUL */
+    char created[32];                   /* RFC 3339 UTC, e.g. 2024-05-01T10:00:00Z */
+    const struct cbfs_codec_ops *codec; /* default codec for new files */
+    int level;                          /* its level */
+    uint32_t block_size;                /* default block size */
+};
+
+struct cbfs_store;
+
+/* Opens the store root with O_PATH|O_DIRECTORY (a symlink given by the user
+ * is followed: the path is the user's choice). Creates nothing.
+ * @return CBFS_E_NOENT, CBFS_E_ACCES, CBFS_E_INVAL (not a directory), ... */
+cbfs_err cbfs_store_open(const char *path, struct cbfs_store **out);
+
+/* The O_PATH descriptor on the store root: valid as dirfd for *at calls until
+ * cbfs_store_close. Owned by the store. */
+int cbfs_store_fd(const struct cbfs_store *st);
+
+/* Creates .cbfs/ (0700) if needed and takes .cbfs/lock with
+ * flock(LOCK_EX|LOCK_NB), then writes our pid into it. The lock belongs to
+ * the open file description, so it survives fork(): a daemonized child keeps
+ * it (call cbfs_store_set_pid there). readonly: a store on a read-only
+ * filesystem is locked through a read-only descriptor (no pid written).
+ * @return CBFS_E_BUSY with *holder = the running daemon's pid (0 if unknown),
+ * CBFS_E_ROFS if .cbfs/ does not exist and cannot be created, I/O errors. */
+cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder);
+
+/* Rewrites the pid in the lock file (after a daemonizing fork). Best effort:
+ * the pid only makes the "in use" message more useful. */
+void cbfs_store_set_pid(struct cbfs_store *st, pid_t pid);
+
+/* Reads .cbfs/store.conf. *found = false (and CBFS_OK) when it does not exist
+ * yet, i.e. this is the first mount. On a malformed file writes one sentence
+ * naming the line and the fix into msg.
+ * @return CBFS_E_VERSION (format_version newer than this cbfs),
+ * CBFS_E_CODEC_MISSING/UNKNOWN (codec not built in), CBFS_E_INVAL (malformed),
+ * I/O errors. */
+cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *conf, bool *found,
+                              char *msg, size_t msg_cap);
+
+/* Fills a fresh conf: current version, a new random uuid, created = now, and
+ * the given codec/level/block size. */
+void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_ops *codec,
+                          int level, uint32_t block_size);
+
+/* Writes .cbfs/store.conf atomically: temporary file, fsync, rename, fsync of
+ * .cbfs/. Requires the lock. */
+cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_conf *conf);
+
+/* Drops the lock and closes every descriptor. If this store's .cbfs/ was
+ * created by cbfs_store_lock and no store.conf was written since (a first
+ * mount that failed, or a read-only one), .cbfs/ is removed again.
+ * NULL is a no-op. */
+void cbfs_store_close(struct cbfs_store *st);
+
+#endif

@@ -1,0 +1,410 @@
+/* The store's own metadata under STORE/.cbfs/: the one-daemon-per-store lock
+ * and store.conf (version, uuid, first-mount defaults). Every access is
+ * relative to the store root descriptor, so in-place mounts work. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cbfs/format.h"
+#include "cbfs/store.h"
+#include "cbfs/util.h"
+
+#define CBFS_STORE_CONF_TMP CBFS_STORE_CONF ".tmp"
+#define CBFS_STORE_CONF_MAX (64u << 10) /* a store.conf is a few lines; refuse junk */
+
+struct cbfs_store {
+    int root_fd; /* O_PATH|O_DIRECTORY on the store root */
+    int meta_fd; /* O_RDONLY|O_DIRECTORY on .cbfs/ (fsync-able); -1 before lock */
+    int lock_fd; /* .cbfs/lock, flock(LOCK_EX) held while >= 0 */
+    bool lock_writable;
+    bool fresh; /* we created .cbfs/ and wrote no store.conf yet: close removes it,
+                   so a first mount that fails validation leaves no trace */
+};
+
+cbfs_err cbfs_store_open(const char *path, struct cbfs_store **out)
+{
+    struct cbfs_store *st = calloc(1, sizeof *st);
+    if (!st) return CBFS_E_NOMEM;
+    st->meta_fd = -1;
+    st->lock_fd = -1;
+    st->root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (st->root_fd < 0) {
+        const cbfs_err e = errno == ENOTDIR ? CBFS_E_INVAL : cbfs_err_from_errno(errno);
+        free(st);
+        return e;
+    }
+    *out = st;
+    return CBFS_OK;
+}
+
+int cbfs_store_fd(const struct cbfs_store *st)
+{
+    return st->root_fd;
+}
+
+/* fsync of a directory reached through an O_PATH descriptor needs a real one. */
+static cbfs_err cbfs_store_sync_dir(int dirfd, const char *name)
+{
+    const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return cbfs_err_from_errno(errno);
+    cbfs_err e = CBFS_OK;
+    if (fsync(fd) < 0) e = cbfs_err_from_errno(errno);
+    close(fd);
+    return e;
+}
+
+/* Reads the pid a running daemon wrote into the lock file; 0 if unreadable. */
+static pid_t cbfs_store_read_pid(int fd)
+{
+    char buf[32];
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    char *end;
+    const long v = strtol(buf, &end, 10);
+    if (end == buf || v <= 0) return 0;
+    return (pid_t)v;
+}
+
+void cbfs_store_set_pid(struct cbfs_store *st, pid_t pid)
+{
+    if (st->lock_fd < 0 || !st->lock_writable) return;
+    char buf[32];
+    const int n = snprintf(buf, sizeof buf, "%ld\n", (long)pid);
+    /* Best effort: the pid only improves the "in use" message. */
+    if (ftruncate(st->lock_fd, 0) == 0) (void)cbfs_pwrite_full(st->lock_fd, buf, (size_t)n, 0);
+}
+
+cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder)
+{
+    cbfs_err e;
+    *holder = 0;
+    bool created = false;
+    if (mkdirat(st->root_fd, CBFS_STORE_DIR, 0700) == 0)
+        created = true;
+    else if (errno != EEXIST && errno != EROFS)
+        return cbfs_err_from_errno(errno);
+
+    /* O_NOFOLLOW: a symlink named .cbfs must not redirect the lock elsewhere. */
+    st->meta_fd =
+        openat(st->root_fd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (st->meta_fd < 0) {
+        if (errno == ENOENT) return CBFS_E_ROFS; /* mkdir failed with EROFS */
+        e = (errno == ENOTDIR || errno == ELOOP) ? CBFS_E_INVAL : cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    /* A new .cbfs/ must survive a crash before anything inside it counts. */
+    if (created && (e = cbfs_store_sync_dir(st->root_fd, ".")) != CBFS_OK) goto fail;
+
+    st->lock_writable = true;
+    st->lock_fd = openat(st->meta_fd, CBFS_STORE_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                         0600);
+    if (st->lock_fd < 0 && errno == EROFS && readonly) {
+        st->lock_writable = false;
+        st->lock_fd = openat(st->meta_fd, CBFS_STORE_LOCK, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (st->lock_fd < 0) {
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    while (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EWOULDBLOCK) {
+            *holder = cbfs_store_read_pid(st->lock_fd);
+            e = CBFS_E_BUSY;
+        } else {
+            e = cbfs_err_from_errno(errno);
+        }
+        goto fail;
+    }
+    cbfs_store_set_pid(st, getpid());
+    st->fresh = created;
+    return CBFS_OK;
+
+fail:
+    if (st->lock_fd >= 0) close(st->lock_fd);
+    if (st->meta_fd >= 0) close(st->meta_fd);
+    st->lock_fd = st->meta_fd = -1;
+    return e;
+}
+
+/* Known keys, kept as raw strings until the whole file is read: the version
+ * must be judged before any other value is interpreted. */
+struct cbfs_store_raw {
+    char version[32], uuid[33], created[32], codec[32], level[32], block_size[32];
+    unsigned version_line, uuid_line, codec_line, level_line, block_size_line;
+};
+
+static void cbfs_store_trim(char **s)
+{
+    char *p = *s;
+    while (*p == ' ' || *p == '\t') p++;
+    char *end = p + strlen(p);
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) end--;
+    *end = '\0';
+    *s = p;
+}
+
+/* Splits the text into lines and files the known keys. */
+static cbfs_err cbfs_store_scan(char *text, struct cbfs_store_raw *raw, char *msg, size_t cap)
+{
+    static const struct {
+        const char *key;
+        size_t off, size, line_off;
+    } keys[] = {
+#define K_(name, field, line)                                                                 \
+    {name, offsetof(struct cbfs_store_raw, field), sizeof(((struct cbfs_store_raw *)0)->field), \
+     line}
+        K_("format_version", version, offsetof(struct cbfs_store_raw, version_line)),
+        K_("uuid", uuid, offsetof(struct cbfs_store_raw, uuid_line)),
+        K_("created", created, 0),
+        K_("codec", codec, offsetof(struct cbfs_store_raw, codec_line)),
+        K_("level", level, offsetof(struct cbfs_store_raw, level_line)),
+        K_("block_size", block_size, offsetof(struct cbfs_store_raw, block_size_line)),
+#undef K_
+    };
+    unsigned lineno = 0; /* counts non-empty lines; only used as "key seen" */
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        lineno++;
+        cbfs_store_trim(&line);
+        if (*line == '\0' || *line == '#') continue;
+        char *eq = strchr(line, '=');
+        if (!eq) {
+            snprintf(msg, cap, "line '%s' is not key=value", line);
+            return CBFS_E_INVAL;
+        }
+        *eq = '\0';
+        char *key = line, *val = eq + 1;
+        cbfs_store_trim(&key);
+        cbfs_store_trim(&val);
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+            if (strcmp(key, keys[i].key) != 0) continue;
+            char *dst = (char *)raw + keys[i].off;
+            if (strlen(val) >= keys[i].size) {
+                snprintf(msg, cap, "value of %s is too long", key);
+                return CBFS_E_INVAL;
+            }
+            memcpy(dst, val, strlen(val) + 1);
+            if (keys[i].line_off) *(unsigned *)((char *)raw + keys[i].line_off) = lineno;
+        }
+        /* Unknown keys are ignored: later cbfs versions may add some. */
+    }
+    return CBFS_OK;
+}
+
+static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char *msg, size_t cap)
+{
+    struct cbfs_store_raw raw = {0};
+    cbfs_err e = cbfs_store_scan(text, &raw, msg, cap);
+    if (e) return e;
+
+    char *end;
+    if (!raw.version_line) {
+        snprintf(msg, cap, "format_version is missing");
+        return CBFS_E_INVAL;
+    }
+    errno = 0;
+    const unsigned long ver = strtoul(raw.version, &end, 10);
+    if (errno || end == raw.version || *end || raw.version[0] == '-') {
+        snprintf(msg, cap, "format_version '%s' is not a number", raw.version);
+        return CBFS_E_INVAL;
+    }
+    if (ver > CBFS_STORE_CONF_VERSION) {
+        snprintf(msg, cap,
+                 "format_version %lu is newer than this cbfs understands (%u); "
+                 "upgrade cbfs to mount this store",
+                 ver, CBFS_STORE_CONF_VERSION);
+        return CBFS_E_VERSION;
+    }
+    if (ver == 0) {
+        snprintf(msg, cap, "format_version 0 is invalid");
+        return CBFS_E_INVAL;
+    }
+    conf->format_version = (unsigned)ver;
+
+    if (raw.uuid_line) {
+        const size_t n = strlen(raw.uuid);
+        if (n != 32 || strspn(raw.uuid, "0123456789abcdef") != 32) {
+            snprintf(msg, cap, "uuid '%s' is not 32 lower-case hex digits", raw.uuid);
+            return CBFS_E_INVAL;
+        }
+    }
+    snprintf(conf->uuid, sizeof conf->uuid, "%s", raw.uuid);
+    snprintf(conf->created, sizeof conf->created, "%s", raw.created);
+
+    /* Missing defaults fall back to the built-in ones (lz4, its default level, 1 MiB). */
+    const char *codec_name = raw.codec_line ? raw.codec : "lz4";
+    e = cbfs_codec_by_name(codec_name, &conf->codec);
+    if (e) {
+        char known[128];
+        cbfs_codec_list(known, sizeof known);
+        snprintf(msg, cap, "codec '%s' %s (this cbfs has: %s)", codec_name,
+                 e == CBFS_E_CODEC_MISSING ? "is not built into this cbfs" : "is unknown", known);
+        return e;
+    }
+    conf->level = conf->codec->default_level;
+    if (raw.level_line) {
+        errno = 0;
+        const long lv = strtol(raw.level, &end, 10);
+        if (errno || end == raw.level || *end || lv < -1000000 || lv > 1000000) {
+            snprintf(msg, cap, "level '%s' is not a number", raw.level);
+            return CBFS_E_INVAL;
+        }
+        conf->level = (int)lv;
+        char why[160];
+        if (cbfs_codec_check_level(conf->codec, conf->level, why, sizeof why) != CBFS_OK) {
+            snprintf(msg, cap, "%s", why);
+            return CBFS_E_CODEC_LEVEL;
+        }
+    }
+    conf->block_size = CBFS_BLOCK_DEFAULT;
+    if (raw.block_size_line) {
+        uint64_t bs;
+        if (cbfs_parse_size(raw.block_size, &bs) != CBFS_OK || bs < CBFS_BLOCK_MIN ||
+            bs > CBFS_BLOCK_MAX || (bs & (bs - 1))) {
+            snprintf(msg, cap, "block_size '%s' is not a power of two in 4K..16M",
+                     raw.block_size);
+            return CBFS_E_INVAL;
+        }
+        conf->block_size = (uint32_t)bs;
+    }
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *conf, bool *found,
+                              char *msg, size_t msg_cap)
+{
+    cbfs_err e;
+    char *text = NULL;
+    *found = false;
+    if (msg_cap) msg[0] = '\0';
+    const int dirfd = st->meta_fd >= 0 ? st->meta_fd : -1;
+    if (dirfd < 0) return CBFS_E_INVAL; /* contract: lock first */
+    const int fd = openat(dirfd, CBFS_STORE_CONF, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return CBFS_OK;
+        e = cbfs_err_from_errno(errno);
+        snprintf(msg, msg_cap, "cannot open it: %s", strerror(errno));
+        return e;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) < 0) {
+        e = cbfs_err_from_errno(errno);
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > CBFS_STORE_CONF_MAX) {
+        snprintf(msg, msg_cap, "it is not a regular file of at most %u bytes",
+                 CBFS_STORE_CONF_MAX);
+        e = CBFS_E_INVAL;
+        goto out;
+    }
+    text = malloc((size_t)sb.st_size + 1);
+    if (!text) {
+        e = CBFS_E_NOMEM;
+        goto out;
+    }
+    e = cbfs_pread_full(fd, text, (size_t)sb.st_size, 0);
+    if (e) goto out;
+    text[sb.st_size] = '\0';
+    if (memchr(text, '\0', (size_t)sb.st_size)) {
+        snprintf(msg, msg_cap, "it contains NUL bytes");
+        e = CBFS_E_INVAL;
+        goto out;
+    }
+    memset(conf, 0, sizeof *conf);
+    e = cbfs_store_parse(text, conf, msg, msg_cap);
+    if (e == CBFS_OK) *found = true;
+out:
+    free(text);
+    close(fd);
+    return e;
+}
+
+void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_ops *codec,
+                          int level, uint32_t block_size)
+{
+    memset(conf, 0, sizeof *conf);
+    conf->format_version = CBFS_STORE_CONF_VERSION;
+    snprintf(conf->uuid, sizeof conf->uuid, "%016" PRIx64 "%016" PRIx64, cbfs_random64(),
+             cbfs_random64());
+    const time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(conf->created, sizeof conf->created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    conf->codec = codec;
+    conf->level = level;
+    conf->block_size = block_size;
+}
+
+cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_conf *conf)
+{
+    cbfs_err e;
+    if (st->meta_fd < 0) return CBFS_E_INVAL; /* contract: lock first */
+    char buf[512];
+    const int n = snprintf(buf, sizeof buf,
+                           "# cbfs store configuration, written at the first mount.\n"
+                           "# codec, level and block_size are the defaults for mounts that do\n"
+                           "# not give them; never edit format_version or uuid.\n"
+                           "format_version=%u\n"
+                           "uuid=%s\n"
+                           "created=%s\n"
+                           "codec=%s\n"
+                           "level=%d\n"
+                           "block_size=%" PRIu32 "\n",
+                           conf->format_version, conf->uuid, conf->created, conf->codec->name,
+                           conf->level, conf->block_size);
+    if (n < 0 || (size_t)n >= sizeof buf) return CBFS_E_INVAL;
+
+    const int fd = openat(st->meta_fd, CBFS_STORE_CONF_TMP,
+                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return cbfs_err_from_errno(errno);
+    e = cbfs_pwrite_full(fd, buf, (size_t)n, 0);
+    if (e) goto fail_fd;
+    if (fsync(fd) < 0) {
+        e = cbfs_err_from_errno(errno);
+        goto fail_fd;
+    }
+    if (close(fd) < 0) {
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    if (renameat(st->meta_fd, CBFS_STORE_CONF_TMP, st->meta_fd, CBFS_STORE_CONF) < 0) {
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    st->fresh = false;
+    if (fsync(st->meta_fd) < 0) return cbfs_err_from_errno(errno);
+    return CBFS_OK;
+
+fail_fd:
+    close(fd);
+fail:
+    unlinkat(st->meta_fd, CBFS_STORE_CONF_TMP, 0);
+    return e;
+}
+
+void cbfs_store_close(struct cbfs_store *st)
+{
+    if (!st) return;
+    if (st->lock_fd >= 0) {
+        /* Clear the pid so a stale one is never reported; the flock itself
+         * goes away with the last descriptor of this open file description. */
+        if (st->lock_writable && ftruncate(st->lock_fd, 0) < 0) { /* best effort */
+        }
+        /* Unlink before unlocking: nobody can lock a file we are removing. */
+        if (st->fresh) unlinkat(st->meta_fd, CBFS_STORE_LOCK, 0);
+        close(st->lock_fd);
+        if (st->fresh) unlinkat(st->root_fd, CBFS_STORE_DIR, AT_REMOVEDIR);
+    }
+    if (st->meta_fd >= 0) close(st->meta_fd);
+    if (st->root_fd >= 0) close(st->root_fd);
+    free(st);
+}

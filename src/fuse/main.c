@@ -1,0 +1,379 @@
+/* mount.cbfs: the daemon's main. Validates the command line and the store
+ * (lock, store.conf) before anything is mounted, then starts the engine,
+ * mounts, serves requests and, on unmount or SIGTERM/SIGINT/SIGHUP, unmounts
+ * and flushes every open file before exiting 0. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cbfs/engine.h"
+#include "cbfs/log.h"
+#include "cbfs/store.h"
+#include "fuse/cbfs_fuse.h"
+#include "fuse/options.h"
+
+#ifndef CBFS_VERSION
+#define CBFS_VERSION "0.1.0"
+#endif
+
+#define CBFS_PROG "mount.cbfs"
+#define CBFS_MAX_IDLE_THREADS 10
+
+/* true while stderr still reaches the user (foreground, or a background
+ * daemon before its mount succeeded); afterwards errors go to the log. */
+static bool cbfs_main_attached = true;
+
+static void cbfs_main_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cbfs_main_error(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (cbfs_main_attached)
+        fprintf(stderr, CBFS_PROG ": %s\n", line);
+    else
+        cbfs_log_err("%s", line);
+}
+
+/* libfuse's own messages: on stderr while the user can see them (as libfuse
+ * would print them), through cbfs_log (syslog) once the daemon detached,
+ * where libfuse's default would write them to /dev/null. */
+static void cbfs_main_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    if (cbfs_main_attached) {
+        vfprintf(stderr, fmt, ap);
+        return;
+    }
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    const size_t n = strlen(line);
+    if (n && line[n - 1] == '\n') line[n - 1] = '\0';
+    const enum cbfs_log_level l = level <= FUSE_LOG_ERR       ? CBFS_LOG_ERR
+                                  : level == FUSE_LOG_WARNING ? CBFS_LOG_WARN
+                                  : level == FUSE_LOG_DEBUG   ? CBFS_LOG_DEBUG
+                                                              : CBFS_LOG_INFO;
+    cbfs_log(l, "fuse: %s", line);
+}
+
+/* One line for a failed realpath/stat of a directory argument. */
+static void cbfs_main_dir_error(const char *what, const char *arg, int eno)
+{
+    if (eno == ENOENT)
+        cbfs_main_error("%s %s does not exist; create it first (mkdir -p %s)", what, arg, arg);
+    else if (eno == ENOTDIR)
+        cbfs_main_error("%s %s is not a directory; give a directory", what, arg);
+    else if (eno == ENOTCONN)
+        cbfs_main_error("%s %s is a dead FUSE mount; unmount it first (fusermount3 -u %s)", what,
+                        arg, arg);
+    else
+        cbfs_main_error("%s %s: %s", what, arg, strerror(eno));
+}
+
+/* Resolves a directory argument to an absolute path (the daemon chdirs to /
+ * and libfuse unmounts by path). what: "store" or "mount point".
+ * @return malloc'ed path, or NULL after printing why. */
+static char *cbfs_main_dir(const char *arg, const char *what, struct stat *sb)
+{
+    char *real = realpath(arg, NULL);
+    if (!real) {
+        cbfs_main_dir_error(what, arg, errno);
+        return NULL;
+    }
+    if (stat(real, sb) < 0) {
+        cbfs_main_dir_error(what, arg, errno);
+        goto fail;
+    }
+    if (!S_ISDIR(sb->st_mode)) {
+        cbfs_main_dir_error(what, arg, ENOTDIR);
+        goto fail;
+    }
+    return real;
+fail:
+    free(real);
+    return NULL;
+}
+
+/* Takes the store lock, reads (or on the first mount writes) store.conf and
+ * merges its defaults into the options. @return 0, or -1 after printing why. */
+static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_options *o)
+{
+    char msg[512];
+    pid_t holder;
+    cbfs_err e = cbfs_store_lock(st, o->readonly, &holder);
+    if (e == CBFS_E_BUSY) {
+        if (holder)
+            cbfs_main_error("store %s is in use by another cbfs daemon (pid %ld); unmount it "
+                            "first",
+                            path, (long)holder);
+        else
+            cbfs_main_error("store %s is in use by another cbfs daemon; unmount it first", path);
+        return -1;
+    }
+    if (e == CBFS_E_ROFS) {
+        cbfs_main_error("store %s is read-only and was never mounted (no %s/); mount it "
+                        "read-write once",
+                        path, CBFS_STORE_DIR);
+        return -1;
+    }
+    if (e == CBFS_E_INVAL) {
+        cbfs_main_error("store %s: %s is not a directory; move it away", path, CBFS_STORE_DIR);
+        return -1;
+    }
+    if (e) {
+        cbfs_main_error("store %s: cannot lock %s/%s: %s", path, CBFS_STORE_DIR, CBFS_STORE_LOCK,
+                        cbfs_err_str(e));
+        return -1;
+    }
+
+    struct cbfs_store_conf conf;
+    bool found;
+    e = cbfs_store_read_conf(st, &conf, &found, msg, sizeof msg);
+    if (e) {
+        cbfs_main_error("store %s: %s/%s: %s", path, CBFS_STORE_DIR, CBFS_STORE_CONF,
+                        msg[0] ? msg : cbfs_err_str(e));
+        return -1;
+    }
+    e = cbfs_options_resolve(o, found ? &conf : NULL, msg, sizeof msg);
+    if (e) {
+        cbfs_main_error("%s", msg);
+        return -1;
+    }
+    if (!found) {
+        if (o->readonly) return 0; /* nothing is written by a read-only mount */
+        cbfs_store_conf_init(&conf, o->codec, o->level, o->block_size);
+        e = cbfs_store_write_conf(st, &conf);
+        if (e) {
+            cbfs_main_error("store %s: cannot write %s/%s: %s", path, CBFS_STORE_DIR,
+                            CBFS_STORE_CONF, cbfs_err_str(e));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Background form: forks; the parent waits until the child reports that the
+ * mount is up (one status byte) and exits with that status, so mount(8) and
+ * scripts see mount errors. fuse_daemonize() is not used because it forks
+ * after the engine has started its worker threads, which a fork would lose.
+ * @return in the child only: the write end of the status pipe, or -1. */
+static int cbfs_main_fork(void)
+{
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        cbfs_main_error("cannot create a pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        cbfs_main_error("cannot fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid > 0) {
+        /* Parent: no cleanup of shared state (the lock belongs to the child
+         * now); the pipe reads EOF if the child dies before reporting. */
+        close(pfd[1]);
+        unsigned char status = 1;
+        ssize_t n;
+        do n = read(pfd[0], &status, 1);
+        while (n < 0 && errno == EINTR);
+        _exit(n == 1 ? status : 1);
+    }
+    close(pfd[0]);
+    setsid(); /* leave the terminal's process group: ^C there is not for us */
+    return pfd[1];
+}
+
+/* Child of cbfs_main_fork, mount is up: release the parent with status 0 and
+ * drop the terminal. */
+static void cbfs_main_detach(int notify_fd)
+{
+    const unsigned char ok = 0;
+    ssize_t n;
+    do n = write(notify_fd, &ok, 1);
+    while (n < 0 && errno == EINTR);
+    close(notify_fd);
+    const int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (nullfd >= 0) {
+        dup2(nullfd, STDIN_FILENO);
+        dup2(nullfd, STDOUT_FILENO);
+        dup2(nullfd, STDERR_FILENO);
+        if (nullfd > STDERR_FILENO) close(nullfd);
+    }
+    cbfs_main_attached = false;
+}
+
+int main(int argc, char *argv[])
+{
+    struct cbfs_options o;
+    char msg[512];
+    int status = 1;
+    int notify_fd = -1;
+    char *store_path = NULL, *mnt_path = NULL, *fuse_list = NULL;
+    struct cbfs_store *st = NULL;
+    struct cbfs_engine *eng = NULL;
+    struct cbfs_fs *fs = NULL;
+    struct fuse_session *se = NULL;
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    bool handlers = false, mounted = false;
+    cbfs_err e;
+
+    e = cbfs_options_parse(argc, argv, &o, msg, sizeof msg);
+    if (e) {
+        fprintf(stderr, CBFS_PROG ": %s\n", msg);
+        return 1;
+    }
+    if (o.help) {
+        cbfs_options_usage(stdout, CBFS_PROG);
+        return 0;
+    }
+    if (o.version) {
+        printf(CBFS_PROG " (cbfs) %s, libfuse %s\n", CBFS_VERSION, fuse_pkgversion());
+        return 0;
+    }
+
+    /* Both directories must exist and be directories before anything else. */
+    struct stat store_sb, mnt_sb;
+    store_path = cbfs_main_dir(o.store, "store", &store_sb);
+    if (!store_path) goto out;
+    mnt_path = cbfs_main_dir(o.mountpoint, "mount point", &mnt_sb);
+    if (!mnt_path) goto out;
+    const bool in_place = store_sb.st_dev == mnt_sb.st_dev && store_sb.st_ino == mnt_sb.st_ino;
+
+    /* Opened before mounting: for an in-place mount this descriptor is the
+     * only way back to the files the mount is about to hide. */
+    e = cbfs_store_open(store_path, &st);
+    if (e) {
+        cbfs_main_error("store %s: %s", store_path, cbfs_err_str(e));
+        goto out;
+    }
+    if (cbfs_main_store(st, store_path, &o) < 0) goto out;
+
+    if (!o.foreground) {
+        notify_fd = cbfs_main_fork();
+        if (notify_fd < 0) goto out;
+        cbfs_store_set_pid(st, getpid());
+    }
+    /* Before any thread starts (cbfs_log_setup is not thread-safe). A
+     * background daemon logs to syslog from the start; main's own fatal
+     * messages still reach stderr until the mount is up. */
+    cbfs_log_setup(CBFS_PROG, !o.foreground, o.debug ? CBFS_LOG_DEBUG
+                                             : o.foreground ? CBFS_LOG_WARN
+                                                            : CBFS_LOG_INFO);
+
+    fuse_set_log_func(cbfs_main_fuse_log);
+
+    const struct cbfs_engine_config ecfg = {
+        .block_size = o.block_size,
+        .workers = o.workers,
+        .cache_bytes = o.cache_bytes,
+        .readahead = o.readahead,
+        .inflight_bytes = o.inflight_bytes,
+    };
+    e = cbfs_engine_create(&ecfg, &eng);
+    if (e) {
+        cbfs_main_error("cannot start the engine: %s%s", cbfs_err_str(e),
+                        o.foreground ? "" : " (details in syslog)");
+        goto out;
+    }
+
+    const struct cbfs_fs_options fopt = {
+        .store_fd = cbfs_store_fd(st),
+        .store_path = store_path,
+        .codec = o.codec,
+        .level = o.level,
+        .eng = eng,
+        .readonly = o.readonly,
+        .attr_timeout = o.attr_timeout,
+        .writeback_cache = o.writeback_cache,
+    };
+    fs = cbfs_fs_new(&fopt);
+    if (!fs) {
+        cbfs_main_error("cannot set up the filesystem on %s%s", store_path,
+                        o.foreground ? "" : " (details in syslog)");
+        goto out;
+    }
+
+    if (cbfs_options_fuse_list(&o, store_path, &fuse_list) != CBFS_OK ||
+        fuse_opt_add_arg(&args, argv[0]) < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+        fuse_opt_add_arg(&args, fuse_list) < 0 || (o.debug && fuse_opt_add_arg(&args, "-d") < 0)) {
+        cbfs_main_error("out of memory building the FUSE options");
+        goto out;
+    }
+    const struct fuse_lowlevel_ops *ops = cbfs_fs_ops();
+    se = fuse_session_new(&args, ops, sizeof *ops, fs);
+    if (!se) {
+        /* libfuse printed the offending option on stderr already. */
+        cbfs_main_error("cannot create the FUSE session (options: %s)", fuse_list);
+        goto out;
+    }
+    /* libfuse only replaces default dispositions; a shell starting us with
+     * '&' leaves SIGINT ignored. These three must always end the loop. */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    if (fuse_set_signal_handlers(se) < 0) {
+        cbfs_main_error("cannot install signal handlers");
+        goto out;
+    }
+    handlers = true;
+    if (fuse_session_mount(se, mnt_path) < 0) {
+        cbfs_main_error("cannot mount %s on %s (see the FUSE message above; is /dev/fuse "
+                        "usable and, for allow_other, user_allow_other in /etc/fuse.conf?)",
+                        store_path, mnt_path);
+        goto out;
+    }
+    mounted = true;
+    cbfs_log_info("mounted %s on %s%s (codec %s level %d, block size %u)", store_path, mnt_path,
+                  in_place ? " in place" : "", o.codec->name, o.level, o.block_size);
+    if (chdir("/") < 0) { /* keep no directory busy; paths are absolute */
+    }
+    if (notify_fd >= 0) {
+        cbfs_main_detach(notify_fd);
+        notify_fd = -1;
+    }
+
+    struct fuse_loop_config *lcfg = fuse_loop_cfg_create();
+    if (!lcfg) {
+        cbfs_main_error("out of memory creating the FUSE loop");
+        goto out;
+    }
+    fuse_loop_cfg_set_clone_fd(lcfg, 0);
+    fuse_loop_cfg_set_idle_threads(lcfg, CBFS_MAX_IDLE_THREADS);
+    const int ret = fuse_session_loop_mt(se, lcfg);
+    fuse_loop_cfg_destroy(lcfg);
+    /* 0: unmounted; > 0: the signal that ended the loop (a clean stop). */
+    if (ret < 0)
+        cbfs_log_err("FUSE loop failed: %s", strerror(-ret));
+    else
+        status = 0;
+
+out:
+    if (handlers) fuse_remove_signal_handlers(se);
+    if (mounted) fuse_session_unmount(se);
+    /* Destroy the session (its destroy callback still sees the fs) before
+     * freeing the fs, which flushes files the kernel never released. */
+    if (se) fuse_session_destroy(se);
+    if (fs && cbfs_fs_free(fs) < 0) status = 1;
+    cbfs_engine_destroy(eng);
+    cbfs_store_close(st);
+    if (mounted) cbfs_log_info("unmounted %s", mnt_path);
+    fuse_opt_free_args(&args);
+    free(fuse_list);
+    free(mnt_path);
+    free(store_path);
+    cbfs_options_free(&o);
+    if (notify_fd >= 0) close(notify_fd); /* parent reads EOF: exits 1 */
+    return status;
+}
