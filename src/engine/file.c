@@ -447,7 +447,10 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         left -= n;
         if (off > f->size) f->size = off;
         f->dirty = true;
-        if (ob->len == f->bs) {
+        /* A write that fills the block up to its last byte means the writer
+         * moves on (sequential): compress it now. Overwrites inside a full
+         * block keep it open, so small random writes share one frame. */
+        if (boff + n == f->bs) {
             err = cbfs_file_seal(f, (unsigned)(ob - f->open));
             if (err) goto out;
         }

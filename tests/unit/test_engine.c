@@ -311,3 +311,29 @@ Test(engine, overwrites_reclaim_space_after_flush)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(data);
 }
+
+Test(engine, small_overwrites_share_one_frame)
+{
+    size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_random(data, size, 21);
+    struct cbfs_file *f = eng_open("ow", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+    char p[128];
+    snprintf(p, sizeof p, "%s/ow", eng_dir);
+    struct stat before, after;
+    cr_assert_eq(stat(p, &before), 0);
+    for (int i = 1; i <= 3; i++) {
+        memset(data + i * 4096, i, 4096);
+        cr_assert_eq(cbfs_file_write(f, data + i * 4096, 4096, (uint64_t)i * 4096), CBFS_OK);
+    }
+    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+    cr_assert_eq(stat(p, &after), 0);
+    /* One new frame for block 0 (about one block of random data), not three. */
+    cr_assert_lt(after.st_size - before.st_size, (off_t)(bs + bs / 2),
+                 "data file grew by %lld", (long long)(after.st_size - before.st_size));
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
