@@ -1,0 +1,615 @@
+/* The inode table: lookup and reference counting of store objects, the kind
+ * of regular files (plain or compressed), their sidecar location, and the
+ * per-inode engine state shared by every handle. Locking: see inode.h. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbfs/format.h"
+#include "cbfs/log.h"
+#include "cbfs/util.h"
+#include "fuse/inode.h"
+
+void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd)
+{
+    snprintf(buf, CBFS_PROCFD_MAX, "/proc/self/fd/%d", fd);
+}
+
+bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name)
+{
+    static const char suffix[] = CBFS_INDEX_SUFFIX;
+    const size_t n = strlen(name), s = sizeof suffix - 1;
+    if (dir == fs->root && strcmp(name, ".cbfs") == 0) return true;
+    return n >= s && memcmp(name + n - s, suffix, s) == 0;
+}
+
+bool cbfs_name_reserved(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
+                        const char *op)
+{
+    if (!cbfs_name_hidden(fs, dir, name)) return false;
+    cbfs_log_info("%s '%s' refused: the name is reserved by cbfs (\".cbfs\" in the root and "
+                  "names ending in \"%s\" are its own)",
+                  op, name, CBFS_INDEX_SUFFIX);
+    return true;
+}
+
+int cbfs_sidecar_name(const char *name, char *buf, size_t cap)
+{
+    const size_t n = strlen(name), s = strlen(CBFS_INDEX_SUFFIX);
+    if (n + s > NAME_MAX || n + s + 1 > cap) return ENAMETOOLONG;
+    memcpy(buf, name, n);
+    memcpy(buf + n, CBFS_INDEX_SUFFIX, s + 1);
+    return 0;
+}
+
+/* ---- hash table (fs->lock held) ---- */
+
+static size_t cbfs_itable_slot(const struct cbfs_fs *fs, dev_t dev, ino_t ino)
+{
+    uint64_t h = ((uint64_t)dev * 0x9E3779B97F4A7C15ull) ^ (uint64_t)ino;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return (size_t)(h >> 32) & (fs->nbuckets - 1);
+}
+
+static struct cbfs_inode *cbfs_itable_find(const struct cbfs_fs *fs, dev_t dev, ino_t ino)
+{
+    struct cbfs_inode *p = fs->buckets[cbfs_itable_slot(fs, dev, ino)];
+    while (p && !(p->ino == ino && p->dev == dev)) p = p->hnext;
+    return p;
+}
+
+/* Doubles the table when it is full; on allocation failure it just stays
+ * denser (chains get longer, nothing breaks). */
+static void cbfs_itable_grow(struct cbfs_fs *fs)
+{
+    const size_t n = fs->nbuckets * 2;
+    struct cbfs_inode **b = calloc(n, sizeof *b);
+    if (!b) return;
+    struct cbfs_inode **old = fs->buckets;
+    const size_t oldn = fs->nbuckets;
+    fs->buckets = b;
+    fs->nbuckets = n;
+    for (size_t i = 0; i < oldn; i++) {
+        struct cbfs_inode *p = old[i];
+        while (p) {
+            struct cbfs_inode *next = p->hnext;
+            const size_t s = cbfs_itable_slot(fs, p->dev, p->ino);
+            p->hnext = b[s];
+            b[s] = p;
+            p = next;
+        }
+    }
+    free(old);
+}
+
+static void cbfs_itable_insert(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    if (fs->count >= fs->nbuckets) cbfs_itable_grow(fs);
+    const size_t s = cbfs_itable_slot(fs, inode->dev, inode->ino);
+    inode->hnext = fs->buckets[s];
+    fs->buckets[s] = inode;
+    fs->count++;
+}
+
+static void cbfs_itable_remove(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    struct cbfs_inode **pp = &fs->buckets[cbfs_itable_slot(fs, inode->dev, inode->ino)];
+    while (*pp != inode) pp = &(*pp)->hnext;
+    *pp = inode->hnext;
+    fs->count--;
+}
+
+/* Frees an inode that is in no table. Engine state is closed by then (handles
+ * hold refs); if not, close it here rather than leak it. */
+static void cbfs_inode_destroy(struct cbfs_inode *inode)
+{
+    if (inode->file) {
+        cbfs_log_err("internal: inode %llu freed with open engine state",
+                     (unsigned long long)inode->ino);
+        (void)cbfs_file_close(inode->file);
+    }
+    if (inode->idx_fd >= 0) close(inode->idx_fd);
+    if (inode->fd >= 0) close(inode->fd);
+    free(inode->name);
+    pthread_mutex_destroy(&inode->lock);
+    free(inode);
+}
+
+static struct cbfs_inode *cbfs_inode_alloc(int fd, const struct stat *st)
+{
+    struct cbfs_inode *inode = calloc(1, sizeof *inode);
+    if (!inode) return NULL;
+    if (pthread_mutex_init(&inode->lock, NULL) != 0) {
+        free(inode);
+        return NULL;
+    }
+    inode->fd = fd;
+    inode->idx_fd = -1;
+    inode->dev = st->st_dev;
+    inode->ino = st->st_ino;
+    inode->type = st->st_mode & S_IFMT;
+    inode->refs = 1;
+    return inode;
+}
+
+/* fs->lock held. Drops n refs; what reaches zero leaves the table and drops
+ * its own ref on its location directory, and so on up. */
+static void cbfs_inode_unref_locked(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n)
+{
+    while (inode) {
+        assert(inode->refs >= n);
+        inode->refs -= n;
+        if (inode->refs > 0 || inode == fs->root) return;
+        struct cbfs_inode *const parent = inode->parent;
+        cbfs_itable_remove(fs, inode);
+        inode->parent = NULL;
+        cbfs_inode_destroy(inode);
+        inode = parent;
+        n = 1;
+    }
+}
+
+int cbfs_itable_init(struct cbfs_fs *fs)
+{
+    struct stat st;
+    fs->nbuckets = 1024;
+    fs->buckets = calloc(fs->nbuckets, sizeof *fs->buckets);
+    if (!fs->buckets) return ENOMEM;
+    if (fstat(fs->opt.store_fd, &st) == -1) return errno;
+    const int fd = fcntl(fs->opt.store_fd, F_DUPFD_CLOEXEC, 3);
+    if (fd == -1) return errno;
+    fs->root = cbfs_inode_alloc(fd, &st);
+    if (!fs->root) {
+        close(fd);
+        return ENOMEM;
+    }
+    cbfs_itable_insert(fs, fs->root);
+    return 0;
+}
+
+void cbfs_itable_free(struct cbfs_fs *fs)
+{
+    if (!fs->buckets) return;
+    for (size_t i = 0; i < fs->nbuckets; i++) {
+        struct cbfs_inode *p = fs->buckets[i];
+        while (p) {
+            struct cbfs_inode *const next = p->hnext;
+            /* parents are freed by this same walk, not through refs */
+            cbfs_inode_destroy(p);
+            p = next;
+        }
+    }
+    free(fs->buckets);
+    fs->buckets = NULL;
+    fs->root = NULL;
+}
+
+struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino)
+{
+    if (ino == FUSE_ROOT_ID) return fs->root;
+    return (struct cbfs_inode *)(uintptr_t)ino;
+}
+
+void cbfs_inode_ref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n)
+{
+    pthread_mutex_lock(&fs->lock);
+    inode->refs += n;
+    pthread_mutex_unlock(&fs->lock);
+}
+
+void cbfs_inode_unref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n)
+{
+    if (!inode || n == 0) return;
+    pthread_mutex_lock(&fs->lock);
+    cbfs_inode_unref_locked(fs, inode, n);
+    pthread_mutex_unlock(&fs->lock);
+}
+
+struct cbfs_inode *cbfs_inode_find(struct cbfs_fs *fs, dev_t dev, ino_t ino)
+{
+    pthread_mutex_lock(&fs->lock);
+    struct cbfs_inode *const inode = cbfs_itable_find(fs, dev, ino);
+    if (inode) inode->refs++;
+    pthread_mutex_unlock(&fs->lock);
+    return inode;
+}
+
+int cbfs_inode_set_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                            struct cbfs_inode *dir, const char *name)
+{
+    pthread_mutex_lock(&fs->lock);
+    const bool same = inode->parent == dir && inode->name && strcmp(inode->name, name) == 0;
+    pthread_mutex_unlock(&fs->lock);
+    if (same) return 0;
+    char *const copy = strdup(name);
+    if (!copy) return ENOMEM;
+    pthread_mutex_lock(&fs->lock);
+    struct cbfs_inode *const old = inode->parent;
+    free(inode->name);
+    inode->name = copy;
+    inode->parent = dir;
+    dir->refs++;
+    if (old) cbfs_inode_unref_locked(fs, old, 1);
+    pthread_mutex_unlock(&fs->lock);
+    return 0;
+}
+
+int cbfs_inode_get_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                            struct cbfs_inode **dir, char *buf, size_t cap)
+{
+    int err = 0;
+    pthread_mutex_lock(&fs->lock);
+    if (!inode->parent) {
+        err = ENOENT;
+    } else if (strlen(inode->name) >= cap) {
+        err = ENAMETOOLONG;
+    } else {
+        strcpy(buf, inode->name);
+        *dir = inode->parent;
+        (*dir)->refs++;
+    }
+    pthread_mutex_unlock(&fs->lock);
+    return err;
+}
+
+void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                               struct cbfs_inode *dir, const char *name)
+{
+    pthread_mutex_lock(&fs->lock);
+    if (inode->parent == dir && inode->name && strcmp(inode->name, name) == 0) {
+        free(inode->name);
+        inode->name = NULL;
+        inode->parent = NULL;
+        cbfs_inode_unref_locked(fs, dir, 1);
+    }
+    pthread_mutex_unlock(&fs->lock);
+}
+
+/* Decides PLAIN or COMPRESSED for a regular file named name in dirfd (fd: its
+ * O_PATH fd). Compressed: a sidecar exists next to it (its O_PATH fd goes to
+ * *idx_fd), or the data starts with the frame envelope (sidecar lost: the
+ * engine rebuilds it at first open). Unreadable files count as PLAIN. */
+static enum cbfs_kind cbfs_inode_detect(int dirfd, const char *name, int fd, int *idx_fd)
+{
+    char sc[NAME_MAX + 1], path[CBFS_PROCFD_MAX];
+    struct stat st;
+    uint8_t head[12];
+
+    *idx_fd = -1;
+    if (cbfs_sidecar_name(name, sc, sizeof sc) == 0) {
+        const int ifd = openat(dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (ifd >= 0) {
+            if (fstat(ifd, &st) == 0 && S_ISREG(st.st_mode)) {
+                *idx_fd = ifd;
+                return CBFS_KIND_COMPRESSED;
+            }
+            close(ifd);
+        }
+    }
+    cbfs_procfd(path, fd);
+    int rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+    if (rfd == -1 && errno == EPERM) rfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (rfd == -1) return CBFS_KIND_PLAIN;
+    const ssize_t n = pread(rfd, head, sizeof head, 0);
+    close(rfd);
+    if (n == (ssize_t)sizeof head && cbfs_get_le32(head) == CBFS_SKIPPABLE_MAGIC &&
+        cbfs_get_le32(head + 4) == CBFS_FRAME_HDR_SIZE - 8 &&
+        cbfs_get_le32(head + 8) == CBFS_FRAME_MAGIC)
+        return CBFS_KIND_COMPRESSED;
+    return CBFS_KIND_PLAIN;
+}
+
+int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *name,
+                      struct cbfs_inode **out, struct stat *st)
+{
+    int err;
+    struct cbfs_inode *inode, *fresh = NULL;
+    const int fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd == -1) return errno;
+    if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
+        err = errno;
+        close(fd);
+        return err;
+    }
+
+    pthread_mutex_lock(&fs->lock);
+    inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
+    if (inode) inode->refs++;
+    pthread_mutex_unlock(&fs->lock);
+
+    if (!inode) {
+        /* Build a new inode outside the lock (detection does I/O), then insert
+         * it unless a concurrent lookup of the same object won the race. */
+        fresh = cbfs_inode_alloc(fd, st);
+        if (!fresh) {
+            close(fd);
+            return ENOMEM;
+        }
+        if (S_ISREG(st->st_mode))
+            fresh->kind = cbfs_inode_detect(dir->fd, name, fd, &fresh->idx_fd);
+        pthread_mutex_lock(&fs->lock);
+        inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
+        if (inode) {
+            inode->refs++;
+        } else {
+            cbfs_itable_insert(fs, fresh);
+            inode = fresh;
+            fresh = NULL;
+        }
+        pthread_mutex_unlock(&fs->lock);
+        if (fresh) cbfs_inode_destroy(fresh);
+    } else {
+        close(fd);
+    }
+
+    if (inode->type == S_IFREG) {
+        err = cbfs_inode_set_location(fs, inode, dir, name);
+        if (err) goto fail;
+    }
+    if (inode->kind == CBFS_KIND_COMPRESSED) {
+        /* the cached stat is right for everything but size and blocks */
+        err = cbfs_inode_stat(fs, inode, st);
+        if (err) goto fail;
+    }
+    *out = inode;
+    return 0;
+fail:
+    cbfs_inode_unref(fs, inode, 1);
+    return err;
+}
+
+/* inode->lock held. Logical size of a compressed file with no open state:
+ * read from its index with temporary read-only fds. */
+static int cbfs_inode_peek_size(struct cbfs_inode *inode, uint64_t *size)
+{
+    char path[CBFS_PROCFD_MAX];
+    int err = 0, ifd = -1;
+    cbfs_procfd(path, inode->fd);
+    const int dfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (dfd == -1) return errno;
+    if (inode->idx_fd >= 0) {
+        cbfs_procfd(path, inode->idx_fd);
+        ifd = open(path, O_RDONLY | O_CLOEXEC);
+        if (ifd == -1) {
+            err = errno;
+            goto out;
+        }
+    }
+    const cbfs_err e = cbfs_file_peek_size(dfd, ifd, size);
+    if (e) {
+        cbfs_log_warn("cannot read the logical size of inode %llu: %s",
+                      (unsigned long long)inode->ino, cbfs_err_str(e));
+        err = cbfs_err_errno(e);
+    }
+out:
+    if (ifd >= 0) close(ifd);
+    close(dfd);
+    return err;
+}
+
+int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st)
+{
+    (void)fs;
+    if (fstatat(inode->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) return errno;
+    if (inode->kind != CBFS_KIND_COMPRESSED) return 0;
+
+    struct stat ist;
+    uint64_t size = 0;
+    int err = 0;
+    pthread_mutex_lock(&inode->lock);
+    if (inode->file) {
+        size = cbfs_file_size(inode->file);
+    } else if (inode->size_valid) {
+        size = inode->size;
+    } else {
+        err = cbfs_inode_peek_size(inode, &size);
+        if (err == 0) {
+            inode->size = size;
+            inode->size_valid = true;
+        }
+    }
+    if (inode->idx_fd >= 0 && fstat(inode->idx_fd, &ist) == 0) st->st_blocks += ist.st_blocks;
+    pthread_mutex_unlock(&inode->lock);
+    /* An unreadable index must not make the name unreachable (rm needs
+     * lookup): show the physical size, the warning above says why. */
+    if (err == 0) st->st_size = (off_t)size;
+    return 0;
+}
+
+/* Store-relative path of an inode for log lines, from /proc (best effort). */
+static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode,
+                                char *buf, size_t cap)
+{
+    char path[CBFS_PROCFD_MAX];
+    cbfs_procfd(path, inode->fd);
+    const ssize_t n = readlink(path, buf, cap - 1);
+    if (n <= 0) {
+        snprintf(buf, cap, "inode %llu", (unsigned long long)inode->ino);
+        return;
+    }
+    buf[n] = '\0';
+    const size_t sl = strlen(fs->store_path);
+    if (sl > 0 && strncmp(buf, fs->store_path, sl) == 0 && buf[sl] == '/')
+        memmove(buf, buf + sl + 1, strlen(buf + sl + 1) + 1);
+}
+
+/* inode->lock held. Opens (creating if lost) the sidecar for the engine. On
+ * success *ifd is open with the given access mode, or -1 if the sidecar is
+ * missing and cannot be created on a read-only store (the engine then
+ * rebuilds the index in memory). */
+static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode, bool writable,
+                                   int *ifd)
+{
+    char path[CBFS_PROCFD_MAX], name[NAME_MAX + 1], sc[NAME_MAX + 1];
+    struct cbfs_inode *dir = NULL;
+    struct stat st;
+    int err;
+
+    *ifd = -1;
+    if (inode->idx_fd >= 0) {
+        cbfs_procfd(path, inode->idx_fd);
+        *ifd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+        return *ifd == -1 ? errno : 0;
+    }
+    if (!writable) return 0;
+    err = cbfs_inode_get_location(fs, inode, &dir, name, sizeof name);
+    if (err) return err == ENOENT ? 0 : err;
+    err = cbfs_sidecar_name(name, sc, sizeof sc);
+    if (err) goto out;
+    *ifd = openat(dir->fd, sc, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (*ifd == -1) {
+        err = errno;
+        goto out;
+    }
+    cbfs_log_info("index sidecar of '%s' is missing: rebuilding it from the frames", name);
+    /* same owner and mode as the data file */
+    if (fstat(inode->fd, &st) == 0) {
+        if (fchown(*ifd, st.st_uid, st.st_gid) == -1 && geteuid() == 0)
+            cbfs_log_warn("cannot chown the sidecar of '%s': %s", name, strerror(errno));
+        (void)fchmod(*ifd, st.st_mode & 0777);
+    }
+    inode->idx_fd = openat(dir->fd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+out:
+    cbfs_inode_unref(fs, dir, 1);
+    return err;
+}
+
+/* Codec for blocks rewritten in a compressed file on a codec=none mount
+ * (the engine needs a real one): the codec and level of the file's first
+ * frame, else the first codec built in, at its default level. */
+static void cbfs_inode_own_codec(int dfd, const struct cbfs_codec_ops **codec, int *level)
+{
+    struct cbfs_frame_hdr h;
+    struct stat st;
+    *codec = NULL;
+    if (fstat(dfd, &st) == 0 && cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h) == CBFS_OK) {
+        *codec = cbfs_codec_by_id(h.codec);
+        *level = h.level;
+        if (*codec && cbfs_codec_check_level(*codec, *level, NULL, 0) != CBFS_OK)
+            *level = (*codec)->default_level;
+    }
+    for (unsigned id = CBFS_CODEC_NONE + 1; id <= CBFS_CODEC_MAX_ID; id++) {
+        if (*codec && (*codec)->id != CBFS_CODEC_NONE) return;
+        *codec = cbfs_codec_by_id(id);
+        if (*codec) *level = (*codec)->default_level;
+    }
+}
+
+int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbfs_file **file)
+{
+    char path[CBFS_PROCFD_MAX], logname[PATH_MAX];
+    int err = 0, dfd = -1, ifd = -1;
+    bool writable = !fs->opt.readonly;
+
+    assert(inode->kind == CBFS_KIND_COMPRESSED);
+    pthread_mutex_lock(&inode->lock);
+    if (inode->file) {
+        inode->opens++;
+        *file = inode->file;
+        goto out;
+    }
+    cbfs_procfd(path, inode->fd);
+retry:
+    dfd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (dfd == -1) {
+        err = errno;
+        if (writable && (err == EROFS || err == EACCES)) {
+            writable = false;
+            goto retry;
+        }
+        goto out;
+    }
+    err = cbfs_inode_open_sidecar(fs, inode, writable, &ifd);
+    if (err) {
+        close(dfd);
+        if (writable && (err == EROFS || err == EACCES)) {
+            writable = false;
+            goto retry;
+        }
+        goto out;
+    }
+    struct cbfs_file *f = NULL;
+    const struct cbfs_codec_ops *codec = fs->opt.codec;
+    int level = fs->opt.level;
+    if (!codec || codec->id == CBFS_CODEC_NONE) cbfs_inode_own_codec(dfd, &codec, &level);
+    /* dfd and ifd belong to the engine from here on, also on failure */
+    const cbfs_err e = cbfs_file_open(fs->opt.eng, dfd, ifd, false, writable, codec, level, &f);
+    cbfs_inode_log_name(fs, inode, logname, sizeof logname);
+    if (e) {
+        cbfs_log_err("cannot open '%s': %s", logname, cbfs_err_str(e));
+        err = cbfs_err_errno(e);
+        goto out;
+    }
+    cbfs_file_set_name(f, logname);
+    inode->file = f;
+    inode->opens = 1;
+    inode->writable = writable;
+    inode->size_valid = false;
+    *file = f;
+out:
+    pthread_mutex_unlock(&inode->lock);
+    return err;
+}
+
+int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    int err = 0;
+    (void)fs;
+    pthread_mutex_lock(&inode->lock);
+    assert(inode->opens > 0 && inode->file);
+    if (--inode->opens == 0) {
+        struct cbfs_file *const f = inode->file;
+        inode->size = cbfs_file_size(f);
+        inode->file = NULL;
+        /* Closing under the lock: a concurrent first open waits and then sees
+         * everything this close wrote. */
+        const cbfs_err e = cbfs_file_close(f);
+        inode->size_valid = e == CBFS_OK;
+        if (e) {
+            cbfs_log_err("closing inode %llu failed, data written through it may be lost: %s",
+                         (unsigned long long)inode->ino, cbfs_err_str(e));
+            err = cbfs_err_errno(e);
+        }
+    }
+    pthread_mutex_unlock(&inode->lock);
+    return err;
+}
+
+void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file, int idx_fd)
+{
+    pthread_mutex_lock(&inode->lock);
+    assert(!inode->file && inode->opens == 0);
+    inode->file = file;
+    inode->opens = 1;
+    inode->writable = true;
+    inode->size_valid = false;
+    if (idx_fd >= 0) {
+        if (inode->idx_fd >= 0) close(inode->idx_fd);
+        inode->idx_fd = idx_fd;
+    }
+    pthread_mutex_unlock(&inode->lock);
+}
+
+void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    pthread_mutex_lock(&fs->lock);
+    h->next = fs->handles.next;
+    h->prev = &fs->handles;
+    fs->handles.next->prev = h;
+    fs->handles.next = h;
+    pthread_mutex_unlock(&fs->lock);
+}
+
+void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    pthread_mutex_lock(&fs->lock);
+    h->prev->next = h->next;
+    h->next->prev = h->prev;
+    h->next = h->prev = NULL;
+    pthread_mutex_unlock(&fs->lock);
+}

@@ -1,0 +1,172 @@
+/* Inode table of the FUSE layer: one struct cbfs_inode per store object the
+ * kernel holds a reference to, keyed by the store's (st_dev, st_ino), with an
+ * O_PATH fd and, for compressed files, the engine state shared by all handles.
+ *
+ * Lock order (left before right, never the reverse; never two inode locks):
+ *
+ *     inode->lock  ->  fs->lock
+ *     inode->lock  ->  engine locks (file->lock, cache, pool; see engine.h)
+ *
+ * fs->lock is a leaf: nothing blocks while holding it (no engine calls, no
+ * I/O other than closing O_PATH fds). inode->lock may be held across
+ * cbfs_file_open/close/truncate/size (they must see one consistent state) but
+ * never across cbfs_file_read/write/flush, which the engine serialises itself
+ * and which may wait for the pool. No lock is held while replying to the
+ * kernel.
+ *
+ * Lifetime: refs counts kernel lookups (nlookup: every entry reply adds one,
+ * forget drops n), open handles, and regular files whose location names this
+ * directory. At zero the inode leaves the table and is freed. The root inode
+ * is never freed before cbfs_fs_free. Helpers in src/fuse return 0 or a
+ * positive errno: this layer is the errno boundary, and cbfs_err would lose
+ * ENOTDIR, ENOTEMPTY, EXDEV... */
+#ifndef CBFS_FUSE_INODE_H
+#define CBFS_FUSE_INODE_H
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "fuse/cbfs_fuse.h"
+
+enum cbfs_kind {
+    CBFS_KIND_OTHER = 0,  /* not a regular file */
+    CBFS_KIND_PLAIN,      /* passed through byte for byte */
+    CBFS_KIND_COMPRESSED, /* frames + sidecar, served by the engine */
+};
+
+struct cbfs_inode {
+    /* Immutable once the inode is in the table. */
+    int fd;              /* O_PATH|O_NOFOLLOW on the store object; owned */
+    dev_t dev;
+    ino_t ino;
+    mode_t type;         /* st_mode & S_IFMT */
+    enum cbfs_kind kind; /* decided when the inode is first looked up */
+
+    /* Protected by fs->lock. */
+    struct cbfs_inode *hnext;  /* hash chain */
+    uint64_t refs;             /* see "Lifetime" above */
+    struct cbfs_inode *parent; /* regular files: directory of the latest lookup, create
+                                  or rename (holds one ref on it); NULL if unknown */
+    char *name;                /* the name there (malloc'd); NULL with parent */
+
+    /* Protected by lock. */
+    pthread_mutex_t lock;
+    int idx_fd;              /* COMPRESSED: O_PATH on the sidecar (any hard link
+                                of the file reaches the same one); -1 if missing */
+    struct cbfs_file *file;  /* engine state while opens > 0, else NULL. Holders of an
+                                open reference (handle, cbfs_inode_file_get) may use
+                                it without the lock: it stays put until they drop it */
+    unsigned opens;          /* open references on file */
+    bool writable;           /* file was opened read-write */
+    bool size_valid;         /* size caches the logical size (file == NULL only) */
+    uint64_t size;
+};
+
+/* An open file or directory (fi->fh). Listed in fs->handles so that
+ * cbfs_fs_free can close what the kernel never released. */
+struct cbfs_handle {
+    struct cbfs_handle *next, *prev; /* protected by fs->lock */
+    struct cbfs_inode *inode;        /* holds one ref */
+    int fd;                          /* PLAIN file: real fd; directory: dirfd(dp) */
+    struct cbfs_file *file;          /* COMPRESSED: inode->file, on an open reference */
+    int flags;                       /* open(2) flags as the caller gave them */
+    bool dir;
+    bool append;                     /* O_APPEND that the FS must honour itself */
+    /* Directories only; the kernel serialises readdir on one handle. */
+    DIR *dp;
+    struct dirent *entry;            /* read from dp but not yet returned */
+    off_t offset;                    /* d_off cookie of the next entry */
+};
+
+struct cbfs_fs {
+    struct cbfs_fs_options opt; /* immutable after cbfs_fs_new */
+    char *store_path;           /* owned copy of opt.store_path ("" if none) */
+    bool writeback;             /* writeback cache negotiated; set by init before
+                                   any other request, read-only after */
+    struct cbfs_inode *root;    /* FUSE_ROOT_ID; never freed before cbfs_fs_free */
+
+    pthread_mutex_t lock;
+    struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */
+    size_t nbuckets, count;      /* protected by lock */
+    struct cbfs_handle handles;  /* protected by lock: list head of open handles */
+};
+
+/* ---- table (inode.c) ---- */
+
+/* Sets up the table and the root inode from opt->store_fd (duplicated). */
+int cbfs_itable_init(struct cbfs_fs *fs);
+/* Frees every inode (engine state must already be closed). */
+void cbfs_itable_free(struct cbfs_fs *fs);
+
+/* Open handles list (fs->handles), for cbfs_fs_free. */
+void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h);
+void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h);
+
+/* Maps a FUSE node id to its inode. */
+struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino);
+
+/* Looks up name in dir in the store and returns its inode with one more ref
+ * (the caller hands it to the kernel in an entry reply, or drops it) and its
+ * attributes as the mount shows them. Regular files get their kind decided
+ * (new inodes) and their location set to (dir, name). Hidden names are not
+ * checked here. @return 0 or an errno. */
+int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *name,
+                      struct cbfs_inode **out, struct stat *st);
+
+/* Adds n refs (n kernel lookups, or a handle). */
+void cbfs_inode_ref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n);
+/* Drops n refs; frees the inode (and drops its parent) at zero. */
+void cbfs_inode_unref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n);
+
+/* @return the inode for (dev, ino) if it is in the table, without a ref; only
+ * for a quick update under the caller's knowledge that it stays alive (the
+ * kernel holds it during the request). NULL if absent. */
+struct cbfs_inode *cbfs_inode_find(struct cbfs_fs *fs, dev_t dev, ino_t ino);
+
+/* Records (dir, name) as where inode's sidecar lives (regular files). */
+int cbfs_inode_set_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                            struct cbfs_inode *dir, const char *name);
+/* Copies the location: *dir gets a ref (drop it with cbfs_inode_unref) and the
+ * name is written to buf. @return ENOENT if unknown, ENAMETOOLONG. */
+int cbfs_inode_get_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                            struct cbfs_inode **dir, char *buf, size_t cap);
+/* Forgets a location that no longer exists (after unlink of that name). */
+void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                               struct cbfs_inode *dir, const char *name);
+
+/* Attributes as the mount shows them: for COMPRESSED files st_size is the
+ * logical size and st_blocks counts data file + sidecar. @return 0 or errno. */
+int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st);
+
+/* Takes an open reference on the engine state of a COMPRESSED inode, opening
+ * it on first use (O_RDWR, or read-only if the store/mount is). *file is valid
+ * until cbfs_inode_file_put. @return 0 or errno. */
+int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbfs_file **file);
+/* Drops an open reference; the last one closes the engine state (flushing it;
+ * a failure is logged, as release cannot report it). @return 0 or errno of that
+ * close. */
+int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode);
+/* Installs freshly created engine state (create()) as the first open
+ * reference. The inode must have none. idx_fd: O_PATH on the new sidecar
+ * (owned from here), or -1 to keep the one lookup found. */
+void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file, int idx_fd);
+
+/* ---- helpers shared by the ops files ---- */
+
+/* "/proc/self/fd/N" for the *at-less calls on O_PATH fds. */
+#define CBFS_PROCFD_MAX 32
+void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd);
+
+/* true for names the mount hides: ".cbfs" in the root, "*.cbfsidx" anywhere. */
+bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name);
+/* Like cbfs_name_hidden, and logs that the name is reserved (for creates). */
+bool cbfs_name_reserved(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
+                        const char *op);
+/* Writes name + CBFS_INDEX_SUFFIX. @return ENAMETOOLONG if it does not fit a
+ * directory entry. */
+int cbfs_sidecar_name(const char *name, char *buf, size_t cap);
+
+#endif

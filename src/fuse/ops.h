@@ -1,0 +1,103 @@
+/* FUSE low-level operations of cbfs, one group per file (ops_entry.c,
+ * ops_dir.c, ops_file.c, ops_xattr.c), gathered into the ops table by fs.c.
+ * Contract for every op: exactly one fuse_reply_* on every path, no lock held
+ * while replying, syscall failures replied with their errno right there and
+ * engine errors with cbfs_err_errno(). */
+#ifndef CBFS_FUSE_OPS_H
+#define CBFS_FUSE_OPS_H
+
+#include "fuse/inode.h"
+
+static inline struct cbfs_fs *cbfs_req_fs(fuse_req_t req)
+{
+    return (struct cbfs_fs *)fuse_req_userdata(req);
+}
+
+static inline struct cbfs_handle *cbfs_fi_handle(const struct fuse_file_info *fi)
+{
+    return (struct cbfs_handle *)(uintptr_t)fi->fh;
+}
+
+/* Fills an entry reply for inode (which holds the ref the kernel now takes)
+ * and sends it; if the kernel did not take it (interrupted), drops the ref. */
+void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
+                      const struct stat *st);
+/* Fills e for inode and st (attr/entry timeouts from the options). */
+void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
+                     struct fuse_entry_param *e);
+
+/* Gives a just-created object (fd: any fd on it, O_PATH included) the caller's
+ * ownership (the group stays inherited below a setgid directory) and exactly
+ * the permission bits of mode (the daemon's umask must not change them).
+ * Symlinks only get the owner. @return 0 or errno. */
+int cbfs_own_new(fuse_req_t req, const struct cbfs_inode *dir, int fd, mode_t mode);
+
+/* Creates name in dir as a new, empty regular file: PLAIN with codec none,
+ * else data file + sidecar + engine state installed in the inode (one open
+ * reference, for the caller to keep or drop). The codec is the directory's
+ * user.cbfs.codec if set, else the mount's. *inode gets one ref (for an entry
+ * reply); for PLAIN files *plain_fd is the data file opened with store_flags
+ * (or -1 if plain_fd is NULL: nothing kept open). @return 0 or errno (EEXIST
+ * when the name exists). */
+int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+                        const char *name, mode_t mode, int store_flags,
+                        struct cbfs_inode **inode, struct stat *st, int *plain_fd);
+
+#define CBFS_XATTR_CODEC "user.cbfs.codec"
+
+/* ops_entry.c */
+void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void cbfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void cbfs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void cbfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+                     struct fuse_file_info *fi);
+void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void cbfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                    const char *newname, unsigned int flags);
+void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void cbfs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+
+/* ops_dir.c */
+void cbfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void cbfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info *fi);
+void cbfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                         struct fuse_file_info *fi);
+void cbfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void cbfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+/* Closes a directory handle (releasedir, cbfs_fs_free). */
+void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
+
+/* ops_file.c */
+void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                    struct fuse_file_info *fi);
+void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                  struct fuse_file_info *fi);
+void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                   struct fuse_file_info *fi);
+void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Closes a file handle (release, cbfs_fs_free). @return 0 or the errno of a
+ * failed final close of the engine state (already logged). */
+int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
+
+/* ops_xattr.c */
+void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                      size_t size, int flags);
+void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/* Reads dir's user.cbfs.codec into buf (NUL-terminated). @return 0, ENODATA
+ * if unset, or errno. */
+int cbfs_xattr_dir_codec(const struct cbfs_inode *dir, char *buf, size_t cap);
+
+#endif

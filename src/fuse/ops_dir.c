@@ -1,0 +1,164 @@
+/* Directory handles: opendir/readdir/readdirplus/releasedir/fsyncdir over a
+ * DIR stream of the store directory, skipping the names cbfs hides (.cbfs in
+ * the root, index sidecars everywhere). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuse/ops.h"
+
+void cbfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    int err;
+
+    struct cbfs_handle *const h = calloc(1, sizeof *h);
+    if (!h) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    const int fd = openat(inode->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd == -1) {
+        err = errno;
+        goto fail;
+    }
+    h->dp = fdopendir(fd);
+    if (!h->dp) {
+        err = errno;
+        close(fd);
+        goto fail;
+    }
+    h->dir = true;
+    h->fd = fd;
+    h->inode = inode;
+    cbfs_inode_ref(fs, inode, 1);
+    cbfs_handle_link(fs, h);
+    fi->fh = (uint64_t)(uintptr_t)h;
+    if (fuse_reply_open(req, fi) != 0) cbfs_dir_handle_close(fs, h); /* interrupted */
+    return;
+fail:
+    free(h);
+    fuse_reply_err(req, err);
+}
+
+static bool cbfs_is_dot(const char *name)
+{
+    return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                                struct fuse_file_info *fi, bool plus)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, ino);
+    struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    size_t used = 0;
+    int err = 0;
+
+    char *const buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    if (off != h->offset) {
+        seekdir(h->dp, off);
+        h->entry = NULL;
+        h->offset = off;
+    }
+    for (;;) {
+        if (!h->entry) {
+            errno = 0;
+            h->entry = readdir(h->dp);
+            if (!h->entry) {
+                err = errno; /* 0 at the end of the stream */
+                break;
+            }
+        }
+        const char *const name = h->entry->d_name;
+        const off_t next = h->entry->d_off;
+        size_t len;
+        if (cbfs_name_hidden(fs, dir, name)) {
+            h->entry = NULL;
+            h->offset = next;
+            continue;
+        }
+        if (plus) {
+            struct fuse_entry_param e;
+            struct cbfs_inode *inode = NULL;
+            if (cbfs_is_dot(name)) {
+                memset(&e, 0, sizeof e);
+                e.attr.st_ino = h->entry->d_ino;
+                e.attr.st_mode = (mode_t)h->entry->d_type << 12;
+            } else {
+                struct stat st;
+                err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
+                if (err == ENOENT) { /* removed since readdir saw it */
+                    err = 0;
+                    h->entry = NULL;
+                    h->offset = next;
+                    continue;
+                }
+                if (err) break;
+                cbfs_fill_entry(fs, inode, &st, &e);
+            }
+            len = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, next);
+            if (len > size - used) {
+                /* no room: the kernel does not get this entry, nor its ref */
+                cbfs_inode_unref(fs, inode, 1);
+                break;
+            }
+        } else {
+            struct stat st = {.st_ino = h->entry->d_ino,
+                              .st_mode = (mode_t)h->entry->d_type << 12};
+            len = fuse_add_direntry(req, buf + used, size - used, name, &st, next);
+            if (len > size - used) break;
+        }
+        used += len;
+        h->entry = NULL;
+        h->offset = next;
+    }
+    /* Entries already packed are returned; an error shows on the next call. */
+    if (err && used == 0)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_buf(req, buf, used);
+    free(buf);
+}
+
+void cbfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+    cbfs_readdir_common(req, ino, size, off, fi, false);
+}
+
+void cbfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                         struct fuse_file_info *fi)
+{
+    cbfs_readdir_common(req, ino, size, off, fi, true);
+}
+
+void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    cbfs_handle_unlink(fs, h);
+    closedir(h->dp);
+    cbfs_inode_unref(fs, h->inode, 1);
+    free(h);
+}
+
+void cbfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    cbfs_dir_handle_close(cbfs_req_fs(req), cbfs_fi_handle(fi));
+    fuse_reply_err(req, 0);
+}
+
+void cbfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    (void)ino;
+    const int r = datasync ? fdatasync(h->fd) : fsync(h->fd);
+    fuse_reply_err(req, r == -1 ? errno : 0);
+}

@@ -1,0 +1,536 @@
+/* Namespace operations: lookup/forget, attributes, and creating, linking,
+ * renaming and removing names. A compressed file's sidecar follows its data
+ * file through link, rename and unlink; hidden names never reach the store. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "cbfs/format.h"
+#include "cbfs/log.h"
+#include "fuse/ops.h"
+
+void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    struct cbfs_inode *inode;
+    struct stat st;
+
+    if (cbfs_name_hidden(fs, dir, name)) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    const int err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    cbfs_reply_entry(req, fs, inode, &st);
+}
+
+static void cbfs_forget_one(struct cbfs_fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+    /* The root is not counted by the kernel's lookups; it lives until the end. */
+    if (ino == FUSE_ROOT_ID) return;
+    cbfs_inode_unref(fs, cbfs_inode_get(fs, ino), nlookup);
+}
+
+void cbfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    cbfs_forget_one(cbfs_req_fs(req), ino, nlookup);
+    fuse_reply_none(req);
+}
+
+void cbfs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    for (size_t i = 0; i < count; i++) cbfs_forget_one(fs, forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+}
+
+void cbfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct stat st;
+    (void)fi;
+    const int err = cbfs_inode_stat(fs, cbfs_inode_get(fs, ino), &st);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    fuse_reply_attr(req, &st, fs->opt.attr_timeout);
+}
+
+/* Applies mode/owner to the sidecar of a compressed file too, so quotas and
+ * permissions of the store stay consistent. Failures are logged, not
+ * returned: the data file already changed and the sidecar is invisible. */
+static void cbfs_sidecar_setattr(struct cbfs_inode *inode, const struct stat *attr, int valid)
+{
+    char path[CBFS_PROCFD_MAX];
+    if (inode->kind != CBFS_KIND_COMPRESSED) return;
+    pthread_mutex_lock(&inode->lock);
+    const int ifd = inode->idx_fd;
+    if (ifd >= 0 && (valid & FUSE_SET_ATTR_MODE)) {
+        cbfs_procfd(path, ifd);
+        if (chmod(path, attr->st_mode & 0777) == -1)
+            cbfs_log_warn("cannot chmod the sidecar of inode %llu: %s",
+                          (unsigned long long)inode->ino, strerror(errno));
+    }
+    if (ifd >= 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+        const uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+        const gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+        if (fchownat(ifd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+            cbfs_log_warn("cannot chown the sidecar of inode %llu: %s",
+                          (unsigned long long)inode->ino, strerror(errno));
+    }
+    pthread_mutex_unlock(&inode->lock);
+}
+
+/* Truncates/extends a compressed file through its (possibly temporary)
+ * engine state. @return 0 or errno. */
+static int cbfs_compressed_truncate(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t size)
+{
+    struct cbfs_file *file;
+    int err = cbfs_inode_file_get(fs, inode, &file);
+    if (err) return err;
+    if (!inode->writable) {
+        err = EROFS;
+    } else {
+        const cbfs_err e = cbfs_file_truncate(file, size);
+        if (e) err = cbfs_err_errno(e);
+    }
+    const int cerr = cbfs_inode_file_put(fs, inode);
+    return err ? err : cerr;
+}
+
+/* Before setting times on an open compressed file, write what is pending:
+ * otherwise the next flush (close) would bump the mtime that cp -p, tar or
+ * rsync just set. @return the flush error, if any (reported here once). */
+static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    struct cbfs_file *file = NULL;
+    pthread_mutex_lock(&inode->lock);
+    if (inode->file && inode->writable) {
+        file = inode->file;
+        inode->opens++;
+    }
+    pthread_mutex_unlock(&inode->lock);
+    if (!file) return 0;
+    const cbfs_err e = cbfs_file_flush(file);
+    const int cerr = cbfs_inode_file_put(fs, inode); /* last one if a release raced */
+    return e ? cbfs_err_errno(e) : cerr;
+}
+
+void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+                     struct fuse_file_info *fi)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    const struct cbfs_handle *const h = fi ? cbfs_fi_handle(fi) : NULL;
+    const int hfd = (h && !h->dir) ? h->fd : -1; /* real fd of a PLAIN file */
+    char path[CBFS_PROCFD_MAX];
+    struct stat st;
+    int err = 0;
+
+    cbfs_procfd(path, inode->fd);
+    if (valid & FUSE_SET_ATTR_MODE) {
+        if ((hfd >= 0 ? fchmod(hfd, attr->st_mode) : chmod(path, attr->st_mode)) == -1) {
+            err = errno;
+            goto reply;
+        }
+    }
+    if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+        const uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+        const gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+        if (fchownat(inode->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
+            err = errno;
+            goto reply;
+        }
+    }
+    cbfs_sidecar_setattr(inode, attr, valid);
+    if (valid & FUSE_SET_ATTR_SIZE) {
+        if (inode->type != S_IFREG) {
+            err = inode->type == S_IFDIR ? EISDIR : EINVAL;
+        } else if (inode->kind == CBFS_KIND_COMPRESSED) {
+            err = cbfs_compressed_truncate(fs, inode, (uint64_t)attr->st_size);
+        } else if ((hfd >= 0 ? ftruncate(hfd, attr->st_size)
+                             : truncate(path, attr->st_size)) == -1) {
+            err = errno;
+        }
+        if (err) goto reply;
+    }
+    if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+        struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+        if (valid & FUSE_SET_ATTR_ATIME_NOW)
+            tv[0].tv_nsec = UTIME_NOW;
+        else if (valid & FUSE_SET_ATTR_ATIME)
+            tv[0] = attr->st_atim;
+        if (valid & FUSE_SET_ATTR_MTIME_NOW)
+            tv[1].tv_nsec = UTIME_NOW;
+        else if (valid & FUSE_SET_ATTR_MTIME)
+            tv[1] = attr->st_mtim;
+        if (inode->kind == CBFS_KIND_COMPRESSED) {
+            err = cbfs_compressed_settle(fs, inode);
+            if (err) goto reply;
+        }
+        /* AT_EMPTY_PATH (Linux 5.8+) also reaches symlinks, for tar -h */
+        if ((hfd >= 0 ? futimens(hfd, tv) : utimensat(inode->fd, "", tv, AT_EMPTY_PATH)) == -1) {
+            err = errno;
+            goto reply;
+        }
+    }
+    err = cbfs_inode_stat(fs, inode, &st);
+reply:
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        fuse_reply_attr(req, &st, fs->opt.attr_timeout);
+}
+
+void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    char buf[PATH_MAX + 1];
+    const ssize_t n = readlinkat(cbfs_inode_get(fs, ino)->fd, "", buf, sizeof buf);
+    if (n == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    if (n == (ssize_t)sizeof buf) {
+        fuse_reply_err(req, ENAMETOOLONG);
+        return;
+    }
+    buf[n] = '\0';
+    fuse_reply_readlink(req, buf);
+}
+
+/* Common tail of mknod/mkdir/symlink: owner and mode of the new name, then
+ * the entry reply. On failure the new name is removed again. */
+static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+                            const char *name, mode_t mode)
+{
+    struct cbfs_inode *inode;
+    struct stat st;
+    int err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
+    if (err) goto fail;
+    err = cbfs_own_new(req, dir, inode->fd, mode);
+    if (err == 0) err = cbfs_inode_stat(fs, inode, &st);
+    if (err) {
+        cbfs_inode_unref(fs, inode, 1);
+        goto fail;
+    }
+    cbfs_reply_entry(req, fs, inode, &st);
+    return;
+fail:
+    (void)unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+    fuse_reply_err(req, err);
+}
+
+void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    if (cbfs_name_reserved(fs, dir, name, "mknod")) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (S_ISREG(mode)) {
+        /* A regular file made by mknod(2) is a new file like any other: with
+         * a codec it gets its sidecar, so later writes are compressed. */
+        struct cbfs_inode *inode;
+        struct stat st;
+        int err = cbfs_create_regular(req, fs, dir, name, mode, O_RDWR, &inode, &st, NULL);
+        if (err) {
+            fuse_reply_err(req, err);
+            return;
+        }
+        /* nobody has it open: close the state the creation installed */
+        if (inode->kind == CBFS_KIND_COMPRESSED) err = cbfs_inode_file_put(fs, inode);
+        if (err) {
+            cbfs_inode_unref(fs, inode, 1);
+            fuse_reply_err(req, err);
+            return;
+        }
+        cbfs_reply_entry(req, fs, inode, &st);
+        return;
+    }
+    if (mknodat(dir->fd, name, mode, rdev) == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    cbfs_finish_new(req, fs, dir, name, mode);
+}
+
+void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    char codec[64];
+    if (cbfs_name_reserved(fs, dir, name, "mkdir")) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (mkdirat(dir->fd, name, mode & 07777) == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    /* The codec override applies to the whole subtree: pass it down. */
+    if (cbfs_xattr_dir_codec(dir, codec, sizeof codec) == 0) {
+        const int dfd = openat(dir->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd == -1 || fsetxattr(dfd, CBFS_XATTR_CODEC, codec, strlen(codec), 0) == -1) {
+            const int err = errno;
+            if (dfd >= 0) close(dfd);
+            (void)unlinkat(dir->fd, name, AT_REMOVEDIR);
+            fuse_reply_err(req, err);
+            return;
+        }
+        close(dfd);
+    }
+    cbfs_finish_new(req, fs, dir, name, S_IFDIR | (mode & 07777));
+}
+
+void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    if (cbfs_name_reserved(fs, dir, name, "symlink")) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (symlinkat(link, dir->fd, name) == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    cbfs_finish_new(req, fs, dir, name, S_IFLNK | 0777);
+}
+
+void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, newparent);
+    char path[CBFS_PROCFD_MAX], sc[NAME_MAX + 1];
+    struct stat st;
+    int err;
+
+    if (cbfs_name_reserved(fs, dir, newname, "link")) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
+    if (compressed && (err = cbfs_sidecar_name(newname, sc, sizeof sc)) != 0) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    cbfs_procfd(path, inode->fd);
+    if (linkat(AT_FDCWD, path, dir->fd, newname, AT_SYMLINK_FOLLOW) == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    if (compressed) {
+        /* hard links share one sidecar, so the file works under any name */
+        pthread_mutex_lock(&inode->lock);
+        err = 0;
+        if (inode->idx_fd >= 0) {
+            cbfs_procfd(path, inode->idx_fd);
+            (void)unlinkat(dir->fd, sc, 0); /* stale leftover of a lost file */
+            if (linkat(AT_FDCWD, path, dir->fd, sc, AT_SYMLINK_FOLLOW) == -1) err = errno;
+        }
+        pthread_mutex_unlock(&inode->lock);
+        if (err) {
+            (void)unlinkat(dir->fd, newname, 0);
+            fuse_reply_err(req, err);
+            return;
+        }
+    }
+    err = cbfs_inode_stat(fs, inode, &st);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    cbfs_inode_ref(fs, inode, 1);
+    cbfs_reply_entry(req, fs, inode, &st);
+}
+
+/* Removes name+suffix in dir if present. @return 0 or errno (not ENOENT). */
+static int cbfs_sidecar_remove(struct cbfs_inode *dir, const char *name)
+{
+    char sc[NAME_MAX + 1];
+    if (cbfs_sidecar_name(name, sc, sizeof sc) != 0) return 0; /* cannot exist */
+    if (unlinkat(dir->fd, sc, 0) == -1 && errno != ENOENT) return errno;
+    return 0;
+}
+
+void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    struct stat st;
+
+    if (cbfs_name_hidden(fs, dir, name)) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    if (fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+        unlinkat(dir->fd, name, 0) == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    if (S_ISREG(st.st_mode)) {
+        /* An open file keeps working through the engine's fds, as on ext4. */
+        const int err = cbfs_sidecar_remove(dir, name);
+        if (err)
+            cbfs_log_warn("cannot remove the sidecar of '%s': %s", name, strerror(err));
+        struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
+        if (inode) {
+            cbfs_inode_clear_location(fs, inode, dir, name);
+            cbfs_inode_unref(fs, inode, 1);
+        }
+    }
+    fuse_reply_err(req, 0);
+}
+
+void cbfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    if (cbfs_name_hidden(fs, dir, name)) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    fuse_reply_err(req, unlinkat(dir->fd, name, AT_REMOVEDIR) == -1 ? errno : 0);
+}
+
+/* What rename needs to know about one side. */
+struct cbfs_rename_side {
+    struct cbfs_inode *dir;
+    const char *name;
+    char sc[NAME_MAX + 1];
+    bool exists, reg, has_sc;
+    struct stat st;
+};
+
+static int cbfs_rename_probe(struct cbfs_rename_side *s)
+{
+    struct stat sst;
+    s->exists = fstatat(s->dir->fd, s->name, &s->st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!s->exists && errno != ENOENT) return errno;
+    s->reg = s->exists && S_ISREG(s->st.st_mode);
+    /* a name too long for a sidecar leaves sc empty: it cannot have one */
+    if (cbfs_sidecar_name(s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
+    s->has_sc = s->reg && s->sc[0] && fstatat(s->dir->fd, s->sc, &sst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISREG(sst.st_mode);
+    return 0;
+}
+
+/* Points the inode of a moved regular file at its new name. */
+static void cbfs_rename_relocate(struct cbfs_fs *fs, const struct stat *st,
+                                 struct cbfs_inode *dir, const char *name)
+{
+    struct cbfs_inode *const inode = cbfs_inode_find(fs, st->st_dev, st->st_ino);
+    if (!inode) return;
+    if (cbfs_inode_set_location(fs, inode, dir, name) != 0)
+        cbfs_log_warn("out of memory recording the new name of '%s'", name);
+    cbfs_inode_unref(fs, inode, 1);
+}
+
+void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                    const char *newname, unsigned int flags)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_rename_side a = {.dir = cbfs_inode_get(fs, parent), .name = name};
+    struct cbfs_rename_side b = {.dir = cbfs_inode_get(fs, newparent), .name = newname};
+    int err;
+
+    if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    if (cbfs_name_reserved(fs, a.dir, name, "rename") ||
+        cbfs_name_reserved(fs, b.dir, newname, "rename to")) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if ((err = cbfs_rename_probe(&a)) != 0 || (err = cbfs_rename_probe(&b)) != 0) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    if (!a.exists) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    if ((a.has_sc && !b.sc[0]) || ((flags & RENAME_EXCHANGE) && b.has_sc && !a.sc[0])) {
+        fuse_reply_err(req, ENAMETOOLONG);
+        return;
+    }
+    if (renameat2(a.dir->fd, name, b.dir->fd, newname, flags) == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    /* Same file under both names: rename(2) did nothing, and neither may we. */
+    if (b.exists && a.st.st_dev == b.st.st_dev && a.st.st_ino == b.st.st_ino) {
+        fuse_reply_err(req, 0);
+        return;
+    }
+    int r = 0;
+    if (flags & RENAME_EXCHANGE) {
+        if (a.has_sc && b.has_sc)
+            r = renameat2(a.dir->fd, a.sc, b.dir->fd, b.sc, RENAME_EXCHANGE);
+        else if (a.has_sc)
+            r = renameat(a.dir->fd, a.sc, b.dir->fd, b.sc);
+        else if (b.has_sc)
+            r = renameat(b.dir->fd, b.sc, a.dir->fd, a.sc);
+    } else if (a.has_sc) {
+        r = renameat(a.dir->fd, a.sc, b.dir->fd, b.sc); /* replaces the target's */
+    } else if (b.has_sc) {
+        r = unlinkat(b.dir->fd, b.sc, 0); /* a plain file replaced a compressed one */
+    }
+    if (r == -1) {
+        err = errno;
+        cbfs_log_err("rename '%s' -> '%s': the data file moved but its sidecar did not (%s); "
+                     "the file will be rebuilt from its frames at next open",
+                     name, newname, strerror(err));
+    }
+    /* Locations follow the names. A replaced target loses its name (it keeps
+     * working through open fds). */
+    if (b.exists && b.reg && !(flags & RENAME_EXCHANGE)) {
+        struct cbfs_inode *const old = cbfs_inode_find(fs, b.st.st_dev, b.st.st_ino);
+        if (old) {
+            cbfs_inode_clear_location(fs, old, b.dir, newname);
+            cbfs_inode_unref(fs, old, 1);
+        }
+    }
+    if (a.reg) cbfs_rename_relocate(fs, &a.st, b.dir, newname);
+    if ((flags & RENAME_EXCHANGE) && b.reg) cbfs_rename_relocate(fs, &b.st, a.dir, name);
+    fuse_reply_err(req, err);
+}
+
+void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct statvfs sv;
+    (void)ino;
+    if (fstatvfs(fs->root->fd, &sv) == -1) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    /* every name needs room for its sidecar's suffix */
+    const unsigned long room = NAME_MAX - (sizeof CBFS_INDEX_SUFFIX - 1);
+    if (sv.f_namemax > room) sv.f_namemax = room;
+    fuse_reply_statfs(req, &sv);
+}
+
+/* Permission checks are the kernel's (default_permissions); this only
+ * answers for the read-only mount, for callers that ask. */
+void cbfs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    (void)ino;
+    fuse_reply_err(req, (fs->opt.readonly && (mask & W_OK)) ? EROFS : 0);
+}

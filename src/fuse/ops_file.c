@@ -1,0 +1,336 @@
+/* Regular files: create/open/read/write/flush/fsync/release. PLAIN files are
+ * passed through on a real fd; COMPRESSED files go through the engine state
+ * that all handles of the inode share (inode.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbfs/format.h"
+#include "cbfs/log.h"
+#include "fuse/ops.h"
+
+/* The open(2) flags that reach the store: O_DIRECT is accepted from callers
+ * but never passed on (the page cache of the store is ours to use), creation
+ * flags are ours to choose. With the writeback cache the kernel reads on
+ * write-only handles and does appends itself. */
+static int cbfs_store_flags(const struct cbfs_fs *fs, int flags)
+{
+    int f = flags & (O_ACCMODE | O_APPEND | O_TRUNC | O_SYNC | O_DSYNC);
+    if (fs->writeback) {
+        if ((f & O_ACCMODE) == O_WRONLY) f = (f & ~O_ACCMODE) | O_RDWR;
+        f &= ~O_APPEND;
+    }
+    return f;
+}
+
+/* Wraps an open file in a handle: takes a ref on the inode and lists it.
+ * Owns fd / the open reference on file from here, also on failure. */
+static int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,
+                           struct cbfs_file *file, struct cbfs_handle **out)
+{
+    struct cbfs_handle *const h = calloc(1, sizeof *h);
+    if (!h) {
+        if (fd >= 0) close(fd);
+        if (file) (void)cbfs_inode_file_put(fs, inode);
+        return ENOMEM;
+    }
+    h->inode = inode;
+    h->fd = fd;
+    h->file = file;
+    h->flags = flags;
+    h->append = file && (flags & O_APPEND) && !fs->writeback;
+    cbfs_inode_ref(fs, inode, 1);
+    cbfs_handle_link(fs, h);
+    *out = h;
+    return 0;
+}
+
+int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    int err = 0;
+    cbfs_handle_unlink(fs, h);
+    if (h->file) err = cbfs_inode_file_put(fs, h->inode);
+    if (h->fd >= 0) close(h->fd);
+    cbfs_inode_unref(fs, h->inode, 1);
+    free(h);
+    return err;
+}
+
+/* Opens an existing regular file for a handle. @return 0 or errno. */
+static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags,
+                            struct cbfs_handle **out)
+{
+    char path[CBFS_PROCFD_MAX];
+    struct cbfs_file *file;
+    int err;
+
+    if (inode->kind != CBFS_KIND_COMPRESSED) {
+        cbfs_procfd(path, inode->fd);
+        const int fd = open(path, cbfs_store_flags(fs, flags) | O_CLOEXEC);
+        if (fd == -1) return errno;
+        return cbfs_handle_new(fs, inode, flags, fd, NULL, out);
+    }
+    err = cbfs_inode_file_get(fs, inode, &file);
+    if (err) return err;
+    if (((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) && !inode->writable) {
+        err = EROFS;
+        goto fail;
+    }
+    if (flags & O_TRUNC) {
+        const cbfs_err e = cbfs_file_truncate(file, 0);
+        if (e) {
+            err = cbfs_err_errno(e);
+            goto fail;
+        }
+    }
+    return cbfs_handle_new(fs, inode, flags, -1, file, out);
+fail:
+    (void)cbfs_inode_file_put(fs, inode);
+    return err;
+}
+
+int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+                        const char *name, mode_t mode, int store_flags,
+                        struct cbfs_inode **inode, struct stat *st, int *plain_fd)
+{
+    const struct cbfs_codec_ops *codec = fs->opt.codec;
+    int level = fs->opt.level, err, ifd = -1;
+    char spec[64], msg[256], sc[NAME_MAX + 1];
+    struct stat dst;
+
+    if (plain_fd) *plain_fd = -1;
+    *inode = NULL;
+    if (cbfs_xattr_dir_codec(dir, spec, sizeof spec) == 0) {
+        const struct cbfs_codec_ops *c;
+        int l;
+        if (cbfs_codec_parse(spec, &c, &l, msg, sizeof msg) == CBFS_OK) {
+            codec = c;
+            level = l;
+        } else {
+            cbfs_log_warn("ignoring the directory's %s='%s': %s", CBFS_XATTR_CODEC, spec, msg);
+        }
+    }
+    const bool compressed = codec && codec->id != CBFS_CODEC_NONE;
+    if (compressed && (err = cbfs_sidecar_name(name, sc, sizeof sc)) != 0) return err;
+
+    const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
+    int fd = openat(dir->fd, name, oflags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    mode & 07777);
+    if (fd == -1) return errno;
+    err = cbfs_own_new(req, dir, fd, mode);
+    if (err) goto fail;
+    if (compressed) {
+        /* We own the name now (O_EXCL), so any sidecar there is a stale
+         * leftover of a lost data file. */
+        if (unlinkat(dir->fd, sc, 0) == -1 && errno != ENOENT) {
+            err = errno;
+            goto fail;
+        }
+        ifd = openat(dir->fd, sc, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (ifd == -1) {
+            err = errno;
+            goto fail;
+        }
+        /* the sidecar gets the owner and mode of its data file */
+        if (fstat(fd, &dst) == -1 ||
+            (geteuid() == 0 && fchown(ifd, dst.st_uid, dst.st_gid) == -1) ||
+            fchmod(ifd, dst.st_mode & 0777) == -1) {
+            err = errno;
+            goto fail;
+        }
+    }
+    err = cbfs_inode_lookup(fs, dir, name, inode, st);
+    if (err) goto fail;
+    if ((*inode)->kind != (compressed ? CBFS_KIND_COMPRESSED : CBFS_KIND_PLAIN)) {
+        cbfs_log_err("'%s' changed in the store while being created", name);
+        err = EIO;
+        goto fail;
+    }
+    if (compressed) {
+        struct cbfs_file *file = NULL;
+        /* fd and ifd belong to the engine from here, also on failure */
+        const cbfs_err e = cbfs_file_open(fs->opt.eng, fd, ifd, true, true, codec, level, &file);
+        fd = ifd = -1;
+        if (e) {
+            cbfs_log_err("cannot create '%s': %s", name, cbfs_err_str(e));
+            err = cbfs_err_errno(e);
+            goto fail;
+        }
+        cbfs_file_set_name(file, name);
+        cbfs_inode_file_install(*inode, file, -1);
+    } else if (plain_fd) {
+        *plain_fd = fd;
+        fd = -1;
+    }
+    if (fd >= 0) close(fd);
+    return 0;
+
+fail:
+    if (ifd >= 0) close(ifd);
+    if (fd >= 0) close(fd);
+    if (*inode) cbfs_inode_unref(fs, *inode, 1);
+    *inode = NULL;
+    if (compressed) (void)unlinkat(dir->fd, sc, 0);
+    (void)unlinkat(dir->fd, name, 0);
+    return err;
+}
+
+void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                    struct fuse_file_info *fi)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    struct cbfs_inode *inode = NULL;
+    struct cbfs_handle *h = NULL;
+    struct fuse_entry_param e;
+    struct stat st;
+    int fd = -1;
+
+    if (cbfs_name_reserved(fs, dir, name, "create")) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    int err = cbfs_create_regular(req, fs, dir, name, mode, cbfs_store_flags(fs, fi->flags),
+                                  &inode, &st, &fd);
+    if (err == EEXIST && !(fi->flags & O_EXCL)) {
+        /* lost a race with another creator: open what is there */
+        err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
+        if (err) goto reply_err;
+        if (inode->type != S_IFREG)
+            err = inode->type == S_IFDIR ? EISDIR : EEXIST;
+        else
+            err = cbfs_handle_open(fs, inode, fi->flags, &h);
+        if (err == 0 && (fi->flags & O_TRUNC)) err = cbfs_inode_stat(fs, inode, &st);
+        if (err) goto reply_err;
+    } else if (err) {
+        goto reply_err;
+    } else {
+        struct cbfs_file *const file = inode->kind == CBFS_KIND_COMPRESSED ? inode->file : NULL;
+        err = cbfs_handle_new(fs, inode, fi->flags, fd, file, &h);
+        if (err) goto reply_err;
+    }
+    fi->fh = (uint64_t)(uintptr_t)h;
+    cbfs_fill_entry(fs, inode, &st, &e);
+    if (fuse_reply_create(req, &e, fi) != 0) {
+        /* interrupted: the kernel has neither the entry nor the handle */
+        (void)cbfs_file_handle_close(fs, h);
+        cbfs_inode_unref(fs, inode, 1);
+    }
+    return;
+reply_err:
+    if (h) (void)cbfs_file_handle_close(fs, h);
+    cbfs_inode_unref(fs, inode, 1);
+    fuse_reply_err(req, err);
+}
+
+void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    struct cbfs_handle *h;
+
+    if (fs->opt.readonly && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
+        fuse_reply_err(req, EROFS);
+        return;
+    }
+    const int err = cbfs_handle_open(fs, inode, fi->flags, &h);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    fi->fh = (uint64_t)(uintptr_t)h;
+    if (fuse_reply_open(req, fi) != 0) (void)cbfs_file_handle_close(fs, h);
+}
+
+void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                  struct fuse_file_info *fi)
+{
+    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    (void)ino;
+    if (!h->file) {
+        /* plain: spliced straight from the store file when possible */
+        struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+        bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+        bv.buf[0].fd = h->fd;
+        bv.buf[0].pos = off;
+        fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+        return;
+    }
+    size_t got = 0;
+    char *const buf = malloc(size ? size : 1);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    const cbfs_err e = cbfs_file_read(h->file, buf, size, (uint64_t)off, &got);
+    if (e)
+        fuse_reply_err(req, cbfs_err_errno(e));
+    else
+        fuse_reply_buf(req, buf, got);
+    free(buf);
+}
+
+void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                   struct fuse_file_info *fi)
+{
+    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    (void)ino;
+    if (!h->file) {
+        const ssize_t n = pwrite(h->fd, buf, size, off);
+        if (n == -1)
+            fuse_reply_err(req, errno);
+        else
+            fuse_reply_write(req, (size_t)n);
+        return;
+    }
+    /* O_APPEND without the writeback cache: the kernel leaves it to us.
+     * (Appends from several handles at once are not atomic.) */
+    const uint64_t at = h->append ? cbfs_file_size(h->file) : (uint64_t)off;
+    const cbfs_err e = cbfs_file_write(h->file, buf, size, at);
+    if (e)
+        fuse_reply_err(req, cbfs_err_errno(e));
+    else
+        fuse_reply_write(req, size);
+}
+
+void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    (void)ino;
+    if (!h->file) {
+        /* close(2) of a dup reports what the store's close would */
+        const int dfd = dup(h->fd);
+        fuse_reply_err(req, (dfd == -1 || close(dfd) == -1) ? errno : 0);
+        return;
+    }
+    /* A reader's close must not take (and clear) a writer's pending error. */
+    if ((h->flags & O_ACCMODE) == O_RDONLY) {
+        fuse_reply_err(req, 0);
+        return;
+    }
+    const cbfs_err e = cbfs_file_flush(h->file);
+    fuse_reply_err(req, cbfs_err_errno(e));
+}
+
+void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    (void)ino;
+    if (!h->file) {
+        const int r = datasync ? fdatasync(h->fd) : fsync(h->fd);
+        fuse_reply_err(req, r == -1 ? errno : 0);
+        return;
+    }
+    fuse_reply_err(req, cbfs_err_errno(cbfs_file_flush(h->file)));
+}
+
+void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    /* errors of the final close are logged there; release cannot report */
+    (void)cbfs_file_handle_close(cbfs_req_fs(req), cbfs_fi_handle(fi));
+    fuse_reply_err(req, 0);
+}

@@ -1,0 +1,136 @@
+/* Extended attributes, passed through to the store object via /proc/self/fd
+ * (O_PATH fds have no f*xattr). user.cbfs.codec on a directory chooses the
+ * codec of new files below it, so its value is checked when it is set. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "cbfs/codec.h"
+#include "cbfs/log.h"
+#include "fuse/ops.h"
+
+int cbfs_xattr_dir_codec(const struct cbfs_inode *dir, char *buf, size_t cap)
+{
+    char path[CBFS_PROCFD_MAX];
+    cbfs_procfd(path, dir->fd);
+    const ssize_t n = getxattr(path, CBFS_XATTR_CODEC, buf, cap - 1);
+    if (n == -1) return (errno == ENOTSUP) ? ENODATA : errno;
+    buf[n] = '\0';
+    return 0;
+}
+
+/* Symlinks cannot be reached race-free through an O_PATH fd (the /proc path
+ * would follow them), so they show no attributes and take none. */
+void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                      size_t size, int flags)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    char path[CBFS_PROCFD_MAX];
+
+    if (inode->type == S_IFLNK) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if (strcmp(name, CBFS_XATTR_CODEC) == 0) {
+        char spec[64], msg[256];
+        const struct cbfs_codec_ops *codec;
+        int level;
+        if (size >= sizeof spec) {
+            cbfs_log_info("%s: value too long", CBFS_XATTR_CODEC);
+            fuse_reply_err(req, EINVAL);
+            return;
+        }
+        memcpy(spec, value, size);
+        spec[size] = '\0';
+        if (cbfs_codec_parse(spec, &codec, &level, msg, sizeof msg) != CBFS_OK) {
+            cbfs_log_info("%s='%s' refused: %s", CBFS_XATTR_CODEC, spec, msg);
+            fuse_reply_err(req, EINVAL);
+            return;
+        }
+    }
+    cbfs_procfd(path, inode->fd);
+    fuse_reply_err(req, setxattr(path, name, value, size, flags) == -1 ? errno : 0);
+}
+
+void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    char path[CBFS_PROCFD_MAX];
+
+    if (inode->type == S_IFLNK) {
+        fuse_reply_err(req, ENODATA);
+        return;
+    }
+    cbfs_procfd(path, inode->fd);
+    if (size == 0) {
+        const ssize_t n = getxattr(path, name, NULL, 0);
+        if (n == -1)
+            fuse_reply_err(req, errno);
+        else
+            fuse_reply_xattr(req, (size_t)n);
+        return;
+    }
+    char *const buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    const ssize_t n = getxattr(path, name, buf, size);
+    if (n == -1)
+        fuse_reply_err(req, errno);
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+    free(buf);
+}
+
+void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    char path[CBFS_PROCFD_MAX];
+
+    if (inode->type == S_IFLNK) {
+        if (size == 0)
+            fuse_reply_xattr(req, 0);
+        else
+            fuse_reply_buf(req, NULL, 0);
+        return;
+    }
+    cbfs_procfd(path, inode->fd);
+    if (size == 0) {
+        const ssize_t n = listxattr(path, NULL, 0);
+        if (n == -1)
+            fuse_reply_err(req, errno);
+        else
+            fuse_reply_xattr(req, (size_t)n);
+        return;
+    }
+    char *const buf = malloc(size);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    const ssize_t n = listxattr(path, buf, size);
+    if (n == -1)
+        fuse_reply_err(req, errno);
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+    free(buf);
+}
+
+void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    char path[CBFS_PROCFD_MAX];
+
+    if (inode->type == S_IFLNK) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    cbfs_procfd(path, inode->fd);
+    fuse_reply_err(req, removexattr(path, name) == -1 ? errno : 0);
+}
