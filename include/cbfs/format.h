@@ -196,4 +196,10 @@ cbfs_err cbfs_frame_read_hdr(int data_fd, uint64_t off, uint64_t file_size,
 cbfs_err cbfs_block_read(int data_fd, const struct cbfs_index_entry *e, uint64_t block,
                          void *scratch, void *out);
 
+/* The second half of cbfs_block_read, for callers that read the frame
+ * themselves (to time I/O apart from decoding): checks the frame bytes
+ * (header + payload, as read from e->offset) against e and decodes. */
+cbfs_err cbfs_block_check_decode(const struct cbfs_index_entry *e, uint64_t block,
+                                 const void *frame, void *out);
+
 #endif

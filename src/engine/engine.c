@@ -12,6 +12,11 @@ uint32_t cbfs_engine_block_size(const struct cbfs_engine *eng)
     return eng->cfg.block_size;
 }
 
+void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_config *cfg)
+{
+    *cfg = eng->cfg;
+}
+
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out)
 {
     uint32_t bs = cfg->block_size;

@@ -124,10 +124,18 @@ static cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct c
     cbfs_err err = CBFS_E_NOMEM;
     if (!data || !scratch) goto out;
     uint64_t t0 = cbfs_now_ns();
-    err = cbfs_block_read(f->data_fd, e, b, scratch, data);
-    uint64_t dt = cbfs_now_ns() - t0;
-    CBFS_STAT_ADD(eng, st_ns_decompress, dt);
-    CBFS_STAT_ADD(eng, st_physical_read, CBFS_FRAME_HDR_SIZE + (uint64_t)e->plen);
+    err = CBFS_OK;
+    if (!(e->flags & CBFS_FRAME_HOLE)) {
+        err = cbfs_pread_full(f->data_fd, scratch, CBFS_FRAME_HDR_SIZE + (size_t)e->plen,
+                              e->offset);
+        CBFS_STAT_ADD(eng, st_physical_read, CBFS_FRAME_HDR_SIZE + (uint64_t)e->plen);
+    }
+    uint64_t t1 = cbfs_now_ns();
+    CBFS_STAT_ADD(eng, st_ns_store_read, t1 - t0);
+    if (!err) {
+        err = cbfs_block_check_decode(e, b, scratch, data);
+        CBFS_STAT_ADD(eng, st_ns_decompress, cbfs_now_ns() - t1);
+    }
     if (err) {
         cbfs_log_err("%s: block %llu (logical offset %llu, %u bytes) at store offset %llu "
                      "is unreadable: %s",

@@ -233,23 +233,31 @@ cbfs_err cbfs_frame_read_hdr(int data_fd, uint64_t off, uint64_t file_size,
     return CBFS_OK;
 }
 
-cbfs_err cbfs_block_read(int data_fd, const struct cbfs_index_entry *e, uint64_t block,
-                         void *scratch, void *out)
+cbfs_err cbfs_block_check_decode(const struct cbfs_index_entry *e, uint64_t block,
+                                 const void *frame, void *out)
 {
     if (e->generation == 0 || (e->flags & CBFS_FRAME_SIZE)) return CBFS_E_INVAL;
     if (e->flags & CBFS_FRAME_HOLE) {
         memset(out, 0, e->ulen);
         return CBFS_OK;
     }
-    cbfs_err err = cbfs_pread_full(data_fd, scratch, CBFS_FRAME_HDR_SIZE + (size_t)e->plen,
-                                   e->offset);
-    if (err) return err; /* CBFS_E_TRUNCATED: data file shorter than the index says */
     struct cbfs_frame_hdr h;
-    err = cbfs_frame_hdr_decode(scratch, &h);
+    cbfs_err err = cbfs_frame_hdr_decode(frame, &h);
     if (err == CBFS_E_BAD_MAGIC) return CBFS_E_CORRUPT; /* the index pointed at non-frame bytes */
     if (err) return err;
     if (h.block != block || h.generation != e->generation || h.plen != e->plen ||
         h.ulen != e->ulen || h.hash != e->hash || h.flags != e->flags || h.codec != e->codec)
         return CBFS_E_CORRUPT;
-    return cbfs_frame_decode(&h, (const uint8_t *)scratch + CBFS_FRAME_HDR_SIZE, out);
+    return cbfs_frame_decode(&h, (const uint8_t *)frame + CBFS_FRAME_HDR_SIZE, out);
+}
+
+cbfs_err cbfs_block_read(int data_fd, const struct cbfs_index_entry *e, uint64_t block,
+                         void *scratch, void *out)
+{
+    if (e->generation != 0 && !(e->flags & (CBFS_FRAME_HOLE | CBFS_FRAME_SIZE))) {
+        cbfs_err err = cbfs_pread_full(data_fd, scratch, CBFS_FRAME_HDR_SIZE + (size_t)e->plen,
+                                       e->offset);
+        if (err) return err; /* CBFS_E_TRUNCATED: data file shorter than the index says */
+    }
+    return cbfs_block_check_decode(e, block, scratch, out);
 }

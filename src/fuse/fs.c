@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cbfs/log.h"
+#include "cbfs/util.h"
 #include "fuse/ops.h"
 
 #define CBFS_MAX_WRITE (1u << 20) /* one default block per write request */
@@ -68,6 +69,8 @@ static const struct fuse_lowlevel_ops cbfs_ops = {
     .release = cbfs_op_release,
     .setxattr = cbfs_op_setxattr,
     .getxattr = cbfs_op_getxattr,
+    .fallocate = cbfs_op_fallocate,
+    .lseek = cbfs_op_lseek,
     .listxattr = cbfs_op_listxattr,
     .removexattr = cbfs_op_removexattr,
 };
@@ -82,6 +85,7 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
     struct cbfs_fs *fs = calloc(1, sizeof *fs);
     if (!fs) return NULL;
     fs->opt = *opt;
+    fs->started_ns = cbfs_now_ns();
     fs->store_path = strdup(opt->store_path ? opt->store_path : "");
     if (!fs->store_path) goto fail_fs;
     fs->opt.store_path = fs->store_path;

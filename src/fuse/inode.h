@@ -87,6 +87,7 @@ struct cbfs_fs {
     bool writeback;             /* writeback cache negotiated; set by init before
                                    any other request, read-only after */
     struct cbfs_inode *root;    /* FUSE_ROOT_ID; never freed before cbfs_fs_free */
+    uint64_t started_ns;        /* immutable: cbfs_now_ns() at cbfs_fs_new, for stats */
 
     pthread_mutex_t lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */

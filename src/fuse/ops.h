@@ -90,6 +90,18 @@ void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * failed final close of the engine state (already logged). */
 int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
 
+/* ops_space.c */
+void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                       struct fuse_file_info *fi);
+void cbfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                   struct fuse_file_info *fi);
+
+/* ops_stats.c: the read-only xattr user.cbfs.stats on the mount root. */
+#define CBFS_XATTR_STATS "user.cbfs.stats"
+/* Formats the daemon's counters as "key=value\n" lines into buf.
+ * @return the length (may exceed cap: then buf holds a truncated prefix). */
+size_t cbfs_stats_format(const struct cbfs_fs *fs, char *buf, size_t cap);
+
 /* ops_xattr.c */
 void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                       size_t size, int flags);

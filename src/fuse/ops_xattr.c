@@ -64,6 +64,17 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
         fuse_reply_err(req, ENODATA);
         return;
     }
+    if (ino == FUSE_ROOT_ID && strcmp(name, CBFS_XATTR_STATS) == 0) {
+        char text[4096];
+        const size_t n = cbfs_stats_format(fs, text, sizeof text);
+        if (size == 0)
+            fuse_reply_xattr(req, n);
+        else if (size < n || n >= sizeof text)
+            fuse_reply_err(req, ERANGE);
+        else
+            fuse_reply_buf(req, text, n);
+        return;
+    }
     cbfs_procfd(path, inode->fd);
     if (size == 0) {
         const ssize_t n = getxattr(path, name, NULL, 0);

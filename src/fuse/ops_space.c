@@ -1,0 +1,77 @@
+/* fallocate and lseek(SEEK_DATA/SEEK_HOLE). PLAIN files pass through to the
+ * store; COMPRESSED files map them onto the engine: there is no compressed
+ * space to reserve, so preallocation only sets the size, and punching writes
+ * hole frames. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <unistd.h>
+
+#include "fuse/ops.h"
+
+void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                       struct fuse_file_info *fi)
+{
+    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    (void)ino;
+    if (offset < 0 || length <= 0) {
+        fuse_reply_err(req, EINVAL);
+        return;
+    }
+    if (!h->file) {
+        fuse_reply_err(req, fallocate(h->fd, mode, offset, length) == -1 ? errno : 0);
+        return;
+    }
+    const uint64_t off = (uint64_t)offset, len = (uint64_t)length;
+    const bool keep = mode & FALLOC_FL_KEEP_SIZE;
+    cbfs_err e = CBFS_OK;
+    switch (mode & ~FALLOC_FL_KEEP_SIZE) {
+    case 0: /* preallocate: nothing to reserve; extend unless KEEP_SIZE */
+        break;
+    case FALLOC_FL_PUNCH_HOLE:
+        if (!keep) {
+            fuse_reply_err(req, EOPNOTSUPP); /* Linux requires KEEP_SIZE with punch */
+            return;
+        }
+        e = cbfs_file_punch(h->file, off, len);
+        break;
+    case FALLOC_FL_ZERO_RANGE:
+        e = cbfs_file_punch(h->file, off, len);
+        break;
+    default: /* collapse, insert, unshare: not for compressed files */
+        fuse_reply_err(req, EOPNOTSUPP);
+        return;
+    }
+    if (!e && !keep && off + len > cbfs_file_size(h->file))
+        e = cbfs_file_truncate(h->file, off + len);
+    fuse_reply_err(req, cbfs_err_errno(e));
+}
+
+void cbfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                   struct fuse_file_info *fi)
+{
+    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    (void)ino;
+    if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+        fuse_reply_err(req, EINVAL); /* the kernel handles the others itself */
+        return;
+    }
+    if (!h->file) {
+        const off_t r = lseek(h->fd, off, whence);
+        if (r == -1)
+            fuse_reply_err(req, errno);
+        else
+            fuse_reply_lseek(req, r);
+        return;
+    }
+    if (off < 0) {
+        fuse_reply_err(req, ENXIO);
+        return;
+    }
+    uint64_t pos;
+    const cbfs_err e = cbfs_file_seek(h->file, (uint64_t)off, whence == SEEK_DATA, &pos);
+    if (e)
+        fuse_reply_err(req, cbfs_err_errno(e));
+    else
+        fuse_reply_lseek(req, (off_t)pos);
+}
