@@ -1,0 +1,223 @@
+/* `cbfs cat`: decodes a stored file to stdout without a mount (disaster
+ * recovery). Blocks are decoded on the pool a window at a time and written
+ * in order; holes and bytes past a block's ulen (within the logical size)
+ * are zeros. Plain files are copied as they are. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbfs/pool.h"
+#include "cbfs/util.h"
+#include "tools/tool.h"
+
+static const char tool_cat_help[] =
+    "usage: cbfs cat [--range OFF:LEN] [--keep-going] STORE/PATH\n"
+    "Decodes a stored file to stdout without a mount (plain files are copied).\n"
+    "  --range OFF:LEN  only LEN bytes from OFF (K/M/G suffixes; 'OFF:' = to the end)\n"
+    "  --keep-going     write zeros for a damaged block, report it, go on\n"
+    "exit status: 0 ok, 1 a block was damaged, 2 usage or I/O error\n";
+
+/* Blocks decoded per pool round: enough to keep every worker busy. */
+#define TOOL_CAT_WINDOW 32u
+
+struct tool_cat {
+    const struct tool_file *tf;
+    uint64_t first;          /* first block of the current window */
+    uint8_t *buf;            /* TOOL_CAT_WINDOW blocks, decoded */
+    uint8_t **scratch;       /* per pool slot: header + payload */
+    size_t *scratch_cap;
+    cbfs_err err[TOOL_CAT_WINDOW];
+};
+
+static void tool_cat_block(void *arg, unsigned slot, size_t i)
+{
+    struct tool_cat *const c = arg;
+    const struct cbfs_index *const idx = &c->tf->idx;
+    const uint64_t b = c->first + i;
+    uint8_t *const out = c->buf + i * (size_t)idx->block_size;
+    const struct cbfs_index_entry *const e = cbfs_index_get(idx, b);
+    c->err[i] = CBFS_OK;
+    if (!e) {
+        memset(out, 0, idx->block_size);
+        return;
+    }
+    const size_t need = CBFS_FRAME_HDR_SIZE + (size_t)e->plen;
+    if (need > c->scratch_cap[slot]) {
+        uint8_t *const p = realloc(c->scratch[slot], need);
+        if (!p) {
+            c->err[i] = CBFS_E_NOMEM;
+            return;
+        }
+        c->scratch[slot] = p;
+        c->scratch_cap[slot] = need;
+    }
+    c->err[i] = cbfs_block_read(c->tf->data_fd, e, b, c->scratch[slot], out);
+    if (c->err[i])
+        memset(out, 0, idx->block_size);
+    else
+        memset(out + e->ulen, 0, idx->block_size - e->ulen);
+}
+
+static cbfs_err tool_cat_write(const void *p, size_t len)
+{
+    const uint8_t *b = p;
+    while (len) {
+        const ssize_t n = write(STDOUT_FILENO, b, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return cbfs_err_from_errno(errno);
+        }
+        b += n;
+        len -= (size_t)n;
+    }
+    return CBFS_OK;
+}
+
+static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_t end)
+{
+    static uint8_t buf[1u << 20];
+    while (off < end) {
+        const size_t n = end - off < sizeof buf ? (size_t)(end - off) : sizeof buf;
+        cbfs_err e = cbfs_pread_full(tf->data_fd, buf, n, off);
+        if (!e) e = tool_cat_write(buf, n);
+        if (e) return e;
+        off += n;
+    }
+    return CBFS_OK;
+}
+
+/* @return CBFS_OK, CBFS_E_CORRUPT-like errors for a damaged block (after
+ * printing it), or a write/memory error. *damaged counts damaged blocks. */
+static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf, uint64_t off,
+                                uint64_t end, bool keep_going, unsigned *damaged)
+{
+    const struct cbfs_index *const idx = &tf->idx;
+    const uint64_t bs = idx->block_size;
+    struct cbfs_pool *pool = NULL;
+    struct tool_cat c = {.tf = tf};
+    cbfs_err e = cbfs_pool_create(tool_ncpus(), &pool);
+    if (e) return e;
+    const unsigned threads = cbfs_pool_threads(pool);
+    c.buf = malloc(TOOL_CAT_WINDOW * (size_t)bs);
+    c.scratch = calloc(threads, sizeof *c.scratch);
+    c.scratch_cap = calloc(threads, sizeof *c.scratch_cap);
+    e = CBFS_E_NOMEM;
+    if (!c.buf || !c.scratch || !c.scratch_cap) goto out;
+    e = CBFS_OK;
+    for (c.first = off / bs; c.first * bs < end && !e; c.first += TOOL_CAT_WINDOW) {
+        uint64_t n = (end - c.first * bs + bs - 1) / bs;
+        if (n > TOOL_CAT_WINDOW) n = TOOL_CAT_WINDOW;
+        e = tool_par_run(pool, (size_t)n, tool_cat_block, &c, NULL);
+        for (uint64_t i = 0; i < n && !e; i++) {
+            const uint64_t b = c.first + i;
+            if (c.err[i]) {
+                const struct cbfs_index_entry *const ent = cbfs_index_get(idx, b);
+                tool_err("cat",
+                         "%s: offset %" PRIu64 ": block %" PRIu64 " (logical offset %" PRIu64
+                         "): %s%s",
+                         display, ent ? ent->offset : 0, b, b * bs, cbfs_err_str(c.err[i]),
+                         keep_going ? " (written as zeros)" : "");
+                (*damaged)++;
+                if (!keep_going) {
+                    e = c.err[i];
+                    break;
+                }
+            }
+            const uint64_t lo = b * bs > off ? b * bs : off;
+            const uint64_t hi = (b + 1) * bs < end ? (b + 1) * bs : end;
+            e = tool_cat_write(c.buf + i * bs + (lo - b * bs), (size_t)(hi - lo));
+        }
+    }
+out:
+    cbfs_pool_destroy(pool);
+    for (unsigned t = 0; c.scratch && t < threads; t++) free(c.scratch[t]);
+    free(c.scratch);
+    free(c.scratch_cap);
+    free(c.buf);
+    return e;
+}
+
+/* "OFF:LEN" or "OFF:" (to the end). */
+static bool tool_cat_range(const char *s, uint64_t *off, uint64_t *len)
+{
+    const char *const colon = strchr(s, ':');
+    if (!colon) return false;
+    char head[64];
+    if ((size_t)(colon - s) >= sizeof head) return false;
+    snprintf(head, sizeof head, "%.*s", (int)(colon - s), s);
+    if (cbfs_parse_size(head, off) != CBFS_OK) return false;
+    *len = UINT64_MAX;
+    return colon[1] == '\0' || cbfs_parse_size(colon + 1, len) == CBFS_OK;
+}
+
+int tool_cat_main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"range", required_argument, NULL, 'r'},
+                                         {"keep-going", no_argument, NULL, 'k'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    uint64_t off = 0, len = UINT64_MAX;
+    bool keep_going = false;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (ch == 'r' && tool_cat_range(optarg, &off, &len)) continue;
+        if (ch == 'r') {
+            tool_err("cat", "--range wants OFF:LEN (e.g. 1M:64K), not '%s'", optarg);
+            return TOOL_EXIT_USAGE;
+        }
+        if (ch == 'k') {
+            keep_going = true;
+            continue;
+        }
+        return tool_usage(tool_cat_help, ch == 'h');
+    }
+    if (optind + 1 != argc) return tool_usage(tool_cat_help, false);
+    struct tool_loc loc;
+    char msg[512];
+    if (tool_loc_resolve(argv[optind], &loc, msg, sizeof msg) != CBFS_OK) {
+        tool_err("cat", "%s", msg);
+        return TOOL_EXIT_USAGE;
+    }
+    int rc = TOOL_EXIT_USAGE;
+    struct tool_file tf;
+    cbfs_err e = CBFS_E_INVAL;
+    if (loc.is_dir) {
+        tool_err("cat", "%s is a directory", loc.display);
+        goto out_loc;
+    }
+    e = tool_file_open(loc.dirfd, loc.name, &tf);
+    if (e) {
+        tool_err("cat", "%s: %s", loc.display, cbfs_err_str(e));
+        goto out_loc;
+    }
+    if (tf.is_cbfs && tf.load_err) {
+        tool_err("cat", "%s: cannot load the index: %s", loc.display, cbfs_err_str(tf.load_err));
+        goto out_file;
+    }
+    if (!tf.is_cbfs && !loc.in_store) {
+        tool_err("cat", "%s is not a cbfs file (no sidecar, no frames) and not in a store",
+                 loc.display);
+        goto out_file;
+    }
+    const uint64_t size = tf.is_cbfs ? tf.idx.size : (uint64_t)tf.data_st.st_size;
+    const uint64_t end = off >= size ? off : (len > size - off ? size : off + len);
+    unsigned damaged = 0;
+    e = tf.is_cbfs ? tool_cat_frames(loc.display, &tf, off, end, keep_going, &damaged)
+                   : tool_cat_plain(&tf, off, end);
+    if (damaged) {
+        rc = TOOL_EXIT_PROBLEMS;
+    } else if (e) {
+        tool_err("cat", "%s: %s", loc.display, cbfs_err_str(e));
+    } else {
+        rc = TOOL_EXIT_OK;
+    }
+out_file:
+    tool_file_close(&tf);
+out_loc:
+    tool_loc_free(&loc);
+    return rc;
+}

@@ -1,0 +1,245 @@
+/* `cbfs fsck`: checks an UNMOUNTED store (it takes the store lock, so a
+ * running daemon makes it refuse) — every data file against its sidecar and
+ * every live block — and with --repair rebuilds missing or damaged sidecars
+ * from the frames, cuts torn data tails and removes orphan sidecars. Damaged
+ * payloads and damaged frames in the middle of a file cannot be repaired
+ * without losing data: they are reported and left alone. Exit codes as
+ * e2fsck: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8 usage or
+ * operational error. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbfs/pool.h"
+#include "cbfs/store.h"
+#include "cbfs/util.h"
+#include "tools/tool.h"
+
+enum { FSCK_CLEAN = 0, FSCK_CORRECTED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8 };
+
+static const char tool_fsck_help[] =
+    "usage: cbfs fsck [--repair] STORE\n"
+    "Checks every data file of an unmounted store against its sidecar and reads every\n"
+    "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"
+    "torn tails, removes orphan sidecars. Damaged payloads are reported, never 'fixed'.\n"
+    "exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
+    "             8 usage or operational error (e.g. the store is mounted)\n";
+
+struct tool_fsck {
+    bool repair;
+    struct cbfs_pool *pool;
+    unsigned errors;
+    uint64_t files, cbfs_files, problems, fixed, left;
+};
+
+/* Is the garbage after the last valid frame a torn append (a frame cut short,
+ * or zeros from a size extended before the data landed)? Anything else is a
+ * damaged frame with good frames possibly after it: not ours to cut. */
+static bool tool_fsck_tail_is_torn(const struct tool_file *tf)
+{
+    const uint64_t start = tf->idx.data_end, end = (uint64_t)tf->data_st.st_size;
+    struct cbfs_frame_hdr h;
+    if (cbfs_frame_read_hdr(tf->data_fd, start, end, &h) == CBFS_E_TRUNCATED) {
+        uint8_t b[CBFS_FRAME_HDR_SIZE];
+        /* A whole, valid-looking header whose payload runs past EOF, or a
+         * short header: either way the last append was cut. */
+        if (end - start < sizeof b || cbfs_pread_full(tf->data_fd, b, sizeof b, start) != CBFS_OK ||
+            cbfs_frame_hdr_decode(b, &h) == CBFS_OK)
+            return true;
+    }
+    static uint8_t buf[1u << 16];
+    for (uint64_t off = start; off < end;) {
+        const size_t n = end - off < sizeof buf ? (size_t)(end - off) : sizeof buf;
+        if (cbfs_pread_full(tf->data_fd, buf, n, off) != CBFS_OK || !cbfs_is_zero(buf, n))
+            return false;
+        off += n;
+    }
+    return true;
+}
+
+/* Can cbfs_index_load(repair) fix what tf's load found, without losing
+ * frames? Also true for "nothing to fix". */
+static bool tool_fsck_repairable(const struct tool_file *tf)
+{
+    if (tf->load_err) return tf->load_err == CBFS_E_WRONG_FILE;
+    return tf->rep.data_tail_bytes == 0 || tool_fsck_tail_is_torn(tf);
+}
+
+static bool tool_fsck_index_clean(const struct tool_file *tf)
+{
+    const struct cbfs_index_report *const r = &tf->rep;
+    return !tf->load_err && !r->sidecar_missing && !r->records_dropped && !r->frames_rescanned &&
+           !r->data_tail_bytes;
+}
+
+/* Rebuilds dirfd/name's sidecar from its frames (repair mode load): a
+ * sidecar of another file is removed first, a missing one is created with the
+ * data file's permissions. */
+static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool_file *tf)
+{
+    char side[4096];
+    cbfs_err e = tool_sidecar_name(name, side, sizeof side);
+    if (e) return e;
+    if (tf->load_err == CBFS_E_WRONG_FILE && unlinkat(dirfd, side, 0) != 0)
+        return cbfs_err_from_errno(errno);
+    const int data_fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (data_fd < 0) return cbfs_err_from_errno(errno);
+    int idx_fd = openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (idx_fd < 0 && errno == ENOENT) {
+        idx_fd = openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        tf->data_st.st_mode & 0666);
+        /* Same owner as the data file; only root can, and only root needs to. */
+        if (idx_fd >= 0 && fchown(idx_fd, tf->data_st.st_uid, tf->data_st.st_gid) != 0 &&
+            errno != EPERM)
+            e = cbfs_err_from_errno(errno);
+    }
+    if (idx_fd < 0) {
+        e = cbfs_err_from_errno(errno);
+        goto out;
+    }
+    if (e) goto out;
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    e = cbfs_index_load(data_fd, idx_fd, true, &idx, &rep);
+    if (!e) cbfs_index_free(&idx);
+out:
+    if (idx_fd >= 0) close(idx_fd);
+    close(data_fd);
+    return e;
+}
+
+/* Repairs one file's index and checks the result with a fresh load.
+ * @return true if the index is clean now. */
+static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
+                          const struct tool_file *tf)
+{
+    const cbfs_err e = tool_fsck_rebuild(dirfd, name, tf);
+    if (e) {
+        tool_err("fsck", "%s: repair failed: %s", display, cbfs_err_str(e));
+        return false;
+    }
+    struct tool_file again;
+    if (tool_file_open(dirfd, name, &again) != CBFS_OK) return false;
+    const bool ok = tool_fsck_index_clean(&again);
+    printf("%s: %s: index rebuilt from %" PRIu64 " frame(s)%s\n", display,
+           ok ? "repaired" : "NOT repaired",
+           again.is_cbfs && !again.load_err ? again.idx.live_frames : 0,
+           tf->rep.data_tail_bytes ? ", torn tail cut" : "");
+    tool_file_close(&again);
+    return ok;
+}
+
+static int tool_fsck_one(void *arg, int dirfd, const char *name, const char *display,
+                         enum tool_ent_kind kind)
+{
+    struct tool_fsck *const f = arg;
+    if (kind == TOOL_ENT_ORPHAN_SIDECAR) {
+        f->problems++;
+        printf("%s: orphan sidecar: its data file is missing", display);
+        if (f->repair && unlinkat(dirfd, name, 0) == 0) {
+            printf(" (removed)\n");
+            f->fixed++;
+        } else {
+            printf("\n");
+            f->left++;
+        }
+        return 0;
+    }
+    struct tool_file tf;
+    if (!tool_file_open_walked(dirfd, name, display, "fsck", &f->errors, &tf)) return 0;
+    f->files++;
+    f->cbfs_files += tf.is_cbfs;
+    struct tool_check chk;
+    memset(&chk, 0, sizeof chk);
+    const cbfs_err e = tool_check_file(f->pool, display, &tf, &chk, NULL, NULL, NULL);
+    if (e) {
+        tool_err("fsck", "%s: %s", display, cbfs_err_str(e));
+        f->errors++;
+    }
+    tool_check_print(&chk, stdout);
+    f->problems += chk.n;
+    if (tf.is_cbfs && !tool_fsck_index_clean(&tf)) {
+        const bool can = tool_fsck_repairable(&tf);
+        if (!can)
+            printf("%s: damaged frame inside the file: not repaired (cutting there would drop "
+                   "the good frames after it)\n",
+                   display);
+        if (can && f->repair && tool_fsck_fix(dirfd, name, display, &tf))
+            f->fixed++;
+        else
+            f->left++;
+    }
+    if (chk.unrepairable) {
+        printf("%s: damaged block payload(s) cannot be repaired: restore the file from another "
+               "copy\n",
+               display);
+        f->left++;
+    }
+    tool_check_free(&chk);
+    tool_file_close(&tf);
+    return 0;
+}
+
+int tool_fsck_main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"repair", no_argument, NULL, 'r'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    struct tool_fsck f;
+    memset(&f, 0, sizeof f);
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "hy", opts, NULL)) != -1) {
+        if (ch == 'r' || ch == 'y')
+            f.repair = true;
+        else
+            return tool_usage(tool_fsck_help, ch == 'h') ? FSCK_ERROR : FSCK_CLEAN;
+    }
+    if (optind + 1 != argc) return tool_usage(tool_fsck_help, false) ? FSCK_ERROR : FSCK_CLEAN;
+    const char *const path = argv[optind];
+    struct tool_loc loc;
+    char msg[512];
+    if (tool_loc_resolve(path, &loc, msg, sizeof msg) != CBFS_OK) {
+        tool_err("fsck", "%s", msg);
+        return FSCK_ERROR;
+    }
+    int rc = FSCK_ERROR;
+    struct cbfs_store *st = NULL;
+    if (!loc.is_dir || loc.via_mount) {
+        tool_err("fsck", "%s: give the store directory of an unmounted store", path);
+        goto out;
+    }
+    cbfs_err e = cbfs_store_open(path, &st);
+    pid_t holder = 0;
+    if (!e) e = cbfs_store_lock(st, !f.repair, &holder);
+    if (e == CBFS_E_BUSY) {
+        tool_err("fsck", "%s is mounted (daemon pid %ld holds %s/%s): unmount it first", path,
+                 (long)holder, CBFS_STORE_DIR, CBFS_STORE_LOCK);
+        goto out;
+    }
+    if (e) {
+        tool_err("fsck", "%s: cannot lock the store: %s", path, cbfs_err_str(e));
+        goto out;
+    }
+    e = cbfs_pool_create(tool_ncpus(), &f.pool);
+    if (e) {
+        tool_err("fsck", "cannot start workers: %s", cbfs_err_str(e));
+        goto out;
+    }
+    tool_walk(&loc, "fsck", tool_fsck_one, &f, &f.errors);
+    cbfs_pool_destroy(f.pool);
+    if (tool_loc_not_cbfs(&loc, "fsck", f.cbfs_files)) goto out;
+    printf("fsck %s: %" PRIu64 " file(s), %" PRIu64 " problem(s), %" PRIu64 " repaired, %" PRIu64
+           " left uncorrected%s\n",
+           path, f.files, f.problems, f.fixed, f.left,
+           f.left && !f.repair ? " (run with --repair)" : "");
+    rc = f.errors ? FSCK_ERROR : f.left ? FSCK_UNCORRECTED : f.fixed ? FSCK_CORRECTED : FSCK_CLEAN;
+out:
+    cbfs_store_close(st);
+    tool_loc_free(&loc);
+    return rc;
+}

@@ -1,0 +1,305 @@
+/* `cbfs stats`: live counters of a running mount, read from the xattr
+ * user.cbfs.stats on the mount root (key=value lines: struct
+ * cbfs_engine_stats plus uptime_ns, workers, codec, level, block_size).
+ * Shows totals, rates between two samples, time per pipeline stage, and a
+ * one-line verdict naming the bottleneck; --watch redraws like top. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <time.h>
+
+#include "cbfs/engine.h"
+#include "tools/tool.h"
+
+#define TOOL_STATS_XATTR "user.cbfs.stats"
+
+static const char tool_stats_help[] =
+    "usage: cbfs stats [--watch [SECS]] [--json] [--input FILE] MOUNTPOINT\n"
+    "Live counters of a running cbfs mount and the current bottleneck.\n"
+    "  --watch [SECS]  redraw every SECS seconds (default 1) until Ctrl-C\n"
+    "  --json          JSON (one document per sample with --watch)\n"
+    "  --input FILE    read the counters from FILE instead of the mount (testing)\n"
+    "exit status: 0 ok, 2 usage error or no counters (not a cbfs mount)\n";
+
+/* One sample: the engine's counters plus the daemon's description. */
+struct tool_sample {
+    struct cbfs_engine_stats st;
+    uint64_t uptime_ns, workers, level, block_size;
+    char codec[32];
+};
+
+/* Numeric keys, mapped onto the sample (unknown keys are ignored, so a
+ * newer daemon's additions do not break an older tool). */
+#define TOOL_SK(name) {#name, offsetof(struct tool_sample, st.name)}
+static const struct {
+    const char *key;
+    size_t off;
+} tool_stats_keys[] = {
+    TOOL_SK(logical_written),   TOOL_SK(physical_written), TOOL_SK(logical_read),
+    TOOL_SK(physical_read),     TOOL_SK(blocks_compressed), TOOL_SK(blocks_raw),
+    TOOL_SK(blocks_hole),       TOOL_SK(ns_compress),      TOOL_SK(ns_store_write),
+    TOOL_SK(ns_wait_slots),     TOOL_SK(ns_decompress),    TOOL_SK(ns_store_read),
+    TOOL_SK(cache_hits),        TOOL_SK(cache_misses),     TOOL_SK(readahead_hits),
+    TOOL_SK(inflight_bytes),
+    {"uptime_ns", offsetof(struct tool_sample, uptime_ns)},
+    {"workers", offsetof(struct tool_sample, workers)},
+    {"level", offsetof(struct tool_sample, level)},
+    {"block_size", offsetof(struct tool_sample, block_size)},
+};
+
+/* Parses key=value lines (text is NUL-terminated and modified). */
+static void tool_stats_parse(char *text, struct tool_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *const eq = strchr(line, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        const char *const val = eq + 1;
+        if (strcmp(line, "codec") == 0) {
+            snprintf(s->codec, sizeof s->codec, "%s", val);
+            continue;
+        }
+        for (size_t i = 0; i < sizeof tool_stats_keys / sizeof tool_stats_keys[0]; i++) {
+            if (strcmp(line, tool_stats_keys[i].key) != 0) continue;
+            /* level may be negative (zstd fast levels): keep the bits. */
+            const uint64_t v = val[0] == '-' ? (uint64_t)strtoll(val, NULL, 10)
+                                             : strtoull(val, NULL, 10);
+            memcpy((char *)s + tool_stats_keys[i].off, &v, sizeof v);
+        }
+    }
+}
+
+/* Reads one sample from the mount's xattr or from a file. */
+static cbfs_err tool_stats_read(const char *mnt, const char *input, struct tool_sample *s)
+{
+    char buf[8192];
+    ssize_t n;
+    if (input) {
+        FILE *const f = fopen(input, "re");
+        if (!f) return cbfs_err_from_errno(errno);
+        n = (ssize_t)fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+    } else {
+        n = getxattr(mnt, TOOL_STATS_XATTR, buf, sizeof buf - 1);
+        if (n < 0) return errno == ENODATA || errno == ENOTSUP ? CBFS_E_NOTSUP
+                                                               : cbfs_err_from_errno(errno);
+    }
+    buf[n] = '\0';
+    tool_stats_parse(buf, s);
+    return CBFS_OK;
+}
+
+/* Derived figures over an interval (prev NULL: since the mount started). */
+struct tool_view {
+    double wall;           /* seconds */
+    double lw, pw, lr, pr; /* bytes in the interval */
+    double ratio_now, ratio_avg;
+    double stage_s[5], stage_pct[5];
+    double hit_rate;
+    const char *verdict;
+};
+
+static const char *const tool_stage_names[5] = {"compress", "store write", "wait for slots",
+                                                "decompress", "store read"};
+
+static const char *tool_stats_verdict(const struct tool_view *v, double workers)
+{
+    const double io = v->lw + v->lr;
+    if (v->wall <= 0 || io <= 0) return "none: no I/O (cbfs is idle)";
+    const double cpu = (v->stage_s[0] + v->stage_s[3]) / (v->wall * workers);
+    if (cpu >= 0.75)
+        return v->stage_s[0] >= v->stage_s[3] ? "compression (CPU)" : "decompression (CPU)";
+    if (v->stage_s[1] / v->wall >= 0.5) return "store writes (disk)";
+    if (v->stage_s[4] / v->wall >= 0.5) return "store reads (disk)";
+    if (v->stage_s[2] / v->wall >= 0.5)
+        return "in-flight bound (writers wait for slots; raise inflight=)";
+    return v->lw >= v->lr ? "the writer (cbfs is idle)" : "the reader (cbfs is idle)";
+}
+
+static void tool_stats_view(const struct tool_sample *cur, const struct tool_sample *prev,
+                            struct tool_view *v)
+{
+    static const struct tool_sample zero;
+    const struct tool_sample *const p = prev ? prev : &zero;
+    const struct cbfs_engine_stats *const a = &cur->st, *const b = &p->st;
+    memset(v, 0, sizeof *v);
+    v->wall = (double)(cur->uptime_ns - p->uptime_ns) / 1e9;
+    v->lw = (double)(a->logical_written - b->logical_written);
+    v->pw = (double)(a->physical_written - b->physical_written);
+    v->lr = (double)(a->logical_read - b->logical_read);
+    v->pr = (double)(a->physical_read - b->physical_read);
+    v->ratio_now = v->pw > 0 ? v->lw / v->pw : 0;
+    v->ratio_avg =
+        a->physical_written ? (double)a->logical_written / (double)a->physical_written : 0;
+    const uint64_t ns[5] = {
+        a->ns_compress - b->ns_compress,     a->ns_store_write - b->ns_store_write,
+        a->ns_wait_slots - b->ns_wait_slots, a->ns_decompress - b->ns_decompress,
+        a->ns_store_read - b->ns_store_read,
+    };
+    const double workers = cur->workers ? (double)cur->workers : 1.0;
+    for (int i = 0; i < 5; i++) {
+        v->stage_s[i] = (double)ns[i] / 1e9;
+        v->stage_pct[i] = v->wall > 0 ? 100.0 * v->stage_s[i] / (v->wall * workers) : 0;
+    }
+    const double hits = (double)(a->cache_hits - b->cache_hits);
+    const double lookups = hits + (double)(a->cache_misses - b->cache_misses);
+    v->hit_rate = lookups > 0 ? 100.0 * hits / lookups : 0;
+    v->verdict = tool_stats_verdict(v, workers);
+}
+
+static double tool_stats_mbps(double bytes, double secs)
+{
+    return secs > 0 ? bytes / 1e6 / secs : 0.0;
+}
+
+static void tool_stats_text(const char *mnt, const struct tool_sample *s, const struct tool_view *v,
+                            bool interval)
+{
+    char b1[32], b2[32];
+    const double up = (double)s->uptime_ns / 1e9;
+    printf("cbfs stats %s: codec %s level %" PRId64 ", block %s, %" PRIu64
+           " workers, up %.0f s\n",
+           mnt, s->codec[0] ? s->codec : "?", (int64_t)s->level,
+           tool_fmt_bytes(s->block_size, b1, sizeof b1), s->workers, up);
+    printf("%-18s %14s %14s\n", "", "total", interval ? "per second" : "avg per second");
+    const struct {
+        const char *name;
+        uint64_t total;
+        double delta;
+    } rows[] = {{"written logical", s->st.logical_written, v->lw},
+                {"written physical", s->st.physical_written, v->pw},
+                {"read logical", s->st.logical_read, v->lr},
+                {"read physical", s->st.physical_read, v->pr}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        printf("%-18s %14s %11.1f MB/s\n", rows[i].name,
+               tool_fmt_bytes(rows[i].total, b1, sizeof b1),
+               tool_stats_mbps(rows[i].delta, v->wall));
+    printf("ratio: current %.2f, average %.2f\n", v->ratio_now, v->ratio_avg);
+    printf("%-18s %14s %14s\n", "stage", "seconds", "% wall*workers");
+    for (int i = 0; i < 5; i++)
+        printf("%-18s %14.2f %13.1f%%\n", tool_stage_names[i], v->stage_s[i], v->stage_pct[i]);
+    printf("cache hit rate %.1f%% (%" PRIu64 " hits, %" PRIu64 " misses), read-ahead hits %" PRIu64
+           ", in flight %s\n",
+           v->hit_rate, s->st.cache_hits, s->st.cache_misses, s->st.readahead_hits,
+           tool_fmt_bytes(s->st.inflight_bytes, b2, sizeof b2));
+    printf("bottleneck: %s\n", v->verdict);
+}
+
+static void tool_stats_json(const struct tool_sample *s, const struct tool_view *v)
+{
+    printf("{\"codec\":");
+    tool_json_str(stdout, s->codec);
+    printf(",\"level\":%" PRId64 ",\"block_size\":%" PRIu64 ",\"workers\":%" PRIu64
+           ",\"uptime_ns\":%" PRIu64,
+           (int64_t)s->level, s->block_size, s->workers, s->uptime_ns);
+    for (size_t i = 0; i < sizeof tool_stats_keys / sizeof tool_stats_keys[0] - 4; i++) {
+        uint64_t x;
+        memcpy(&x, (const char *)s + tool_stats_keys[i].off, sizeof x);
+        printf(",\"%s\":%" PRIu64, tool_stats_keys[i].key, x);
+    }
+    printf(",\"interval_s\":%.3f,\"logical_write_mbps\":%.2f,\"physical_write_mbps\":%.2f,"
+           "\"logical_read_mbps\":%.2f,\"physical_read_mbps\":%.2f,\"ratio_current\":%.4f,"
+           "\"ratio_average\":%.4f,\"cache_hit_rate\":%.2f,\"stages\":{",
+           v->wall, tool_stats_mbps(v->lw, v->wall), tool_stats_mbps(v->pw, v->wall),
+           tool_stats_mbps(v->lr, v->wall), tool_stats_mbps(v->pr, v->wall),
+           v->ratio_now, v->ratio_avg, v->hit_rate);
+    for (int i = 0; i < 5; i++)
+        printf("%s\"%s\":{\"seconds\":%.3f,\"pct\":%.2f}", i ? "," : "", tool_stage_names[i],
+               v->stage_s[i], v->stage_pct[i]);
+    printf("},\"bottleneck\":");
+    tool_json_str(stdout, v->verdict);
+    printf("}\n");
+}
+
+static volatile sig_atomic_t tool_stats_stop;
+
+static void tool_stats_sigint(int sig)
+{
+    (void)sig;
+    tool_stats_stop = 1;
+}
+
+int tool_stats_main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"watch", optional_argument, NULL, 'w'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"input", required_argument, NULL, 'i'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    bool json = false, watch = false;
+    double secs = 1.0;
+    const char *input = NULL;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (ch == 'j') {
+            json = true;
+        } else if (ch == 'i') {
+            input = optarg;
+        } else if (ch == 'w') {
+            watch = true;
+            /* "--watch 2" as well as "--watch=2" */
+            const char *arg = optarg;
+            if (!arg && optind + 1 < argc &&
+                strspn(argv[optind], "0123456789.") == strlen(argv[optind]))
+                arg = argv[optind++];
+            if (arg) {
+                char *end;
+                secs = strtod(arg, &end);
+                if (*end || secs < 0.1 || secs > 3600) {
+                    tool_err("stats", "--watch wants seconds from 0.1 to 3600, not '%s'", arg);
+                    return TOOL_EXIT_USAGE;
+                }
+            }
+        } else {
+            return tool_usage(tool_stats_help, ch == 'h');
+        }
+    }
+    if (optind + 1 != argc) return tool_usage(tool_stats_help, false);
+    const char *const mnt = argv[optind];
+    struct tool_sample cur, prev;
+    cbfs_err e = tool_stats_read(mnt, input, &cur);
+    if (e) {
+        if (e == CBFS_E_NOTSUP)
+            tool_err("stats", "%s has no %s attribute: is it the root of a running cbfs mount?",
+                     mnt, TOOL_STATS_XATTR);
+        else
+            tool_err("stats", "%s: %s", input ? input : mnt, cbfs_err_str(e));
+        return TOOL_EXIT_USAGE;
+    }
+    struct sigaction sa = {.sa_handler = tool_stats_sigint};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    bool have_prev = false;
+    for (;;) {
+        struct tool_view v;
+        tool_stats_view(&cur, have_prev ? &prev : NULL, &v);
+        if (watch && !json) fputs("\033[H\033[2J", stdout);
+        if (json)
+            tool_stats_json(&cur, &v);
+        else
+            tool_stats_text(mnt, &cur, &v, have_prev);
+        fflush(stdout);
+        if (!watch) break;
+        const struct timespec ts = {.tv_sec = (time_t)secs,
+                                    .tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9)};
+        if (nanosleep(&ts, NULL) != 0 || tool_stats_stop) break;
+        prev = cur;
+        have_prev = true;
+        e = tool_stats_read(mnt, input, &cur);
+        if (e) {
+            tool_err("stats", "%s: %s (daemon gone?)", input ? input : mnt, cbfs_err_str(e));
+            return TOOL_EXIT_USAGE;
+        }
+        if (cur.uptime_ns <= prev.uptime_ns) have_prev = false; /* restarted or a static file */
+    }
+    return TOOL_EXIT_OK;
+}

@@ -1,0 +1,168 @@
+/* Shared pieces of the `cbfs` command: exit codes, path resolution (store
+ * paths and paths inside a mounted cbfs), the store walk, the "open a data
+ * file + its sidecar and load the index" helper, the per-file checker that
+ * verify and fsck share, the pool runner and small output helpers. The tool
+ * uses only the public core API (include/cbfs), never FUSE. */
+#ifndef CBFS_TOOL_H
+#define CBFS_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "cbfs/err.h"
+#include "cbfs/format.h"
+
+struct cbfs_pool;
+
+/* Exit codes of every subcommand except fsck (which mirrors e2fsck). */
+enum { TOOL_EXIT_OK = 0, TOOL_EXIT_PROBLEMS = 1, TOOL_EXIT_USAGE = 2 };
+
+/* Subcommand entry points: argv[0] is the subcommand name. @return exit code. */
+int tool_stat_main(int argc, char **argv);
+int tool_verify_main(int argc, char **argv);
+int tool_cat_main(int argc, char **argv);
+int tool_bench_main(int argc, char **argv);
+int tool_stats_main(int argc, char **argv);
+int tool_mkfs_main(int argc, char **argv);
+int tool_fsck_main(int argc, char **argv);
+
+/* ---- messages (out.c) ---- */
+
+/* "cbfs SUB: message\n" on stderr. */
+void tool_err(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes s as a JSON string literal (quotes included). */
+void tool_json_str(FILE *f, const char *s);
+/* "1.5 GiB" style, into buf. @return buf. */
+const char *tool_fmt_bytes(uint64_t n, char *buf, size_t cap);
+/* Block size as mount options take it ("64K", "1M"). @return buf. */
+const char *tool_fmt_bsize(uint32_t bs, char *buf, size_t cap);
+/* True if arg is "-h" or "--help". */
+bool tool_is_help(const char *arg);
+/* Prints the usage text to stdout when asked for (--help: exit 0) or to
+ * stderr after a usage error (exit 2). @return the exit code. */
+int tool_usage(const char *text, bool asked);
+
+/* ---- locating files (walk.c) ---- */
+
+/* A user path resolved to a store: dirfd is an O_PATH descriptor on the
+ * directory holding the entry (or on the entry itself when it is a
+ * directory, then name is "."); display is the path for messages. */
+struct tool_loc {
+    int dirfd;
+    char *name;       /* entry name relative to dirfd */
+    char *display;    /* as the user gave it (a mapped path stays the user's) */
+    bool is_dir;
+    bool via_mount;   /* the path was inside a mounted cbfs, mapped to its store */
+    bool in_store;    /* the entry or a directory above it holds .cbfs/ */
+};
+
+/* Resolves path: a path inside a mounted cbfs (fuse.cbfs in
+ * /proc/self/mounts) is mapped to its store (the fsname); any other path is
+ * taken as a store path. Writes one sentence to msg on failure (e.g. an
+ * in-place mount hides its store). @return CBFS_E_NOENT, CBFS_E_NOTSUP, ... */
+cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, size_t msg_cap);
+void tool_loc_free(struct tool_loc *loc);
+/* After a walk that found no cbfs file: if loc is not in a store either,
+ * prints "PATH is not a cbfs store or file" for sub. @return true if so. */
+bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbfs_files);
+
+/* What the walk hands to its callback. */
+enum tool_ent_kind {
+    TOOL_ENT_FILE,           /* a regular file: data file or plain file */
+    TOOL_ENT_ORPHAN_SIDECAR, /* NAME.cbfsidx whose NAME does not exist */
+};
+/* dirfd: the entry's directory; name: entry name in it; display: full path
+ * for messages. @return nonzero to stop the walk with that value. */
+typedef int (*tool_walk_fn)(void *arg, int dirfd, const char *name, const char *display,
+                            enum tool_ent_kind kind);
+
+/* Visits loc: the file itself, or every entry below a directory, sorted by
+ * name, not following symlinks, skipping .cbfs/ and sidecars (orphans are
+ * reported as such). Errors reading a directory are printed (sub) and
+ * counted in *errors. @return the callback's nonzero value, else 0. */
+int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
+              unsigned *errors);
+
+/* Resolves and walks every path: an optional pre-walk (pre, e.g. to size a
+ * progress bar), then fn; a path that cannot be resolved, or that is neither
+ * in a store nor holds a cbfs file (*cbfs_files, the caller's count, did not
+ * grow), is reported and counted. @return the number of errors. */
+struct tool_walk_req {
+    const char *sub;
+    tool_walk_fn fn, pre; /* pre may be NULL */
+    void *arg, *pre_arg;
+    const uint64_t *cbfs_files;
+};
+unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *req);
+
+/* A data file opened with its sidecar and its index loaded. */
+struct tool_file {
+    int data_fd, idx_fd;       /* idx_fd -1 when there is no sidecar */
+    struct stat data_st, idx_st; /* idx_st zero without a sidecar */
+    bool is_cbfs;              /* false: a plain file (codec=none or never cbfs) */
+    cbfs_err load_err;         /* cbfs_index_load's error (is_cbfs, index unusable) */
+    struct cbfs_index idx;     /* valid when is_cbfs && !load_err */
+    struct cbfs_index_report rep;
+};
+
+/* Opens dirfd/name read-only (O_NOFOLLOW) and name.cbfsidx, decides plain
+ * vs cbfs (a sidecar, or a data file that starts with a cbfs frame) and
+ * loads the index without repairing anything. A missing sidecar is not an
+ * error (rep.sidecar_missing). @return open/stat errors only (CBFS_E_INVAL:
+ * not a regular file); format problems land in tf->load_err. */
+cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf);
+/* tool_file_open for a walk callback: on failure prints
+ * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
+bool tool_file_open_walked(int dirfd, const char *name, const char *display, const char *sub,
+                           unsigned *errors, struct tool_file *tf);
+/* name + CBFS_INDEX_SUFFIX into buf. @return CBFS_E_INVAL if it does not fit. */
+cbfs_err tool_sidecar_name(const char *name, char *buf, size_t cap);
+void tool_file_close(struct tool_file *tf);
+
+/* Physical bytes: data file + sidecar. */
+uint64_t tool_file_physical(const struct tool_file *tf);
+
+/* ---- parallel runs (par.c) ---- */
+
+/* Calls fn(arg, slot, i) for every i < n on the pool's threads; slot (<
+ * cbfs_pool_threads) names the worker so fn can keep per-slot scratch. While
+ * waiting, tick(arg) (if not NULL) runs on the caller's thread every 200 ms. */
+cbfs_err tool_par_run(struct cbfs_pool *pool, size_t n,
+                      void (*fn)(void *arg, unsigned slot, size_t i), void *arg,
+                      void (*tick)(void *arg));
+/* Online CPUs (at least 1). */
+unsigned tool_ncpus(void);
+
+/* ---- checking a file (check.c): verify and fsck ---- */
+
+struct tool_problem {
+    char *where; /* file named in the message (data file or its sidecar) */
+    uint64_t offset; /* byte offset in that file; UINT64_MAX: none */
+    char *what;
+};
+
+struct tool_check {
+    struct tool_problem *v;
+    size_t n, cap;
+    bool unrepairable;    /* a block's payload is corrupt: only a backup helps */
+    uint64_t blocks, logical_bytes, frame_bytes; /* what was read */
+};
+
+/* Checks tf (opened without repair): the load report (sidecar missing or
+ * behind the frames, torn records, tail garbage — pinpointing the first bad
+ * record or frame), then reads every live block on the pool with
+ * cbfs_block_read (header checksum, payload decode, XXH3). progress (may be
+ * NULL) is advanced by frame bytes as they are read. */
+cbfs_err tool_check_file(struct cbfs_pool *pool, const char *display, const struct tool_file *tf,
+                         struct tool_check *chk, uint64_t *progress, void (*tick)(void *arg),
+                         void *tick_arg);
+void tool_check_add(struct tool_check *chk, const char *where, uint64_t offset, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+/* Prints each problem as "FILE: offset N: what" (or "FILE: what") to f. */
+void tool_check_print(const struct tool_check *chk, FILE *f);
+void tool_check_free(struct tool_check *chk);
+
+#endif

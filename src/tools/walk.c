@@ -1,0 +1,418 @@
+/* Finding files for the cbfs command: maps a user path (in a store, or inside
+ * a mounted cbfs via /proc/self/mounts) to a store location, walks a store
+ * tree (sorted, no symlinks followed, .cbfs/ and sidecars skipped), and opens
+ * a data file with its sidecar and loaded index. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbfs/store.h"
+#include "cbfs/util.h"
+#include "tools/tool.h"
+
+/* /proc/mounts escapes space, tab, newline and backslash as \ooo. In place. */
+static void tool_mounts_unescape(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* Is abs at or below mnt? @return the length of mnt's prefix in abs, or 0. */
+static size_t tool_under(const char *abs, const char *mnt)
+{
+    const size_t n = strlen(mnt);
+    if (strcmp(mnt, "/") == 0) return 1;
+    if (strncmp(abs, mnt, n) == 0 && (abs[n] == '\0' || abs[n] == '/')) return n;
+    return 0;
+}
+
+/* Finds the innermost fuse.cbfs mount containing abs. On a hit, *store gets a
+ * malloc'd store path and *rest the part of abs below the mount point. */
+static bool tool_find_mount(const char *abs, char **store, const char **rest)
+{
+    FILE *const f = fopen("/proc/self/mounts", "re");
+    if (!f) return false;
+    char line[3 * PATH_MAX];
+    size_t best = 0;
+    *store = NULL;
+    while (fgets(line, sizeof line, f)) {
+        char *save = NULL;
+        char *const src = strtok_r(line, " ", &save);
+        char *const mnt = strtok_r(NULL, " ", &save);
+        const char *const type = strtok_r(NULL, " ", &save);
+        if (!src || !mnt || !type || strcmp(type, "fuse.cbfs") != 0) continue;
+        tool_mounts_unescape(src);
+        tool_mounts_unescape(mnt);
+        const size_t n = tool_under(abs, mnt);
+        if (n == 0 || n < best) continue;
+        char *const s = strdup(src);
+        if (!s) continue;
+        free(*store);
+        *store = s;
+        best = n;
+        *rest = abs + (strcmp(mnt, "/") == 0 ? 0 : n);
+    }
+    fclose(f);
+    return *store != NULL;
+}
+
+/* Maps abs inside a cbfs mount to the same path in its store (malloc'd in
+ * *out), or leaves *out NULL when abs is not on a cbfs mount. */
+static cbfs_err tool_map_mount(const char *abs, char **out, char *msg, size_t cap)
+{
+    char *store = NULL;
+    const char *rest = NULL;
+    *out = NULL;
+    if (!tool_find_mount(abs, &store, &rest)) return CBFS_OK;
+    char real[PATH_MAX];
+    if (store[0] != '/' || !realpath(store, real)) {
+        snprintf(msg, cap, "%s is on a cbfs mount whose store '%s' cannot be reached", abs,
+                 store);
+        free(store);
+        return CBFS_E_NOENT;
+    }
+    const size_t mlen = (size_t)(rest - abs);
+    if (strlen(real) == mlen && strncmp(real, abs, mlen) == 0) {
+        snprintf(msg, cap,
+                 "%s is on an in-place cbfs mount: its store %s is hidden by the mount; "
+                 "unmount it first (or mount the store elsewhere)",
+                 abs, real);
+        free(store);
+        return CBFS_E_NOTSUP;
+    }
+    const size_t len = strlen(real) + strlen(rest) + 1;
+    *out = malloc(len);
+    if (!*out) {
+        free(store);
+        return CBFS_E_NOMEM;
+    }
+    snprintf(*out, len, "%s%s", real, rest);
+    free(store);
+    return CBFS_OK;
+}
+
+/* Does p, or a directory above it, hold a .cbfs/ directory? */
+static bool tool_in_store(const char *p)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", p);
+    for (;;) {
+        char probe[PATH_MAX + sizeof "/" CBFS_STORE_DIR];
+        struct stat st;
+        snprintf(probe, sizeof probe, "%s/%s", strcmp(dir, "/") ? dir : "", CBFS_STORE_DIR);
+        if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode)) return true;
+        char *const slash = strrchr(dir, '/');
+        if (!slash || strcmp(dir, "/") == 0) return false;
+        if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+    }
+}
+
+bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbfs_files)
+{
+    if (cbfs_files || loc->in_store) return false;
+    tool_err(sub, "%s is not a cbfs store or file (no .cbfs/ directory, no compressed file)",
+             loc->display);
+    return true;
+}
+
+static bool tool_is_sidecar(const char *name)
+{
+    const size_t n = strlen(name), s = sizeof CBFS_INDEX_SUFFIX - 1;
+    return n > s && strcmp(name + n - s, CBFS_INDEX_SUFFIX) == 0;
+}
+
+cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, size_t cap)
+{
+    memset(loc, 0, sizeof *loc);
+    loc->dirfd = -1;
+    char abs[PATH_MAX];
+    char *mapped = NULL;
+    cbfs_err e;
+    if (!realpath(path, abs)) {
+        e = cbfs_err_from_errno(errno);
+        snprintf(msg, cap, "%s: %s", path, cbfs_err_str(e));
+        return e;
+    }
+    e = tool_map_mount(abs, &mapped, msg, cap);
+    if (e) return e;
+    const char *const p = mapped ? mapped : abs;
+    struct stat st;
+    if (lstat(p, &st) != 0) {
+        e = cbfs_err_from_errno(errno);
+        snprintf(msg, cap, "%s: %s", p, cbfs_err_str(e));
+        goto fail;
+    }
+    loc->via_mount = mapped != NULL;
+    loc->in_store = tool_in_store(p);
+    loc->display = strdup(path);
+    if (!loc->display) goto nomem;
+    if (S_ISDIR(st.st_mode)) {
+        loc->is_dir = true;
+        loc->name = strdup(".");
+        loc->dirfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else if (S_ISREG(st.st_mode)) {
+        const char *const slash = strrchr(p, '/');
+        if (tool_is_sidecar(slash + 1)) {
+            snprintf(msg, cap, "%s is an index sidecar; name its data file instead", path);
+            e = CBFS_E_INVAL;
+            goto fail;
+        }
+        loc->name = strdup(slash + 1);
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%.*s", slash == p ? 1 : (int)(slash - p), p);
+        loc->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else {
+        snprintf(msg, cap, "%s is neither a regular file nor a directory", path);
+        e = CBFS_E_INVAL;
+        goto fail;
+    }
+    if (!loc->name) goto nomem;
+    if (loc->dirfd < 0) {
+        e = cbfs_err_from_errno(errno);
+        snprintf(msg, cap, "%s: %s", p, cbfs_err_str(e));
+        goto fail;
+    }
+    free(mapped);
+    return CBFS_OK;
+nomem:
+    e = CBFS_E_NOMEM;
+    snprintf(msg, cap, "%s", cbfs_err_str(e));
+fail:
+    free(mapped);
+    tool_loc_free(loc);
+    return e;
+}
+
+void tool_loc_free(struct tool_loc *loc)
+{
+    if (loc->dirfd >= 0) close(loc->dirfd);
+    free(loc->name);
+    free(loc->display);
+    memset(loc, 0, sizeof *loc);
+    loc->dirfd = -1;
+}
+
+static int tool_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads the names of directory fd (consumed) into a sorted array. */
+static cbfs_err tool_read_names(int fd, char ***names, size_t *count)
+{
+    DIR *const d = fdopendir(fd);
+    if (!d) {
+        const cbfs_err e = cbfs_err_from_errno(errno);
+        close(fd);
+        return e;
+    }
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    cbfs_err e = CBFS_OK;
+    const struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **const nv = realloc(v, cap * sizeof *v);
+            if (!nv) goto nomem;
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name))) goto nomem;
+        n++;
+        errno = 0;
+    }
+    if (errno) e = cbfs_err_from_errno(errno);
+    closedir(d);
+    qsort(v, n, sizeof *v, tool_name_cmp);
+    *names = v;
+    *count = n;
+    return e;
+nomem:
+    closedir(d);
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+    return CBFS_E_NOMEM;
+}
+
+struct tool_walker {
+    const char *sub;
+    tool_walk_fn fn;
+    void *arg;
+    unsigned *errors;
+};
+
+static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *display)
+{
+    const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char **names = NULL;
+    size_t n = 0;
+    const cbfs_err e = fd < 0 ? cbfs_err_from_errno(errno) : tool_read_names(fd, &names, &n);
+    if (e) {
+        tool_err(w->sub, "%s: cannot read directory: %s", display, cbfs_err_str(e));
+        (*w->errors)++;
+        return 0;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *const name = names[i];
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", display, name);
+        struct stat st;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* raced away */
+        if (S_ISDIR(st.st_mode)) {
+            if (strcmp(name, CBFS_STORE_DIR) == 0) continue;
+            const int sub = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) {
+                tool_err(w->sub, "%s: %s", path, cbfs_err_str(cbfs_err_from_errno(errno)));
+                (*w->errors)++;
+                continue;
+            }
+            rc = tool_walk_dir(w, sub, path);
+            close(sub);
+        } else if (S_ISREG(st.st_mode)) {
+            if (!tool_is_sidecar(name)) {
+                rc = w->fn(w->arg, dirfd, name, path, TOOL_ENT_FILE);
+                continue;
+            }
+            /* A sidecar: only interesting when its data file is gone. */
+            char data[NAME_MAX + 1];
+            snprintf(data, sizeof data, "%.*s", (int)(strlen(name) - strlen(CBFS_INDEX_SUFFIX)),
+                     name);
+            if (fstatat(dirfd, data, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+                rc = w->fn(w->arg, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
+}
+
+int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
+              unsigned *errors)
+{
+    if (!loc->is_dir) return fn(arg, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
+    const struct tool_walker w = {.sub = sub, .fn = fn, .arg = arg, .errors = errors};
+    return tool_walk_dir(&w, loc->dirfd, loc->display);
+}
+
+unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *req)
+{
+    unsigned errors = 0;
+    for (int i = 0; i < n; i++) {
+        struct tool_loc loc;
+        char msg[512];
+        if (tool_loc_resolve(paths[i], &loc, msg, sizeof msg) != CBFS_OK) {
+            tool_err(req->sub, "%s", msg);
+            errors++;
+            continue;
+        }
+        if (req->pre) tool_walk(&loc, req->sub, req->pre, req->pre_arg, &errors);
+        const uint64_t before = *req->cbfs_files;
+        tool_walk(&loc, req->sub, req->fn, req->arg, &errors);
+        if (tool_loc_not_cbfs(&loc, req->sub, *req->cbfs_files - before)) errors++;
+        tool_loc_free(&loc);
+    }
+    return errors;
+}
+
+cbfs_err tool_sidecar_name(const char *name, char *buf, size_t cap)
+{
+    const int n = snprintf(buf, cap, "%s%s", name, CBFS_INDEX_SUFFIX);
+    return n < 0 || (size_t)n >= cap ? CBFS_E_INVAL : CBFS_OK;
+}
+
+/* Does the data file start with a cbfs frame envelope (skippable magic,
+ * content size 56, "CBFR")? Decides cbfs vs plain when there is no sidecar,
+ * even if that first frame is damaged. */
+static bool tool_starts_with_frame(int fd)
+{
+    uint8_t b[12];
+    if (cbfs_pread_full(fd, b, sizeof b, 0) != CBFS_OK) return false;
+    return cbfs_get_le32(b) == CBFS_SKIPPABLE_MAGIC &&
+           cbfs_get_le32(b + 4) == CBFS_FRAME_HDR_SIZE - 8 &&
+           cbfs_get_le32(b + 8) == CBFS_FRAME_MAGIC;
+}
+
+cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf)
+{
+    memset(tf, 0, sizeof *tf);
+    tf->idx_fd = -1;
+    char side[NAME_MAX + sizeof CBFS_INDEX_SUFFIX];
+    cbfs_err e = tool_sidecar_name(name, side, sizeof side);
+    if (e) return e;
+    const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
+    tf->data_fd = openat(dirfd, name, flags);
+    if (tf->data_fd < 0) return cbfs_err_from_errno(errno);
+    if (fstat(tf->data_fd, &tf->data_st) != 0) {
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    if (!S_ISREG(tf->data_st.st_mode)) {
+        e = CBFS_E_INVAL;
+        goto fail;
+    }
+    tf->idx_fd = openat(dirfd, side, flags);
+    if (tf->idx_fd < 0 && errno != ENOENT) {
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    if (tf->idx_fd >= 0 && fstat(tf->idx_fd, &tf->idx_st) != 0) {
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    tf->is_cbfs = tf->idx_fd >= 0 || tool_starts_with_frame(tf->data_fd);
+    if (!tf->is_cbfs) return CBFS_OK;
+    tf->load_err = cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep);
+    if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {
+        e = tf->load_err;
+        goto fail;
+    }
+    return CBFS_OK;
+fail:
+    tool_file_close(tf);
+    return e;
+}
+
+bool tool_file_open_walked(int dirfd, const char *name, const char *display, const char *sub,
+                           unsigned *errors, struct tool_file *tf)
+{
+    const cbfs_err e = tool_file_open(dirfd, name, tf);
+    if (e) {
+        tool_err(sub, "%s: %s", display, cbfs_err_str(e));
+        (*errors)++;
+    }
+    return e == CBFS_OK;
+}
+
+void tool_file_close(struct tool_file *tf)
+{
+    if (tf->is_cbfs && !tf->load_err) cbfs_index_free(&tf->idx);
+    if (tf->data_fd >= 0) close(tf->data_fd);
+    if (tf->idx_fd >= 0) close(tf->idx_fd);
+    memset(tf, 0, sizeof *tf);
+    tf->data_fd = tf->idx_fd = -1;
+}
+
+uint64_t tool_file_physical(const struct tool_file *tf)
+{
+    return (uint64_t)tf->data_st.st_size + (tf->idx_fd >= 0 ? (uint64_t)tf->idx_st.st_size : 0);
+}

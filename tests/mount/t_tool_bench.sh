@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `cbfs bench` on a small sample: a table row per requested codec (x level x block
+# size), Pareto marks, recommendations, valid --json; an invalid level or codec is a
+# usage error with the codec layer's message; --plot writes a PNG or says why not.
+. "$(dirname "$0")/lib.sh"
+CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
+[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+
+python3 "$CBFS_TOOLS/gendata.py" csv 3M "$T/sample.csv" 41
+check "$CBFS" bench --codecs lz4,zstd,xz,bzip2 --block-sizes 64K,256K --sample 1M "$T/sample.csv"
+cp "$T/check.out" "$T/table"
+for c in lz4 zstd xz bzip2; do
+    for bs in 64K 256K; do
+        grep -Eq "^$c +[0-9]+ +$bs +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+" "$T/table" ||
+            fail "no row for $c $bs: $(cat "$T/table")"
+    done
+done
+grep -q '\*' "$T/table" || fail "no Pareto-optimal row: $(cat "$T/table")"
+grep -q '^smallest: -o codec=' "$T/table" || fail "no 'smallest' recommendation: $(cat "$T/table")"
+grep -q '^fastest that keeps up with 500 MB/s' "$T/table" || fail "no disk recommendation"
+
+check "$CBFS" bench --json --codecs zstd --levels 1,5 --sample 512K --disk-mbps 1 "$T/sample.csv"
+python3 - "$T/check.out" <<'PY' || fail "bench --json: $(cat "$T/check.out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = d["rows"]
+assert [(r["codec"], r["level"]) for r in rows] == [("zstd", 1), ("zstd", 5)], rows
+assert all(r["ratio"] > 1.5 and r["compress_mbps"] > 0 and r["decompress_mbps"] > 0 for r in rows), rows
+assert any(r["pareto"] for r in rows)
+assert d["keeps_up"].startswith("-o codec=zstd,level="), d   # 1 MB/s: everything keeps up
+best = max(rows, key=lambda r: (r["ratio"], r["compress_mbps"]))
+assert d["smallest"] == "-o codec=zstd,level=%d,block_size=1M" % best["level"], d
+PY
+# pinned level
+check "$CBFS" bench --codecs zstd:7,lz4 --levels 1 --sample 256K "$T/sample.csv"
+grep -Eq '^zstd +7 ' "$T/check.out" || fail "zstd:7 not pinned: $(cat "$T/check.out")"
+
+rc=0; "$CBFS" bench --codecs zstd --levels 99 "$T/sample.csv" >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "invalid level"
+grep -q 'out of range' "$T/err" || fail "level message: $(cat "$T/err")"
+rc=0; "$CBFS" bench --codecs zip "$T/sample.csv" >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "unknown codec"
+grep -q "unknown codec 'zip'" "$T/err" || fail "codec message: $(cat "$T/err")"
+
+check "$CBFS" bench --codecs lz4,zstd --sample 256K --plot "$T/plot.png" "$T/sample.csv"
+if command -v gnuplot >/dev/null; then
+    [[ $(head -c 4 "$T/plot.png" | od -An -c | tr -d ' ') == *PNG* ]] || fail "--plot: no PNG written"
+else
+    grep -q 'gnuplot is not installed' "$T/check.out" || fail "--plot without gnuplot: no message"
+fi
+pass

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `cbfs fsck` (e2fsck exit codes): clean store 0; refuses a mounted store (8); finds a
+# deleted sidecar, a torn tail (partial frame, zeros) and an orphan sidecar (4), repairs
+# them with --repair (1), is clean afterwards (0) and the mount reads every file back;
+# a damaged payload is reported with file and offset and left uncorrected (4).
+. "$(dirname "$0")/lib.sh"
+CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
+[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+
+# fsck_rc EXPECTED ARGS...: runs cbfs fsck, output in $T/fsck.out
+fsck_rc() {
+    local want=$1 rc=0
+    shift
+    "$CBFS" fsck "$@" >"$T/fsck.out" 2>&1 || rc=$?
+    check_eq "$want" "$rc" "exit status of cbfs fsck $* ($(tail -n 3 "$T/fsck.out" | tr '\n' '|'))"
+}
+
+store=$T/store mnt=$T/mnt
+mkdir -p "$store"
+python3 "$CBFS_TOOLS/gendata.py" csv 700K "$T/a.csv" 31
+python3 "$CBFS_TOOLS/gendata.py" mixed 2M "$T/b.bin" 32
+python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/c.csv" 33
+cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
+cp "$T/a.csv" "$mnt/a.csv"
+mkdir "$mnt/sub" && cp "$T/b.bin" "$mnt/sub/b.bin"
+cp "$T/c.csv" "$mnt/c.csv"
+fsck_rc 8 "$store"   # mounted: the daemon holds .cbfs/lock
+grep -q 'mounted' "$T/fsck.out" || fail "no 'mounted' message: $(cat "$T/fsck.out")"
+cbfs_umount "$mnt"
+fsck_rc 0 "$store"
+cp -a "$store" "$T/pristine"
+
+# damage: deleted sidecar, torn tail (first 100 bytes of a frame), zero tail, orphan
+rm "$store/a.csv.cbfsidx"
+bsize=$(stat -c %s "$store/sub/b.bin")
+read -r _ off _ _ _ _ _ < <(python3 "$CBFS_TOOLS/frames.py" "$store/sub/b.bin" | awk '$3 == 2')
+head -c $((off + 100)) "$store/sub/b.bin" | tail -c 100 >>"$store/sub/b.bin"
+csize=$(stat -c %s "$store/c.csv")
+head -c 4096 /dev/zero >>"$store/c.csv"
+cp "$store/c.csv.cbfsidx" "$store/gone.cbfsidx"
+
+fsck_rc 4 "$store"
+for want in 'a.csv.cbfsidx: missing' "sub/b.bin: offset $bsize: " "c.csv: offset $csize: " 'gone.cbfsidx: orphan'; do
+    grep -qF "$want" "$T/fsck.out" || fail "fsck did not report '$want': $(cat "$T/fsck.out")"
+done
+fsck_rc 1 --repair "$store"
+fsck_rc 0 "$store"
+[[ -s $store/a.csv.cbfsidx ]] || fail "sidecar not rebuilt"
+[[ ! -e $store/gone.cbfsidx ]] || fail "orphan sidecar not removed"
+check_eq "$bsize" "$(stat -c %s "$store/sub/b.bin")" "b.bin size after cutting the torn tail"
+check_eq "$csize" "$(stat -c %s "$store/c.csv")" "c.csv size after cutting the zero tail"
+check "$CBFS" verify "$store"
+
+cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
+drop_caches
+same_file "$T/a.csv" "$mnt/a.csv"
+same_file "$T/b.bin" "$mnt/sub/b.bin"
+same_file "$T/c.csv" "$mnt/c.csv"
+echo more >>"$mnt/a.csv"   # the rebuilt sidecar takes appends
+cbfs_umount "$mnt"
+fsck_rc 0 "$store"
+
+# a damaged payload cannot be repaired: reported with file and offset, exit 4
+read -r _ off _ _ _ _ plen < <(python3 "$CBFS_TOOLS/frames.py" "$T/pristine/c.csv" | awk '$3 == 1')
+python3 - "$T/pristine/c.csv" $((off + 64 + plen / 2)) <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); pos = int(sys.argv[2])
+b = os.pread(fd, 1, pos); os.pwrite(fd, bytes([b[0] ^ 0xFF]), pos); os.close(fd)
+PY
+fsck_rc 4 --repair "$T/pristine"
+grep -q "c.csv: offset $off: block 1" "$T/fsck.out" || fail "damaged block not named: $(cat "$T/fsck.out")"
+# usage errors
+fsck_rc 8 "$T/pristine/c.csv"
+fsck_rc 8 --bogus "$T/pristine"
+pass

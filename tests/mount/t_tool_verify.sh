@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `cbfs verify`: passes on a good store; on each injected corruption (payload byte,
+# frame header byte, sidecar record byte, truncated data file) exits 1 and names the
+# damaged file and the byte offset of the damage.
+. "$(dirname "$0")/lib.sh"
+CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
+[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+
+store=$T/store mnt=$T/mnt
+mkdir -p "$store"
+python3 "$CBFS_TOOLS/gendata.py" csv 1M "$T/v.csv" 5
+python3 "$CBFS_TOOLS/gendata.py" mixed 3M "$T/m.bin" 6
+cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
+cp "$T/v.csv" "$mnt/victim.csv"
+mkdir "$mnt/d" && cp "$T/m.bin" "$mnt/d/other.bin"
+cbfs_umount "$mnt"
+
+check "$CBFS" verify "$store"
+grep -q '0 problem' "$T/check.out" || fail "good store: $(cat "$T/check.out")"
+check "$CBFS" verify --json "$store"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["files"]==2 and d["problems"]==[] and d["logical_bytes"]>0, d' "$T/check.out" ||
+    fail "verify --json: $(cat "$T/check.out")"
+
+python3 "$CBFS_TOOLS/frames.py" "$store/victim.csv" >"$T/frames" || fail "frames: $(cat "$T/frames")"
+read -r _ off blk _ flags _ plen < <(awk '$3 == 3' "$T/frames")
+[[ ${blk:-} == 3 && $flags == 0 ]] || fail "block 3 is not a compressed frame: $(awk '$3 == 3' "$T/frames")"
+
+flip() { # FILE POS
+    python3 - "$1" "$2" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); pos = int(sys.argv[2])
+b = os.pread(fd, 1, pos); os.pwrite(fd, bytes([b[0] ^ 0x5A]), pos); os.close(fd)
+PY
+}
+
+# expect_damage NAME WHERE OFFSET: verify of copy NAME exits 1 naming WHERE and OFFSET
+expect_damage() {
+    local rc=0
+    "$CBFS" verify "$T/$1" >"$T/$1.out" 2>"$T/$1.err" || rc=$?
+    check_eq 1 "$rc" "$1: exit status of verify"
+    grep -q "^$T/$1/$2: offset $3: " "$T/$1.out" ||
+        fail "$1: expected a problem '$2: offset $3:', got: $(cat "$T/$1.out" "$T/$1.err" | head -n 4 | tr '\n' '|')"
+    note "$1: $(grep -m1 "offset $3:" "$T/$1.out" | sed "s|$T/||")"
+}
+
+cp -a "$store" "$T/payload"
+flip "$T/payload/victim.csv" $((off + 64 + plen / 2))
+expect_damage payload victim.csv "$off"
+
+cp -a "$store" "$T/header"
+flip "$T/header/victim.csv" $((off + 20))
+expect_damage header victim.csv "$off"
+
+# sidecar: record 0 is the header, then one 64-byte record per frame in file order
+cp -a "$store" "$T/sidecar"
+flip "$T/sidecar/victim.csv.cbfsidx" $((64 * (1 + 3) + 20))
+expect_damage sidecar victim.csv.cbfsidx $((64 * 4))
+
+cp -a "$store" "$T/trunc"
+truncate -s $((off + 30)) "$T/trunc/victim.csv"
+expect_damage trunc victim.csv "$off"
+
+# the untouched file is never blamed
+for c in payload header sidecar trunc; do
+    if grep -q other.bin "$T/$c.out"; then fail "$c: other.bin blamed: $(cat "$T/$c.out")"; fi
+done
+# a deleted sidecar is a problem too (exit 1), and --json lists it
+cp -a "$store" "$T/nosidecar"
+rm "$T/nosidecar/d/other.bin.cbfsidx"
+rc=0
+"$CBFS" verify --json "$T/nosidecar" >"$T/ns.json" || rc=$?
+check_eq 1 "$rc" "missing sidecar: exit status"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any("other.bin.cbfsidx" in p["file"] and "missing" in p["what"] for p in d["problems"]), d' "$T/ns.json" ||
+    fail "missing sidecar not reported: $(cat "$T/ns.json")"
+# not a store
+mkdir -p "$T/plain" && echo x >"$T/plain/f"
+rc=0
+"$CBFS" verify "$T/plain" >/dev/null 2>&1 || rc=$?
+check_eq 2 "$rc" "verify of a non-store: exit status"
+pass
