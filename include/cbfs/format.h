@@ -158,6 +158,12 @@ struct cbfs_index_report {
     uint64_t records_dropped; /* bytes of torn/corrupt sidecar tail / 64, rounded up */
     uint64_t frames_rescanned; /* frames after the last indexed one, re-added */
     uint64_t data_tail_bytes;  /* garbage after the last valid frame */
+    uint64_t frames_damaged;   /* indexed frames whose header is unreadable: kept in the
+                                  table (their reads fail with CBFS_E_CORRUPT) */
+    uint64_t first_damaged_offset; /* data-file offset of the first of them */
+    bool tail_kept;            /* the tail holds frame magic (damage, not a torn write):
+                                  never truncated; appends go after it */
+    uint16_t newer_version;    /* with CBFS_E_VERSION: the version found */
     bool repaired;            /* sidecar/data were rewritten (repair mode) */
 };
 

@@ -806,7 +806,20 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     } else {
         struct cbfs_index_report rep = {0};
         err = cbfs_index_load(data_fd, idx_fd, writable, &f->idx, &rep);
+        if (err == CBFS_E_VERSION && rep.newer_version)
+            cbfs_log_err("fd %d: sidecar has cbfs format version %u; this cbfs reads version %u "
+                         "only: upgrade cbfs to read this file",
+                         data_fd, rep.newer_version, CBFS_FORMAT_VERSION);
         if (err) goto fail;
+        if (rep.frames_damaged)
+            cbfs_log_err("fd %d: %llu frame header(s) damaged, first at store offset %llu: "
+                         "those blocks will fail with EIO (run cbfs verify)",
+                         data_fd, (unsigned long long)rep.frames_damaged,
+                         (unsigned long long)rep.first_damaged_offset);
+        if (rep.tail_kept)
+            cbfs_log_err("fd %d: %llu bytes after the last readable frame hold damaged frames; "
+                         "kept, not truncated (run cbfs fsck)",
+                         data_fd, (unsigned long long)rep.data_tail_bytes);
         if (rep.sidecar_missing || rep.records_dropped || rep.frames_rescanned ||
             rep.data_tail_bytes)
             cbfs_log_info("fd %d: index recovered (sidecar %s, %llu records dropped, %llu "
@@ -822,7 +835,10 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     f->bs = f->idx.block_size;
     f->file_id = f->idx.file_id;
     f->size = f->idx.size;
+    /* After a kept (damaged) tail, append behind it: never over frames. */
     f->append_off = f->idx.data_end;
+    if (!empty && fstat(data_fd, &st) == 0 && (uint64_t)st.st_size > f->append_off)
+        f->append_off = (uint64_t)st.st_size;
     *out = f;
     return CBFS_OK;
 fail:

@@ -78,9 +78,19 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
             struct cbfs_frame_hdr fh;
             e = cbfs_frame_read_hdr(data_fd, r.offset, dsize, &fh);
             if (e == CBFS_OK && fh.file_id != idx->file_id) return CBFS_E_WRONG_FILE;
-            if (e == CBFS_E_VERSION || cbfs_load_is_format_err(e)) return CBFS_OK;
-            if (e) return e;
-            if (!cbfs_load_rec_matches(&r, &fh)) return CBFS_OK;
+            if ((e == CBFS_E_CORRUPT || e == CBFS_E_BAD_MAGIC) &&
+                r.offset + CBFS_FRAME_HDR_SIZE + r.plen <= dsize) {
+                /* A record we wrote (its checksum holds) whose frame header
+                 * was damaged on disk: keep the record, so only this block
+                 * fails (EIO at read time) and the frames after it stay
+                 * reachable — stopping here would make the file look
+                 * shorter and let a repair cut off good frames. */
+                if (rep->frames_damaged++ == 0) rep->first_damaged_offset = r.offset;
+            } else {
+                if (e == CBFS_E_VERSION || cbfs_load_is_format_err(e)) return CBFS_OK;
+                if (e) return e;
+                if (!cbfs_load_rec_matches(&r, &fh)) return CBFS_OK;
+            }
             e = cbfs_index_apply(idx, &r);
             if (cbfs_load_is_format_err(e)) return CBFS_OK;
             if (e) return e;
@@ -141,6 +151,32 @@ static uint32_t cbfs_load_infer_block_size(uint32_t max_ulen)
     return bs;
 }
 
+/* Does the tail [from, dsize) contain the frame envelope magic anywhere? A
+ * torn write leaves at most a partial frame; a damaged header followed by
+ * good frames leaves magic further on — that tail must never be cut. Tails
+ * too big to scan are treated as holding frames (kept). */
+static cbfs_err cbfs_load_tail_has_frames(int data_fd, uint64_t from, uint64_t dsize,
+                                          bool *has)
+{
+    static const uint8_t magic[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
+    *has = true;
+    if (dsize - from > (64ull << 20)) return CBFS_OK;
+    uint8_t buf[65536 + sizeof magic];
+    /* Skip the first byte: the torn frame itself starts with the magic. */
+    for (uint64_t off = from + 1; off < dsize;) {
+        size_t want = dsize - off < sizeof buf ? (size_t)(dsize - off) : sizeof buf;
+        cbfs_err e = cbfs_pread_full(data_fd, buf, want, off);
+        if (e) return e;
+        if (want >= sizeof magic)
+            for (size_t i = 0; i + sizeof magic <= want; i++)
+                if (buf[i] == magic[0] && memcmp(buf + i, magic, sizeof magic) == 0) return CBFS_OK;
+        if (want < sizeof buf) break;
+        off += want - (sizeof magic - 1);
+    }
+    *has = false;
+    return CBFS_OK;
+}
+
 static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_t isize,
                                  struct cbfs_index *idx, const struct cbfs_recvec *rv,
                                  struct cbfs_index_report *rep)
@@ -164,7 +200,7 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
             wrote_idx = true;
         }
     }
-    if (rep->data_tail_bytes) {
+    if (rep->data_tail_bytes && !rep->tail_kept) {
         if (ftruncate(data_fd, (off_t)idx->data_end) != 0) return cbfs_err_from_errno(errno);
         rep->data_tail_bytes = 0;
         wrote_data = true;
@@ -198,7 +234,10 @@ cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index
             e = cbfs_pread_full(idx_fd, buf, sizeof buf, 0);
             if (e) goto fail;
             e = cbfs_index_rec_decode(buf, &hdr);
-            if (e == CBFS_E_VERSION) goto fail; /* newer cbfs: touch nothing */
+            if (e == CBFS_E_VERSION) { /* newer cbfs: touch nothing */
+                rp.newer_version = cbfs_get_le16(buf + 8);
+                goto fail;
+            }
             have_hdr = e == CBFS_OK && hdr.type == CBFS_REC_HEADER;
             e = CBFS_OK;
         }
@@ -231,6 +270,10 @@ cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index
     e = cbfs_load_apply_scanned(idx, &rv, &rp);
     if (e) goto fail;
     rp.data_tail_bytes = dsize - idx->data_end;
+    if (rp.data_tail_bytes) {
+        e = cbfs_load_tail_has_frames(data_fd, idx->data_end, dsize, &rp.tail_kept);
+        if (e) goto fail;
+    }
 
     if (repair) {
         e = cbfs_load_repair(data_fd, idx_fd, have_hdr, isize, idx, &rv, &rp);

@@ -337,3 +337,49 @@ Test(engine, small_overwrites_share_one_frame)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(data);
 }
+
+Test(engine, damaged_header_never_cuts_later_frames)
+{
+    size_t bs = 64 << 10, size = 8 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_rows(data, size, 31);
+    struct cbfs_file *f = eng_open("dmg", true, "zstd");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    /* Find block 3's frame by walking the headers, flip a byte inside it. */
+    char p[128];
+    snprintf(p, sizeof p, "%s/dmg", eng_dir);
+    int fd = open(p, O_RDWR);
+    uint64_t off = 0;
+    struct stat st;
+    fstat(fd, &st);
+    for (int i = 0; i < 3; i++) {
+        struct cbfs_frame_hdr h;
+        cr_assert_eq(cbfs_frame_read_hdr(fd, off, (uint64_t)st.st_size, &h), CBFS_OK);
+        off += CBFS_FRAME_HDR_SIZE + h.plen;
+    }
+    unsigned char b;
+    cr_assert_eq(pread(fd, &b, 1, (off_t)off + 40), 1);
+    b ^= 1;
+    cr_assert_eq(pwrite(fd, &b, 1, (off_t)off + 40), 1);
+    close(fd);
+
+    f = eng_open("dmg", false, "zstd"); /* writable open: repair mode */
+    cr_assert_eq(cbfs_file_size(f), size, "the file must not look shorter");
+    unsigned char *buf = malloc(bs);
+    size_t got;
+    cr_assert_eq(cbfs_file_read(f, buf, bs, 3 * bs, &got), CBFS_E_CORRUPT);
+    for (uint64_t blk = 4; blk < 8; blk++) {
+        cr_assert_eq(cbfs_file_read(f, buf, bs, blk * bs, &got), CBFS_OK);
+        cr_assert_eq(memcmp(buf, data + blk * bs, bs), 0);
+    }
+    cr_assert_eq(cbfs_file_write(f, "x", 1, size), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("dmg", false, "zstd");
+    cr_assert_eq(cbfs_file_size(f), size + 1);
+    cr_assert_eq(cbfs_file_read(f, buf, bs, 7 * bs, &got), CBFS_OK);
+    cr_assert_eq(memcmp(buf, data + 7 * bs, bs), 0);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(buf);
+    free(data);
+}

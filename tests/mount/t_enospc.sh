@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# A full store: the store lives on a 48 MiB tmpfs; a backup bigger than the space (dd of
+# compressible + incompressible data) must fail with ENOSPC seen by dd itself (from
+# write, fsync or close), files completed before stay intact, and after deleting the
+# broken backup the same mount keeps working (a new file writes and reads back).
+. "$(dirname "$0")/lib.sh"
+
+fs=$T/fs store=$T/fs/store mnt=$T/mnt
+mkdir -p "$fs"
+mount -t tmpfs -o size=48m tmpfs "$fs" || fail "cannot mount a tmpfs (needs root)"
+# (the harness's EXIT trap lazily unmounts anything left mounted below $T, this tmpfs too)
+mkdir "$store"
+
+# completed files: compressible, mixed, incompressible (about 14 MiB stored)
+python3 "$CBFS_TOOLS/gendata.py" csv 6M "$T/a.csv" 41
+python3 "$CBFS_TOOLS/gendata.py" mixed 6M "$T/b.bin" 42
+head -c $((8 << 20)) /dev/urandom >"$T/c.rnd"
+# the backup: 8 MiB of rows, then 56 MiB of random bytes (cannot compress): > 48 MiB
+python3 "$CBFS_TOOLS/gendata.py" csv 8M "$T/backup.src" 43
+head -c $((56 << 20)) /dev/urandom >>"$T/backup.src"
+
+cbfs_expect_log_errors 'no space left on the store'
+cbfs_mount "$store" "$mnt" codec=zstd,block_size=256K
+for f in a.csv b.bin c.rnd; do cp "$T/$f" "$mnt/$f"; done
+sync
+
+# (1) dd ... conv=fsync: ENOSPC from write or from fsync
+check_fails dd if="$T/backup.src" of="$mnt/backup1" bs=1M conv=fsync status=none
+grep -q 'No space left on device' "$T/last.err" || fail "dd conv=fsync: expected ENOSPC, got: $(cat "$T/last.err")"
+note "dd conv=fsync: $(head -n 1 "$T/last.err")"
+# (2) the same without fsync: the error must still reach dd, at the latest from close()
+rm -f "$mnt/backup1"
+check_fails dd if="$T/backup.src" of="$mnt/backup2" bs=1M status=none
+grep -q 'No space left on device' "$T/last.err" || fail "dd (no fsync): expected ENOSPC, got: $(cat "$T/last.err")"
+note "dd without fsync: $(head -n 1 "$T/last.err")"
+
+# what reads back of the broken backup is a prefix of the source, never other bytes
+drop_caches
+dd if="$mnt/backup2" of="$T/partial" bs=1M status=none 2>"$T/partial.err" || true
+psize=$(stat -c %s "$T/partial")
+cmp -n "$psize" "$T/partial" "$T/backup.src" >/dev/null ||
+    fail "the broken backup reads back wrong bytes ($psize bytes read: $(cat "$T/partial.err"))"
+note "broken backup: $psize bytes read back, all correct ($(stat -c %s "$mnt/backup2") logical)"
+
+# files completed before are intact (from the daemon, not the page cache)
+drop_caches
+for f in a.csv b.bin c.rnd; do same_file "$T/$f" "$mnt/$f"; done
+
+# (3) a write that the daemon accepts into memory before the store is full: the error
+# must still reach the program, from a later write, fsync or close (never only release)
+rm "$mnt/backup2"
+avail=$(df -B1 --output=avail "$fs" | tail -n 1)
+fallocate -l $((avail - (4 << 20))) "$fs/filler" || fail "fallocate on the tmpfs failed"
+note "store filled up to 4 MiB free: $(df -B1 --output=avail "$fs" | tail -n 1) bytes available"
+for how in close fsync; do
+    where=$(python3 - "$mnt/late.$how" "$how" <<'PY'
+import os, sys
+path, how = sys.argv[1], sys.argv[2]
+step = "open"
+try:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    step = "write"
+    os.write(fd, os.urandom(8 << 20))  # one write(2): 8 MiB, incompressible, 4 MiB free
+    if how == "fsync":
+        step = "fsync"
+        os.fsync(fd)
+    step = "close"
+    os.close(fd)
+    print("no error")
+except OSError as e:
+    print("%s: %s" % (step, e.strerror))
+PY
+    )
+    note "8 MiB in one write(2) then $how, 4 MiB free: $where"
+    [[ $where == @(write|fsync|close)": No space left on device" ]] || fail "late ENOSPC ($how): expected an ENOSPC from write, fsync or close, got: $where"
+    rm -f "$mnt/late.$how"
+done
+rm "$fs/filler"
+
+# delete the broken backups: the same mount takes a new file again
+[[ -z $(ls -A "$mnt" | grep -v -E '^(a\.csv|b\.bin|c\.rnd)$' || true) ]] || fail "left over: $(ls -A "$mnt" | tr '\n' ' ')"
+head -c $((12 << 20)) "$T/backup.src" >"$T/new.src"
+dd if="$T/new.src" of="$mnt/new" bs=1M conv=fsync status=none 2>"$T/new.err" ||
+    fail "after deleting, a new file does not write: $(cat "$T/new.err")"
+drop_caches
+same_file "$T/new.src" "$mnt/new"
+echo "small" >"$mnt/small" && check_eq small "$(cat "$mnt/small")" "small file after ENOSPC"
+cbfs_umount "$mnt"
+
+# the store survives a remount as it is
+cbfs_mount "$store" "$mnt"
+drop_caches
+for f in a.csv b.bin c.rnd; do same_file "$T/$f" "$mnt/$f"; done
+same_file "$T/new.src" "$mnt/new"
+cbfs_umount "$mnt"
+umount "$fs" || fail "cannot unmount the tmpfs"
+pass
