@@ -36,37 +36,15 @@ struct tool_fsck {
     uint64_t files, cbfs_files, problems, fixed, left;
 };
 
-/* Is the garbage after the last valid frame a torn append (a frame cut short,
- * or zeros from a size extended before the data landed)? Anything else is a
- * damaged frame with good frames possibly after it: not ours to cut. */
-static bool tool_fsck_tail_is_torn(const struct tool_file *tf)
-{
-    const uint64_t start = tf->idx.data_end, end = (uint64_t)tf->data_st.st_size;
-    struct cbfs_frame_hdr h;
-    if (cbfs_frame_read_hdr(tf->data_fd, start, end, &h) == CBFS_E_TRUNCATED) {
-        uint8_t b[CBFS_FRAME_HDR_SIZE];
-        /* A whole, valid-looking header whose payload runs past EOF, or a
-         * short header: either way the last append was cut. */
-        if (end - start < sizeof b || cbfs_pread_full(tf->data_fd, b, sizeof b, start) != CBFS_OK ||
-            cbfs_frame_hdr_decode(b, &h) == CBFS_OK)
-            return true;
-    }
-    static uint8_t buf[1u << 16];
-    for (uint64_t off = start; off < end;) {
-        const size_t n = end - off < sizeof buf ? (size_t)(end - off) : sizeof buf;
-        if (cbfs_pread_full(tf->data_fd, buf, n, off) != CBFS_OK || !cbfs_is_zero(buf, n))
-            return false;
-        off += n;
-    }
-    return true;
-}
 
 /* Can cbfs_index_load(repair) fix what tf's load found, without losing
  * frames? Also true for "nothing to fix". */
 static bool tool_fsck_repairable(const struct tool_file *tf)
 {
     if (tf->load_err) return tf->load_err == CBFS_E_WRONG_FILE;
-    return tf->rep.data_tail_bytes == 0 || tool_fsck_tail_is_torn(tf);
+    /* cbfs_index_load decides whether a tail is torn (no frame magic in it:
+     * cut on repair) or damage with frames behind it (tail_kept: never cut). */
+    return tf->rep.data_tail_bytes == 0 || !tf->rep.tail_kept;
 }
 
 static bool tool_fsck_index_clean(const struct tool_file *tf)
