@@ -182,6 +182,17 @@ struct cbfs_index_report {
 cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
                          struct cbfs_index_report *rep);
 
+/* cbfs_index_load for opening files on the hot path: the same result for any
+ * sidecar cbfs wrote, but it reads the frame headers of only the first and
+ * the last record (every record is still checksummed and bounds-checked;
+ * each frame header is checked when its block is read). If the last record
+ * does not match its frame, it falls back to the full check. A checksum-valid
+ * record pointing at the wrong frame (a bug, never a crash) is then seen as
+ * CBFS_E_CORRUPT on that block's read instead of being dropped here; verify
+ * and fsck use cbfs_index_load, which checks every record. */
+cbfs_err cbfs_index_open(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
+                         struct cbfs_index_report *rep);
+
 /* Encodes and appends records to the sidecar at idx->index_end (pwrite, no
  * fsync) and advances index_end. */
 cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs_index_rec *r,

@@ -805,7 +805,7 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
         f->dirty = true; /* the header must be durable at the first flush */
     } else {
         struct cbfs_index_report rep = {0};
-        err = cbfs_index_load(data_fd, idx_fd, writable, &f->idx, &rep);
+        err = cbfs_index_open(data_fd, idx_fd, writable, &f->idx, &rep);
         if (err == CBFS_E_VERSION && rep.newer_version)
             cbfs_log_err("fd %d: sidecar has cbfs format version %u; this cbfs reads version %u "
                          "only: upgrade cbfs to read this file",
@@ -880,7 +880,7 @@ cbfs_err cbfs_file_peek_size(int data_fd, int idx_fd, uint64_t *size)
         return CBFS_OK;
     }
     cbfs_index_init(&idx, CBFS_BLOCK_DEFAULT, 0);
-    cbfs_err err = cbfs_index_load(data_fd, idx_fd, false, &idx, &rep);
+    cbfs_err err = cbfs_index_open(data_fd, idx_fd, false, &idx, &rep);
     if (!err) *size = idx.size;
     cbfs_index_free(&idx);
     return err;
