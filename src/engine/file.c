@@ -30,6 +30,7 @@ struct cbfs_oblock {
     uint64_t block;
     uint32_t len;         /* content bytes; bytes past len are undefined */
     uint64_t last_use;    /* f->use_clock at last write */
+    bool dirty;           /* written since its content was last sealed */
     unsigned char *data;  /* block_size bytes, owned */
 };
 
@@ -318,31 +319,54 @@ static void cbfs_wjob_run(struct cbfs_pool_job *pj)
     pthread_mutex_unlock(&f->lock);
 }
 
-/* Moves open block i into a compression job. Lock held. */
-static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i)
+/* Turns open block i into a compression job. With keep, the job gets a copy
+ * and the block stays open and clean (flush: the next small write into it
+ * needs no read-back); without, the job takes the buffer and the slot is
+ * freed. A clean block is just dropped: its content is already sealed.
+ * Lock held. */
+static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i, bool keep)
 {
+    struct cbfs_oblock *ob = &f->open[i];
+    if (!ob->dirty) {
+        if (!keep) {
+            free(ob->data);
+            f->open[i] = f->open[--f->nopen];
+        }
+        return CBFS_OK;
+    }
     struct cbfs_wjob *j = calloc(1, sizeof *j);
     if (!j) return CBFS_E_NOMEM;
-    struct cbfs_oblock *ob = &f->open[i];
+    if (keep) {
+        j->data = malloc(ob->len ? ob->len : 1);
+        if (!j->data) {
+            free(j);
+            return CBFS_E_NOMEM;
+        }
+        memcpy(j->data, ob->data, ob->len);
+        ob->dirty = false;
+    } else {
+        j->data = ob->data;
+    }
     j->pj.fn = cbfs_wjob_run;
     j->f = f;
     j->block = ob->block;
     j->len = ob->len;
-    j->data = ob->data;
     j->gen = f->idx.next_gen++;
     if (f->pend_tail) f->pend_tail->next = j;
     else f->pend_head = j;
     f->pend_tail = j;
-    f->open[i] = f->open[--f->nopen];
+    if (!keep) f->open[i] = f->open[--f->nopen];
     cbfs_engine_budget_take(f->eng, j->len);
     cbfs_pool_submit(f->eng->pool, &j->pj);
     return CBFS_OK;
 }
 
-static cbfs_err cbfs_file_seal_all(struct cbfs_file *f)
+/* Seals every dirty open block; with keep (flush) they stay open and clean,
+ * without (truncate, close) every slot is emptied. */
+static cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep)
 {
-    while (f->nopen) {
-        cbfs_err e = cbfs_file_seal(f, f->nopen - 1);
+    for (unsigned i = f->nopen; i-- > 0;) {
+        cbfs_err e = cbfs_file_seal(f, i, keep);
         if (e) return e;
     }
     return CBFS_OK;
@@ -403,7 +427,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
         unsigned lru = 0;
         for (unsigned i = 1; i < f->nopen; i++)
             if (f->open[i].last_use < f->open[lru].last_use) lru = i;
-        cbfs_err e = cbfs_file_seal(f, lru);
+        cbfs_err e = cbfs_file_seal(f, lru, false);
         if (e) return e;
     }
     unsigned char *data = malloc(f->bs);
@@ -422,6 +446,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     struct cbfs_oblock *ob = &f->open[f->nopen++];
     ob->block = b;
     ob->len = exist;
+    ob->dirty = false;
     ob->data = data;
     *out = ob;
     return CBFS_OK;
@@ -450,6 +475,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         memcpy(ob->data + boff, src, n);
         if (boff + n > ob->len) ob->len = boff + n;
         ob->last_use = ++f->use_clock;
+        ob->dirty = true;
         off += n;
         src += n;
         left -= n;
@@ -459,7 +485,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
          * moves on (sequential): compress it now. Overwrites inside a full
          * block keep it open, so small random writes share one frame. */
         if (boff + n == f->bs) {
-            err = cbfs_file_seal(f, (unsigned)(ob - f->open));
+            err = cbfs_file_seal(f, (unsigned)(ob - f->open), false);
             if (err) goto out;
         }
     }
@@ -519,7 +545,7 @@ static void cbfs_file_punch_dead(struct cbfs_file *f)
 cbfs_err cbfs_file_flush(struct cbfs_file *f)
 {
     pthread_mutex_lock(&f->lock);
-    cbfs_err err = cbfs_file_seal_all(f);
+    cbfs_err err = cbfs_file_seal_all(f, true);
     cbfs_file_drain(f);
     if (!err) err = f->err;
     f->err = CBFS_OK;
@@ -555,7 +581,7 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
 {
     if (!f->writable) return CBFS_E_BADF;
     pthread_mutex_lock(&f->lock);
-    cbfs_err err = cbfs_file_seal_all(f);
+    cbfs_err err = cbfs_file_seal_all(f, false);
     cbfs_file_drain(f);
     if (err || (err = f->err)) goto out;
     if (size == f->size) goto out;
@@ -859,6 +885,7 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     if (f->writable) err = cbfs_file_flush(f);
     pthread_mutex_lock(&f->lock);
     while (f->ra_jobs) pthread_cond_wait(&f->cond, &f->lock);
+    for (unsigned i = 0; i < f->nopen; i++) free(f->open[i].data); /* clean after flush */
     pthread_mutex_unlock(&f->lock);
     close(f->data_fd);
     if (f->idx_fd >= 0) close(f->idx_fd);
