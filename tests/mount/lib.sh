@@ -1,0 +1,268 @@
+# Mount-test harness, sourced by every tests/mount/t_*.sh.
+# Mounts mount.cbfs in the foreground, waits for the mount, and on EVERY exit path
+# (pass, fail, error, signal) unmounts, reaps the daemon and removes the test's temp dir.
+#
+# A test passes only if it reaches `pass`, every daemon it started exited 0 at unmount,
+# and no daemon log holds a warning/error line (unless declared with
+# cbfs_expect_log_errors) or a sanitizer report.
+#
+# Environment: CBFS_MOUNT_BIN  daemon to test (default: <repo>/build/mount.cbfs)
+#              CBFS_TEST_KEEP=1  keep the temp dir (not the mounts) for inspection
+#              CBFS_TEST_VERBOSE=1  trace the test (set -x)
+
+set -eEuo pipefail
+
+CBFS_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CBFS_TOOLS=$CBFS_REPO/tests/mount/tools
+CBFS_MOUNT_BIN=${CBFS_MOUNT_BIN:-$CBFS_REPO/build/mount.cbfs}
+TEST_NAME=$(basename "$0" .sh)
+
+# Sanitizer builds: report to the daemon's stderr (its log), which cbfs_reap checks.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+T=$(mktemp -d "/tmp/cbfs-$TEST_NAME.XXXXXX")
+declare -A CBFS_PID=() CBFS_LOG=()  # mountpoint -> daemon pid / log file
+CBFS_NMOUNT=0
+CBFS_LOG_ALLOW=  # ERE of tolerated warning/error lines; "." = any
+CBFS_DONE=0      # set by pass/fail so the EXIT trap does not print twice
+CBFS_ERR_WHERE=
+
+[[ ${CBFS_TEST_VERBOSE:-0} == 1 ]] && set -x
+
+# ---------------------------------------------------------------- reporting
+
+# fail MSG...: prints the FAIL line (plus the daemon logs' tails) and exits 1.
+fail() {
+    set +x
+    if ((BASH_SUBSHELL > 0)); then
+        # inside $(...) or a pipeline: hand the message to the main shell's EXIT trap
+        echo "$*" >"$T/subshell.fail"
+        exit 1
+    fi
+    if ((!CBFS_DONE)); then
+        CBFS_DONE=1
+        echo "FAIL $TEST_NAME: $*"
+        local m
+        for m in "${!CBFS_LOG[@]}"; do
+            if [[ -s ${CBFS_LOG[$m]} ]]; then
+                echo "  --- daemon log for $m (last 15 lines):"
+                tail -n 15 "${CBFS_LOG[$m]}" | sed 's/^/  | /'
+            fi
+        done
+    fi
+    exit 1
+}
+
+# pass: every mount must already be unmounted cleanly (cbfs_umount checks each).
+pass() {
+    local m
+    for m in "${!CBFS_PID[@]}"; do
+        cbfs_umount "$m"
+    done
+    CBFS_DONE=1
+    echo "PASS $TEST_NAME${1:+ ($*)}"
+    exit 0
+}
+
+note() { echo "  $TEST_NAME: $*"; }
+
+# check_eq EXPECTED ACTUAL WHAT
+check_eq() {
+    [[ "$1" == "$2" ]] || fail "$3: expected '$1', got '$2'"
+}
+
+# check CMD...: the command must succeed.
+check() {
+    "$@" >"$T/check.out" 2>&1 || fail "command failed ($?): $* -- $(head -c 400 "$T/check.out")"
+}
+
+# check_fails CMD...: the command must fail; its stderr is left in $T/last.err.
+check_fails() {
+    if "$@" >"$T/last.out" 2>"$T/last.err"; then
+        fail "command unexpectedly succeeded: $*"
+    fi
+    return 0
+}
+
+# sha FILE: SHA-256 of the file's contents (fails the test if unreadable).
+sha() {
+    local s
+    s=$(sha256sum <"$1") || fail "cannot read $1"
+    echo "${s%% *}"
+}
+
+# same_file EXPECTED ACTUAL: contents must be identical.
+same_file() {
+    local a b
+    a=$(sha "$1")
+    b=$(sha "$2")
+    [[ "$a" == "$b" ]] || fail "content differs: $2 (sha ${b:0:12}, size $(stat -c %s "$2" 2>/dev/null)) vs $1 (sha ${a:0:12}, size $(stat -c %s "$1"))"
+}
+
+# tree_manifest DIR: one line per entry (type, mode, size, link target), then the
+# sha256 of every regular file; sorted, store bookkeeping (.cbfs, *.cbfsidx) left out.
+tree_manifest() {
+    (
+        cd "$1" || exit 1
+        local prune=(\( -name '*.cbfsidx' -o -path ./.cbfs \) -prune -o)
+        find . -mindepth 1 "${prune[@]}" \( -type f -printf 'f %m %s %p\n' \) -o -printf '%y %m %p -> %l\n' |
+            LC_ALL=C sort
+        find . "${prune[@]}" -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum
+    )
+}
+
+# same_tree EXPECTED_DIR ACTUAL_DIR
+same_tree() {
+    tree_manifest "$1" >"$T/tree.exp" || fail "cannot list $1"
+    tree_manifest "$2" >"$T/tree.act" || fail "cannot list $2"
+    if ! diff -u "$T/tree.exp" "$T/tree.act" >"$T/tree.diff"; then
+        fail "trees differ: $2 vs $1: $(head -n 12 "$T/tree.diff" | tr '\n' '|')"
+    fi
+}
+
+# drop_caches: write back and drop the page cache (root only; a no-op otherwise).
+drop_caches() {
+    sync
+    if [[ -w /proc/sys/vm/drop_caches ]]; then echo 3 >/proc/sys/vm/drop_caches || true; fi
+}
+
+# frame_codecs FILE: distinct codec ids of the compressed (flags 0) frames of a store data file.
+frame_codecs() { python3 "$CBFS_TOOLS/frames.py" --codecs "$1"; }
+
+# ---------------------------------------------------------------- mounting
+
+# cbfs_expect_log_errors [ERE]: this test provokes warning/error lines; with ERE only
+# lines matching it are tolerated. Sanitizer reports are never tolerated.
+cbfs_expect_log_errors() { CBFS_LOG_ALLOW=${1:-.}; }
+
+# cbfs_log_of MNT: path of the log of the daemon serving MNT (current or last).
+cbfs_log_of() { echo "${CBFS_LOG[$1]:-$T/none.log}"; }
+
+# cbfs_mount STORE MNT [OPTS] (STORE may equal MNT: in-place, one-argument form).
+cbfs_mount() {
+    local store=$1 mnt=$2 opts=${3:-}
+    [[ -x $CBFS_MOUNT_BIN ]] || fail "daemon not built: $CBFS_MOUNT_BIN"
+    [[ -z ${CBFS_PID[$mnt]:-} ]] || fail "cbfs_mount: $mnt is already mounted by this test"
+    mkdir -p "$mnt"
+    CBFS_NMOUNT=$((CBFS_NMOUNT + 1))
+    local log=$T/daemon.$CBFS_NMOUNT.log
+    local -a args=(-f)
+    [[ -n $opts ]] && args+=(-o "$opts")
+    [[ $store != "$mnt" ]] && args+=("$store")
+    args+=("$mnt")
+    echo "+ $CBFS_MOUNT_BIN ${args[*]}" >"$log"
+    "$CBFS_MOUNT_BIN" "${args[@]}" </dev/null >>"$log" 2>&1 &
+    local pid=$! rmnt
+    rmnt=$(realpath "$mnt")
+    CBFS_PID[$mnt]=$pid
+    CBFS_LOG[$mnt]=$log
+    local i
+    for ((i = 0; i < 200; i++)); do
+        # /proc/mounts, not stat(2): a daemon that mounted but answers nothing must
+        # not hang the harness here (the test's own I/O will show the problem)
+        if grep -qsF " $rmnt fuse" /proc/mounts; then
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            local rc=0
+            wait "$pid" || rc=$?
+            unset "CBFS_PID[$mnt]"
+            fail "daemon exited with status $rc before mounting ${args[*]}: $(tail -n 3 "$log" | tr '\n' '|')"
+        fi
+        sleep 0.05
+    done
+    fail "not mounted after 10 s: ${args[*]}"
+}
+
+# cbfs_try_umount MNT: one `fusermount3 -u` attempt; status 0 when unmounted.
+cbfs_try_umount() { fusermount3 -u "$1" 2>"$T/umount.err"; }
+
+# cbfs_umount MNT: unmount (retrying while busy), then cbfs_reap.
+cbfs_umount() {
+    local mnt=$1 i
+    [[ -n ${CBFS_PID[$mnt]:-} ]] || fail "cbfs_umount: $mnt not mounted by this test"
+    for ((i = 0; i < 50; i++)); do
+        cbfs_try_umount "$mnt" && break
+        grep -qi busy "$T/umount.err" || fail "fusermount3 -u $mnt: $(cat "$T/umount.err")"
+        sleep 0.2
+    done
+    ((i < 50)) || fail "fusermount3 -u $mnt still busy after 10 s"
+    cbfs_reap "$mnt"
+}
+
+# cbfs_reap MNT: after the unmount, wait (<= 60 s) for the daemon; it must exit 0
+# and its log must be clean.
+cbfs_reap() {
+    local mnt=$1 pid=${CBFS_PID[$1]} log=${CBFS_LOG[$1]} i rc=0
+    for ((i = 0; i < 600; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        unset "CBFS_PID[$mnt]"
+        fail "daemon for $mnt still running 60 s after unmount (killed)"
+    fi
+    wait "$pid" || rc=$?
+    unset "CBFS_PID[$mnt]"
+    if mountpoint -q "$mnt"; then fail "$mnt still mounted after the daemon exited"; fi
+    ((rc == 0)) || fail "daemon for $mnt exited with status $rc"
+    if grep -Eq 'Sanitizer|runtime error:|LeakSanitizer' "$log"; then
+        fail "sanitizer report in daemon log: $(grep -Em1 'Sanitizer|runtime error:' "$log")"
+    fi
+    local bad
+    bad=$(grep -Ei 'warning|error' "$log" | grep -v '^+ ' || true)
+    if [[ -n $bad && -n $CBFS_LOG_ALLOW ]]; then
+        bad=$(grep -Ev -- "$CBFS_LOG_ALLOW" <<<"$bad" || true)
+    fi
+    [[ -z $bad ]] || fail "daemon log has warning/error lines: $(head -n 3 <<<"$bad" | tr '\n' '|')"
+}
+
+# ---------------------------------------------------------------- cleanup
+
+cbfs_cleanup() {
+    local rc=$?
+    set +x +e
+    trap - EXIT INT TERM ERR
+    # background helpers first (writers), so nothing keeps a mount busy
+    local j
+    for j in $(jobs -p); do
+        local ours=0 m
+        for m in "${!CBFS_PID[@]}"; do [[ ${CBFS_PID[$m]} == "$j" ]] && ours=1; done
+        ((ours)) || kill -9 "$j" 2>/dev/null
+    done
+    for m in "${!CBFS_PID[@]}"; do
+        fusermount3 -uz "$m" 2>/dev/null
+        kill -9 "${CBFS_PID[$m]}" 2>/dev/null
+        wait "${CBFS_PID[$m]}" 2>/dev/null
+    done
+    wait 2>/dev/null
+    # anything else of ours still mounted under $T (e.g. a daemon mounted by hand)
+    local p
+    for p in $(awk -v t="$T" 'index($2, t) == 1 {print $2}' /proc/mounts); do
+        fusermount3 -uz "$p" 2>/dev/null || umount -l "$p" 2>/dev/null
+    done
+    if ((!CBFS_DONE)); then
+        CBFS_DONE=1
+        [[ -s $T/subshell.fail ]] && CBFS_ERR_WHERE=$(head -n 1 "$T/subshell.fail")
+        echo "FAIL $TEST_NAME: ${CBFS_ERR_WHERE:-interrupted or exited with status $rc}"
+        for m in "${!CBFS_LOG[@]}"; do
+            [[ -s ${CBFS_LOG[$m]} ]] && { echo "  --- daemon log for $m:"; tail -n 15 "${CBFS_LOG[$m]}" | sed 's/^/  | /'; }
+        done
+        ((rc == 0)) && rc=1
+    fi
+    if [[ ${CBFS_TEST_KEEP:-0} == 1 ]]; then
+        echo "  kept $T"
+    elif ! awk -v t="$T" 'index($2, t) == 1 {f=1} END {exit !f}' /proc/mounts; then
+        rm -rf --one-file-system "$T"
+    else
+        echo "  NOT removing $T: something is still mounted below it"
+    fi
+    exit "$rc"
+}
+trap cbfs_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap '[[ -n $CBFS_ERR_WHERE ]] || CBFS_ERR_WHERE="line $LINENO: \`$BASH_COMMAND\` failed (status $?)"' ERR

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Bad options, missing directories and a locked store: the daemon exits non-zero
+# with ONE line on stderr that names the problem, and nothing gets mounted.
+. "$(dirname "$0")/lib.sh"
+
+store=$T/store mnt=$T/mnt
+mkdir -p "$store" "$mnt"
+touch "$T/plainfile"
+
+# expect_refused KEYWORD_ERE MOUNT_ARGS...
+expect_refused() {
+    local kw=$1 rc=0
+    shift
+    timeout 20 "$CBFS_MOUNT_BIN" "$@" </dev/null >"$T/bad.out" 2>"$T/bad.err" || rc=$?
+    local target
+    target=$(realpath -m "${!#}")   # the mount point is the last argument
+    if grep -qF " $target fuse" /proc/mounts; then
+        fusermount3 -u "$target"
+        fail "mounted despite: $*"
+    fi
+    ((rc == 124)) && fail "still running after 20 s (should have refused): $*"
+    ((rc != 0)) || fail "exit status 0 for: $*"
+    local n
+    n=$(grep -c . "$T/bad.err" || true)
+    ((n == 1)) || fail "expected one line on stderr for '$*', got $n: $(head -n 4 "$T/bad.err" | tr '\n' '|')"
+    grep -Eqi -- "$kw" "$T/bad.err" || fail "stderr for '$*' does not name the problem /$kw/: $(cat "$T/bad.err")"
+    note "refused (status $rc): $* -> $(cat "$T/bad.err")"
+}
+
+expect_refused 'zip' -f -o codec=zip "$store" "$mnt"
+expect_refused 'level|range|99' -f -o codec=zstd:99 "$store" "$mnt"
+expect_refused 'level|range' -f -o codec=lz4,level=99 "$store" "$mnt"
+expect_refused 'block' -f -o block_size=3000 "$store" "$mnt"
+expect_refused 'block' -f -o block_size=64M "$store" "$mnt"
+expect_refused 'bogus' -f -o bogus_option=1 "$store" "$mnt"
+expect_refused "$T/nostore" -f "$T/nostore" "$mnt"
+expect_refused "$T/nomnt" -f "$store" "$T/nomnt"
+expect_refused "plainfile|directory" -f "$store" "$T/plainfile"
+expect_refused 'zip' -o codec=zip "$store" "$mnt"   # daemonizing form too
+[[ ! -e $store/.cbfs/store.conf ]] || note "(store.conf was written by a refused mount)"
+
+# a second daemon on a locked store
+cbfs_mount "$store" "$mnt" codec=lz4
+mkdir -p "$T/mnt2"
+expect_refused 'in use|lock|busy|another' -f "$store" "$T/mnt2"
+echo still-works >"$mnt/x"
+check_eq still-works "$(cat "$mnt/x")" "first mount after the refused second daemon"
+cbfs_umount "$mnt"
+pass

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The store's bookkeeping is invisible and its names are reserved: no .cbfs or
+# *.cbfsidx through the mount, creating such names fails; compressed files have a
+# sidecar in the store, codec=none files do not.
+. "$(dirname "$0")/lib.sh"
+
+store=$T/store mnt=$T/mnt
+mkdir -p "$store"
+python3 "$CBFS_TOOLS/gendata.py" csv 200K "$T/a.csv" 71
+cbfs_mount "$store" "$mnt" codec=lz4
+cp "$T/a.csv" "$mnt/a"
+mkdir "$mnt/sub"
+cp "$T/a.csv" "$mnt/sub/b"
+ls -a "$mnt" "$mnt/sub" >"$T/ls.out"
+grep -q '^a$' "$T/ls.out" || fail "ls -a does not show a: $(tr '\n' ' ' <"$T/ls.out")"
+! grep -Eq '^\.cbfs$|\.cbfsidx$' "$T/ls.out" || fail "ls -a shows hidden names: $(grep -E 'cbfs' "$T/ls.out" | tr '\n' ' ')"
+! find "$mnt" -name '*.cbfsidx' -o -name .cbfs | grep -q . || fail "find sees hidden names"
+check_fails cat "$mnt/.cbfs/store.conf"
+check_fails stat "$mnt/.cbfs"
+check_fails stat "$mnt/a.cbfsidx"
+check_fails touch "$mnt/x.cbfsidx"
+grep -qi 'not permitted' "$T/last.err" || fail "touch x.cbfsidx: expected EPERM, got: $(cat "$T/last.err")"
+[[ ! -e $store/x.cbfsidx ]] || fail "touch x.cbfsidx created it in the store"
+check_fails mv "$mnt/a" "$mnt/a.cbfsidx"
+[[ -f $mnt/a ]] || fail "a vanished after a refused rename"
+check_fails mv "$mnt/sub/b" "$mnt/sub/other.cbfsidx"
+check_fails mkdir "$mnt/d.cbfsidx"
+check_fails mkdir "$mnt/.cbfs"
+check_fails ln -s a "$mnt/l.cbfsidx"
+check_fails ln "$mnt/a" "$mnt/h.cbfsidx"
+check_fails sh -c "echo x > '$mnt/sub/y.cbfsidx'"
+# the sidecar of a renamed file moves with it and stays hidden
+mv "$mnt/sub/b" "$mnt/sub/c"
+same_file "$T/a.csv" "$mnt/sub/c"
+cbfs_umount "$mnt"
+
+[[ -f $store/a.cbfsidx ]] || fail "no sidecar for a compressed file in the store"
+[[ -f $store/sub/c.cbfsidx && ! -e $store/sub/b.cbfsidx ]] || fail "sidecar did not follow rename b -> c"
+[[ -f $store/.cbfs/store.conf ]] || fail "no .cbfs/store.conf in the store"
+
+cbfs_mount "$store" "$mnt" codec=none
+cp "$T/a.csv" "$mnt/p"
+same_file "$T/a.csv" "$mnt/a"   # old lz4 file still reads under codec=none
+cbfs_umount "$mnt"
+[[ ! -e $store/p.cbfsidx ]] || fail "codec=none file has a sidecar"
+same_file "$T/a.csv" "$store/p"  # and is stored as plain bytes
+pass
