@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Installs what cbfs needs to build, test and demo on Debian/Ubuntu.
-# Idempotent: asks dpkg which packages are missing and only then runs apt-get
-# (one update, one install); also loads the fuse module if /dev/fuse is absent.
+# Installs what cbfs needs on Debian/Ubuntu: `scripts/deps.sh` for building and the
+# demo, `scripts/deps.sh --test` adds what the test suite uses (real PostgreSQL and
+# MariaDB for the end-to-end tests, clang for the fuzzers).
+# Idempotent: asks dpkg which packages are missing and only then runs apt-get (one
+# update, one install); also loads the fuse module if /dev/fuse is absent. Starts no
+# service: the tests run their own throwaway servers.
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config libfuse3-dev fuse3 libzstd-dev liblz4-dev liblzma-dev
       libbz2-dev libxxhash-dev libcriterion-dev zstd lz4 xz-utils bzip2 attr fio python3
-      util-linux procps psmisc coreutils)
+      util-linux procps psmisc coreutils tar)
+if [[ ${1:-} == --test ]]; then
+    PKGS+=(postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
+           mariadb-backup sqlite3 rsync acl clang man-db)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -22,8 +29,23 @@ if ((${#missing[@]})); then
         command -v sudo >/dev/null || { echo "deps: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
         sudo=(sudo)
     fi
-    "${sudo[@]}" apt-get update -q
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    # Maintainer scripts would start the distribution's postgresql/mariadb services;
+    # without a running systemd (containers, CI) policy-rc.d keeps them down.
+    policy=/usr/sbin/policy-rc.d
+    added_policy=0
+    if [[ ! -e $policy && ! -d /run/systemd/system ]]; then
+        printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+        "${sudo[@]}" chmod 755 "$policy"
+        added_policy=1
+    fi
+    rc=0
+    "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -q || rc=$?
+    if ((rc == 0)); then
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
+            install -y -q --no-install-recommends "${missing[@]}" || rc=$?
+    fi
+    ((added_policy)) && "${sudo[@]}" rm -f "$policy"
+    ((rc == 0)) || exit "$rc"
 else
     echo "deps: all ${#PKGS[@]} packages present"
 fi

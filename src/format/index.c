@@ -165,6 +165,7 @@ static cbfs_err cbfs_index_reserve(struct cbfs_index *idx, uint64_t n)
     if (n <= idx->cap) return CBFS_OK;
     uint64_t cap = idx->cap ? idx->cap : 64;
     while (cap < n) cap = cap > UINT64_MAX / 2 ? n : cap * 2;
+    if (cap > CBFS_MAX_BLOCKS) cap = n; /* no doubling past the cap: n <= CBFS_MAX_BLOCKS */
     if (cap > SIZE_MAX / sizeof(struct cbfs_index_entry)) return CBFS_E_NOMEM;
     struct cbfs_index_entry *const v = realloc(idx->v, (size_t)cap * sizeof *v);
     if (!v) return CBFS_E_NOMEM;
@@ -199,7 +200,7 @@ cbfs_err cbfs_index_apply(struct cbfs_index *idx, const struct cbfs_index_rec *r
 
     if (r->type == CBFS_REC_BLOCK) {
         if (r->ulen > bs) return CBFS_E_CORRUPT;
-        if (r->block >= max_size / bs) return CBFS_E_FBIG;
+        if (r->block >= max_size / bs || r->block >= CBFS_MAX_BLOCKS) return CBFS_E_FBIG;
         const cbfs_err e = cbfs_index_reserve(idx, r->block + 1);
         if (e) return e;
         cbfs_index_kill(idx, r->block);

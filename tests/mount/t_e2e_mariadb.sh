@@ -13,7 +13,7 @@
 ROWS=${E2E_MY_ROWS:-600000}
 XOPTS=${E2E_MY_MOUNT_OPTS:+,$E2E_MY_MOUNT_OPTS}
 e2e_need mariadb-install-db mariadbd mariadb mariadb-admin mariadb-backup mariadb-dump
-id mysql >/dev/null 2>&1 || fail "no mysql user: run scripts/deps-e2e.sh"
+id mysql >/dev/null 2>&1 || fail "no mysql user: run scripts/deps.sh --test"
 install -d -o mysql -m 750 "$T/my"
 
 # my_start NAME DATADIR: start a throwaway server on DATADIR, socket $T/my/NAME.sock and

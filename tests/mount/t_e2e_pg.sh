@@ -14,7 +14,7 @@ SCALE=${E2E_PG_SCALE:-20}
 E2E_PATH=$PGBIN
 e2e_need "$PGBIN/initdb" "$PGBIN/pg_ctl" "$PGBIN/pg_basebackup" "$PGBIN/pg_verifybackup" \
     "$PGBIN/pg_dump" "$PGBIN/pg_restore" "$PGBIN/pgbench" "$PGBIN/psql" runuser tar
-id postgres >/dev/null 2>&1 || fail "no postgres user: run scripts/deps-e2e.sh"
+id postgres >/dev/null 2>&1 || fail "no postgres user: run scripts/deps.sh --test"
 
 SOCK=$T/pgsock
 install -d -o postgres -m 700 "$SOCK" "$T/pg"

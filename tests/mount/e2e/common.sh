@@ -17,12 +17,12 @@ chmod 755 "$T"
 CBFS_TOOL_BIN=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
 
 # e2e_need CMD...: each command must exist (these tests never skip: CI installs
-# everything with scripts/deps-e2e.sh, so a missing tool is a failure).
+# everything with scripts/deps.sh --test, so a missing tool is a failure).
 e2e_need() {
     local c
     for c in "$@"; do
         command -v "$c" >/dev/null 2>&1 || [[ -x $c ]] ||
-            fail "$c not found: run scripts/deps-e2e.sh"
+            fail "$c not found: run scripts/deps.sh --test"
     done
 }
 
