@@ -90,6 +90,20 @@ for b in build build-asan; do
     echo "${syn:-}"
 done
 
+# ---- fuzzing: a short bounded run of each libFuzzer target (tests/fuzz/README.md
+# has the longer campaign); a crash, leak or timeout is a failure
+section "fuzz: scripts/fuzz.sh ${CBFS_FUZZ_SECONDS:-15} s per target"
+rc=0
+BUILD_DIR=$REPO/build-fuzz timeout 1200 ./scripts/fuzz.sh "${CBFS_FUZZ_SECONDS:-15}" </dev/null \
+    >"$LOGS/fuzz.log" 2>&1 || rc=$?
+if [[ $(tail -n 1 "$LOGS/fuzz.log") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    record fuzz "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+    ((rc != 0 && BASH_REMATCH[2] == 0)) && record fuzz 0 1
+else
+    record fuzz 0 1; tail -n 20 "$LOGS/fuzz.log"
+fi
+grep -a '^fuzz: ' "$LOGS/fuzz.log" || true
+
 # ---- mount tests: one count per t_*.sh
 section "mount tests"
 export CBFS_MOUNT_BIN=${CBFS_MOUNT_BIN:-$REPO/build/mount.cbfs}

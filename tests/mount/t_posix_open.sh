@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# O_APPEND from one handle while another extends/shrinks, O_TRUNC on open (also while
+# another handle has unflushed data), O_DIRECT writes and reads mixed with buffered I/O
+# (tools/posix_open.py, against the same steps on ext4), and dd oflag=direct/iflag=direct;
+# everything compared again after a remount; every codec, and zstd with writeback_cache.
+. "$(dirname "$0")/lib.sh"
+
+python3 "$CBFS_TOOLS/gendata.py" mixed 3M "$T/src.bin" 9
+head -c 200K /dev/urandom >"$T/patch.bin"
+for opts in codec=lz4 codec=zstd codec=xz codec=bzip2 codec=zstd,writeback_cache; do
+    codec=${opts//[=,]/_}
+    store=$T/store-$codec mnt=$T/mnt ref=$T/ref-$codec
+    mkdir -p "$store" "$ref"
+    cbfs_mount "$store" "$mnt" "$opts,block_size=64K"
+    python3 "$CBFS_TOOLS/posix_open.py" "$mnt" "$ref" 65536 >"$T/out" 2>&1 ||
+        fail "$codec: $(cat "$T/out")"
+    # dd with O_DIRECT: write, read back cached, overwrite a range direct, both reads see it
+    for d in "$mnt" "$ref"; do
+        check dd if="$T/src.bin" of="$d/dd" bs=64K oflag=direct status=none
+        check cat "$d/dd"  # fill the page cache with the old bytes
+        check dd if="$T/patch.bin" of="$d/dd" bs=4K seek=100 oflag=direct conv=notrunc status=none
+        check dd if="$d/dd" of="$d/dd.direct" bs=64K iflag=direct status=none
+    done
+    same_file "$ref/dd" "$mnt/dd"  # buffered read
+    same_file "$ref/dd" "$mnt/dd.direct"  # what iflag=direct read
+    same_file "$ref/dd" "$ref/dd.direct"
+    cbfs_umount "$mnt"
+    drop_caches
+    cbfs_mount "$store" "$mnt"
+    for f in append trunc direct dd; do same_file "$ref/$f" "$mnt/$f"; done
+    check dd if="$mnt/dd" of="$T/dd.direct" bs=64K iflag=direct status=none
+    same_file "$ref/dd" "$T/dd.direct"
+    cbfs_umount "$mnt"
+    note "$opts ok"
+done
+pass
