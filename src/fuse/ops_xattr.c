@@ -20,6 +20,27 @@ int cbfs_xattr_dir_codec(const struct cbfs_inode *dir, char *buf, size_t cap)
     return 0;
 }
 
+/* Replies to getxattr (name set) or listxattr (name NULL) on path the FUSE
+ * way: size 0 asks for the length, otherwise the value in a size-byte buffer
+ * (ERANGE from the store when it does not fit). */
+static void cbfs_reply_xattr_call(fuse_req_t req, size_t size, const char *path,
+                                  const char *name)
+{
+    char *const buf = size ? malloc(size) : NULL;
+    if (size && !buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    const ssize_t n = name ? getxattr(path, name, buf, size) : listxattr(path, buf, size);
+    if (n == -1)
+        fuse_reply_err(req, errno);
+    else if (size == 0)
+        fuse_reply_xattr(req, (size_t)n);
+    else
+        fuse_reply_buf(req, buf, (size_t)n);
+    free(buf);
+}
+
 /* Symlinks cannot be reached race-free through an O_PATH fd (the /proc path
  * would follow them), so they show no attributes and take none. */
 void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -76,25 +97,7 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
         return;
     }
     cbfs_procfd(path, inode->fd);
-    if (size == 0) {
-        const ssize_t n = getxattr(path, name, NULL, 0);
-        if (n == -1)
-            fuse_reply_err(req, errno);
-        else
-            fuse_reply_xattr(req, (size_t)n);
-        return;
-    }
-    char *const buf = malloc(size);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    const ssize_t n = getxattr(path, name, buf, size);
-    if (n == -1)
-        fuse_reply_err(req, errno);
-    else
-        fuse_reply_buf(req, buf, (size_t)n);
-    free(buf);
+    cbfs_reply_xattr_call(req, size, path, name);
 }
 
 void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -111,25 +114,7 @@ void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
         return;
     }
     cbfs_procfd(path, inode->fd);
-    if (size == 0) {
-        const ssize_t n = listxattr(path, NULL, 0);
-        if (n == -1)
-            fuse_reply_err(req, errno);
-        else
-            fuse_reply_xattr(req, (size_t)n);
-        return;
-    }
-    char *const buf = malloc(size);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    const ssize_t n = listxattr(path, buf, size);
-    if (n == -1)
-        fuse_reply_err(req, errno);
-    else
-        fuse_reply_buf(req, buf, (size_t)n);
-    free(buf);
+    cbfs_reply_xattr_call(req, size, path, NULL);
 }
 
 void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
