@@ -224,17 +224,23 @@ static void cbfs_wjob_free(struct cbfs_wjob *j)
 
 /* Stores a batch of encoded frames and their records. Committer role, no lock. */
 static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch, size_t n,
-                                  struct cbfs_index_rec *recs, size_t *nrecs)
+                                  cbfs_err poison, struct cbfs_index_rec *recs, size_t *nrecs)
 {
     struct cbfs_engine *eng = f->eng;
     *nrecs = 0;
     uint64_t t0 = cbfs_now_ns();
     for (size_t i = 0; i < n; i++) {
         struct cbfs_wjob *j = batch[i];
-        if (j->err) continue;
+        /* After the first failure nothing more is stored until the error has
+         * been reported: a later, smaller frame that still fits would leave a
+         * gap (zeros) in the file where the failed block was. */
+        if (j->err || (j->err = poison)) {
+            poison = j->err;
+            continue;
+        }
         cbfs_err e = cbfs_pwrite_full(f->data_fd, j->frame, j->frame_len, f->append_off);
         if (e) {
-            j->err = e;
+            j->err = poison = e;
             continue; /* append_off unchanged: the next frame overwrites the torn one */
         }
         cbfs_index_rec_from_frame(&j->hdr, f->append_off, &recs[(*nrecs)++]);
@@ -267,8 +273,9 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
         size_t n = 0, nrecs;
         for (struct cbfs_wjob *j = f->pend_head; j && j->done && n < CBFS_COMMIT_BATCH; j = j->next)
             batch[n++] = j;
+        const cbfs_err poison = f->err;
         pthread_mutex_unlock(&f->lock);
-        cbfs_file_store_batch(f, batch, n, recs, &nrecs);
+        cbfs_file_store_batch(f, batch, n, poison, recs, &nrecs);
         pthread_mutex_lock(&f->lock);
         size_t r = 0;
         for (size_t i = 0; i < n; i++) {
@@ -547,8 +554,15 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f)
     pthread_mutex_lock(&f->lock);
     cbfs_err err = cbfs_file_seal_all(f, true);
     cbfs_file_drain(f);
-    if (!err) err = f->err;
-    f->err = CBFS_OK;
+    if (f->err) {
+        /* Reported now, once. What was not stored is gone: the file is what
+         * the store holds (a correct prefix, see cbfs_file_store_batch). */
+        if (!err) err = f->err;
+        f->err = CBFS_OK;
+        for (unsigned i = 0; i < f->nopen; i++) free(f->open[i].data);
+        f->nopen = 0;
+        f->size = f->idx.size;
+    }
     bool dirty = f->dirty;
     f->dirty = false;
     pthread_mutex_unlock(&f->lock);
@@ -751,7 +765,12 @@ cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off
     cbfs_err err = CBFS_OK;
     size_t done = 0;
     pthread_mutex_lock(&f->lock);
-    if (off >= f->size) len = 0;
+    if (f->err) {
+        /* Blocks failed to store and the writer has not been told yet: the
+         * file's tail is uncertain until flush/fsync reports it. */
+        err = f->err;
+        len = 0;
+    } else if (off >= f->size) len = 0;
     else if (len > f->size - off) len = (size_t)(f->size - off);
     if (len) cbfs_file_readahead(f, off / f->bs, (off + len - 1) / f->bs);
     while (done < len) {

@@ -49,8 +49,14 @@ for f in a.csv b.bin c.rnd; do same_file "$T/$f" "$mnt/$f"; done
 # (3) a write that the daemon accepts into memory before the store is full: the error
 # must still reach the program, from a later write, fsync or close (never only release)
 rm "$mnt/backup2"
-avail=$(df -B1 --output=avail "$fs" | tail -n 1)
-fallocate -l $((avail - (4 << 20))) "$fs/filler" || fail "fallocate on the tmpfs failed"
+# release(2) reaches the daemon asynchronously after close: the unlinked file's space
+# comes back once the daemon has closed its store fds, so wait for it (up to 10 s)
+for _ in $(seq 100); do
+    avail=$(df -B1 --output=avail "$fs" | tail -n 1)
+    ((avail > (16 << 20))) && break
+    sleep 0.1
+done
+fallocate -l $((avail - (4 << 20))) "$fs/filler" 2>"$T/falloc.err" || fail "fallocate on the tmpfs failed (avail $avail: $(cat "$T/falloc.err"); $(df -B1 "$fs" | tail -n 1))"
 note "store filled up to 4 MiB free: $(df -B1 --output=avail "$fs" | tail -n 1) bytes available"
 for how in close fsync; do
     where=$(python3 - "$mnt/late.$how" "$how" <<'PY'

@@ -3,6 +3,8 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,4 +416,34 @@ Test(engine, huge_sparse_offset_is_efbig_not_oom)
     cr_assert_eq(cbfs_file_write(f, "x", 1, (1ull << 30)), CBFS_OK); /* 1 GiB: fine */
     cr_assert_eq(cbfs_file_size(f), (1ull << 30) + 1);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+}
+
+/* A store write fails (here: RLIMIT_FSIZE, as ENOSPC would) for a big block
+ * while the next, tiny hole frame would still fit. The file must end up a
+ * correct prefix — never a gap of zeros where the failed block was. */
+Test(engine, failed_store_leaves_a_prefix_not_a_gap)
+{
+    size_t bs = 64 << 10, size = 6 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_random(data, size, 5);      /* incompressible: ~64 KiB frames */
+    memset(data + 4 * bs, 0, 2 * bs);   /* blocks 4, 5: hole frames (64 bytes) */
+    struct cbfs_file *f = eng_open("full", true, "lz4");
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {.rlim_cur = 3 * bs + bs / 2, .rlim_max = RLIM_INFINITY};
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    cbfs_err we = CBFS_OK;
+    for (size_t off = 0; off < size && !we; off += bs) we = cbfs_file_write(f, data + off, bs, off);
+    cbfs_err fe = cbfs_file_flush(f);
+    cr_assert(we != CBFS_OK || fe != CBFS_OK, "the failure must be reported");
+    rl.rlim_cur = RLIM_INFINITY;
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    uint64_t kept = cbfs_file_size(f);
+    cr_assert_lt(kept, size);
+    eng_check(f, data, kept); /* what remains is exactly the written prefix */
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("full", false, "lz4");
+    cr_assert_eq(cbfs_file_size(f), kept);
+    eng_check(f, data, kept);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
 }
