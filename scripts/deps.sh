@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what cbfs needs on Debian/Ubuntu: `scripts/deps.sh` for building and the
-# demo, `scripts/deps.sh --test` adds what the test suite uses (real PostgreSQL and
-# MariaDB for the end-to-end tests, clang for the fuzzers).
+# demo; `--test` adds what the test suite uses (real PostgreSQL and MariaDB for the
+# end-to-end tests, clang for the fuzzers); `--perf` what perf/run uses (gnuplot, btrfs
+# tools for the btrfs baseline); `--corpus` the PostgreSQL server perf/corpus loads.
 # Idempotent: asks dpkg which packages are missing and only then runs apt-get (one
 # update, one install); also loads the fuse module if /dev/fuse is absent. Starts no
 # service: the tests run their own throwaway servers.
@@ -10,10 +11,15 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config libfuse3-dev fuse3 libzstd-dev liblz4-dev liblzma-dev
       libbz2-dev libxxhash-dev libcriterion-dev zstd lz4 xz-utils bzip2 attr fio python3
       util-linux procps psmisc coreutils tar)
-if [[ ${1:-} == --test ]]; then
-    PKGS+=(postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
-           mariadb-backup sqlite3 rsync acl clang man-db)
-fi
+for arg in "$@"; do
+    case $arg in
+    --test) PKGS+=(postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
+                   mariadb-backup sqlite3 rsync acl clang man-db) ;;
+    --perf) PKGS+=(gnuplot-nox btrfs-progs btrfs-compsize) ;;
+    --corpus) PKGS+=(postgresql-15 postgresql-client-15 python3-pip) ;;
+    *) echo "deps: unknown option $arg (use --test, --perf, --corpus)" >&2; exit 2 ;;
+    esac
+done
 
 missing=()
 for p in "${PKGS[@]}"; do

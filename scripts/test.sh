@@ -24,7 +24,7 @@ section() { echo; echo "=== $* ($(($(date +%s) - t0)) s)"; }
 
 # ---- dependencies and builds
 section deps
-if ./scripts/deps.sh --test; then record setup 1 0; else record setup 0 1; fi
+if ./scripts/deps.sh --test --perf; then record setup 1 0; else record setup 0 1; fi
 
 section "build (RelWithDebInfo) -> build/"
 if ./scripts/build.sh build >"$LOGS/build.log" 2>&1; then
@@ -133,6 +133,15 @@ for t in tests/mount/t_*.sh; do
     fi
 done
 echo "mount suite: $(($(date +%s) - tm0)) s"
+
+# ---- the perf suite's smoke run (a benchmark, not a test: this only proves it still
+# works; perf/run without --smoke prints the figures, docs/PERF.md)
+section "perf smoke: perf/run --smoke"
+rc=0
+timeout 600 python3 perf/run --smoke --no-deps --build "$REPO/build" --no-build </dev/null \
+    >"$LOGS/perf-smoke.log" 2>&1 || rc=$?
+if ((rc == 0)); then record perf 1 0; echo "PASS perf smoke"; else
+    record perf 0 1; echo "FAIL perf smoke (exit $rc)"; tail -n 20 "$LOGS/perf-smoke.log"; fi
 
 # nothing of ours may stay mounted
 leaked=$(awk '$2 ~ "^/tmp/cbfs-t_" {print $2}' /proc/mounts)
