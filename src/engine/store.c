@@ -240,7 +240,7 @@ static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char 
     snprintf(conf->uuid, sizeof conf->uuid, "%s", raw.uuid);
     snprintf(conf->created, sizeof conf->created, "%s", raw.created);
 
-    /* Missing defaults fall back to the built-in ones (lz4, its default level, 1 MiB). */
+    /* Missing defaults fall back to the built-in ones (lz4, its default level, 256 KiB). */
     const char *codec_name = raw.codec_line ? raw.codec : "lz4";
     e = cbfs_codec_by_name(codec_name, &conf->codec);
     if (e) {

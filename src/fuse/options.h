@@ -65,7 +65,7 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
                             size_t msg_cap);
 
 /* Fills in what the command line did not give from the store's defaults (conf
- * may be NULL: built-in defaults lz4/level 1/1 MiB) and checks what depends
+ * may be NULL: built-in defaults lz4/level 1/256 KiB) and checks what depends
  * on both: level= against the effective codec, inflight >= one block.
  * @return CBFS_OK or CBFS_E_CODEC_LEVEL / CBFS_E_INVAL with msg. */
 cbfs_err cbfs_options_resolve(struct cbfs_options *o, const struct cbfs_store_conf *conf,

@@ -17,7 +17,7 @@ static const char tool_mkfs_help[] =
     "usage: cbfs mkfs [-o codec=C[:L],level=L,block_size=SIZE] STORE\n"
     "Initialises STORE (created if missing): STORE/.cbfs/store.conf records the\n"
     "default codec, level and block size of mounts that do not give them.\n"
-    "Defaults: codec=lz4, the codec's default level, block_size=1M.\n"
+    "Defaults: codec=lz4, the codec's default level, block_size=256K.\n"
     "exit status: 0 ok, 1 already initialised or mounted, 2 usage or I/O error\n";
 
 struct tool_mkfs_opts {

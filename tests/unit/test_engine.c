@@ -410,9 +410,9 @@ Test(engine, fsync_heavy_writer_reads_back)
 Test(engine, huge_sparse_offset_is_efbig_not_oom)
 {
     struct cbfs_file *f = eng_open("big", true, "lz4");
-    /* 64 KiB blocks: the table caps at 2^24 blocks = 1 TiB. */
-    cr_assert_eq(cbfs_file_write(f, "x", 1, (1ull << 40) + 5), CBFS_E_FBIG);
-    cr_assert_eq(cbfs_file_truncate(f, 1ull << 41), CBFS_E_FBIG);
+    /* 64 KiB blocks: the table caps at 2^26 blocks = 4 TiB. */
+    cr_assert_eq(cbfs_file_write(f, "x", 1, (1ull << 42) + 5), CBFS_E_FBIG);
+    cr_assert_eq(cbfs_file_truncate(f, 1ull << 43), CBFS_E_FBIG);
     cr_assert_eq(cbfs_file_write(f, "x", 1, (1ull << 30)), CBFS_OK); /* 1 GiB: fine */
     cr_assert_eq(cbfs_file_size(f), (1ull << 30) + 1);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
