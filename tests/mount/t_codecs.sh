@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Every codec round-trips multi-block files written the ways backup tools write:
 # dd bs=1M, dd bs=8K, cp, tar -x of a tree, and 1-byte writes; compared after a remount.
-# Block size 64K (many blocks from little data), then the default 1M.
+# Block size 64K (many blocks from little data), then the default (256K).
 . "$(dirname "$0")/lib.sh"
 
 src=$T/src
 mkdir -p "$src"
 python3 "$CBFS_TOOLS/gendata.py" mixed $((3 * 1024 * 1024 + 12345)) "$src/mixed.bin" 11
-# for block_size=1M: its zero run (30%) holds at least one whole all-zero block
+# for the default block size: its zero run (30%) holds whole all-zero blocks
 python3 "$CBFS_TOOLS/gendata.py" mixed $((7 * 1024 * 1024 + 777)) "$src/big.bin" 13
 python3 "$CBFS_TOOLS/gendata.py" csv 100K "$src/small.csv" 12
 # a small real tree: some package docs (text, gz, symlinks), ~3 MB

@@ -14,7 +14,7 @@ check_sizes() { # WHEN
     check_eq 67108864 "$sz" "$1: stat -c %s"
     check_eq 65536 "$app" "$1: du --apparent-size -k"
     ((phys > 0)) || fail "$1: du -k is 0 (st_blocks not reported)"
-    ((phys * 4 < app)) || fail "$1: du -k $phys is not much smaller than the apparent $app KiB"
+    ((phys * 3 < app)) || fail "$1: du -k $phys is not much smaller than the apparent $app KiB"
     note "$1: du -k $phys KiB, apparent $app KiB"
 }
 cbfs_mount "$store" "$mnt" codec=zstd
@@ -25,6 +25,6 @@ cbfs_mount "$store" "$mnt" codec=zstd
 check_sizes "after remount"
 # the store really is smaller
 storek=$(du -kc "$store/big.csv" "$store/big.csv.cbfsidx" | tail -n1 | cut -f1)
-((storek * 4 < 65536)) || fail "store uses $storek KiB for 64 MiB of CSV"
+((storek * 3 < 65536)) || fail "store uses $storek KiB for 64 MiB of CSV"
 cbfs_umount "$mnt"
 pass

@@ -29,7 +29,7 @@ assert all(r["ratio"] > 1.5 and r["compress_mbps"] > 0 and r["decompress_mbps"] 
 assert any(r["pareto"] for r in rows)
 assert d["keeps_up"].startswith("-o codec=zstd,level="), d   # 1 MB/s: everything keeps up
 best = max(rows, key=lambda r: (r["ratio"], r["compress_mbps"]))
-assert d["smallest"] == "-o codec=zstd,level=%d,block_size=1M" % best["level"], d
+assert d["smallest"] == "-o codec=zstd,level=%d,block_size=256K" % best["level"], d   # default block size
 PY
 # pinned level
 check "$CBFS" bench --codecs zstd:7,lz4 --levels 1 --sample 256K "$T/sample.csv"
