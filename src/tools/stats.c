@@ -279,6 +279,19 @@ int tool_stats_main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     bool have_prev = false;
+    if (!watch && !input) {
+        /* One shot on a live mount: judge the last second, not the average since
+         * mount — the question is which stage is the bottleneck *now*. */
+        prev = cur;
+        const struct timespec one = {.tv_sec = 1};
+        nanosleep(&one, NULL);
+        e = tool_stats_read(mnt, input, &cur);
+        if (e) {
+            tool_err("stats", "%s: %s (daemon gone?)", mnt, cbfs_err_str(e));
+            return TOOL_EXIT_USAGE;
+        }
+        have_prev = cur.uptime_ns > prev.uptime_ns;
+    }
     for (;;) {
         struct tool_view v;
         tool_stats_view(&cur, have_prev ? &prev : NULL, &v);
