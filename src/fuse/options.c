@@ -305,9 +305,12 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
         case 's': /* mount(8): sloppy, no mtab, verbose: accepted and ignored */
         case 'n':
         case 'v': break;
-        case 't': /* mount(8) passes -t type.subtype only for such types */
-            if (strcmp(optarg, "cbfs") != 0 && strncmp(optarg, "cbfs.", 5) != 0) {
-                snprintf(msg, msg_cap, "-t %s: this helper mounts only type cbfs", optarg);
+        case 't': /* mount(8) passes -t type.subtype only for such types, e.g. as
+                   * /sbin/mount.fuse.cbfs for fstab type fuse.cbfs */
+            if (strcmp(optarg, "cbfs") != 0 && strncmp(optarg, "cbfs.", 5) != 0 &&
+                strcmp(optarg, "fuse.cbfs") != 0) {
+                snprintf(msg, msg_cap, "-t %s: this helper mounts only types cbfs and fuse.cbfs",
+                         optarg);
                 e = CBFS_E_INVAL;
                 goto out;
             }
