@@ -8,19 +8,6 @@
 
 #include "fuzz_common.h"
 
-/* HOLE frames decode to zeros without a hash check. CBFS_FUZZ_STRICT_HOLE=1
- * in the environment also demands XXH3(zeros) == hash for them (see README:
- * a known, minor finding). */
-static int cbfs_fuzz_strict_hole(void)
-{
-    static int v = -1;
-    if (v < 0) {
-        const char *const s = getenv("CBFS_FUZZ_STRICT_HOLE");
-        v = s && *s == '1';
-    }
-    return v;
-}
-
 static void cbfs_fuzz_decode_frame(const uint8_t *frame, size_t size)
 {
     struct cbfs_frame_hdr h;
@@ -42,9 +29,8 @@ static void cbfs_fuzz_decode_frame(const uint8_t *frame, size_t size)
     } else if (e == CBFS_OK) {
         if (h.flags & CBFS_FRAME_HOLE) {
             CBFS_FUZZ_CHECK(cbfs_is_zero(out, h.ulen), "HOLE block is not zeros");
-            if (cbfs_fuzz_strict_hole())
-                CBFS_FUZZ_CHECK(XXH3_64bits(out, h.ulen) == h.hash,
-                                "HOLE frame decoded although its hash is not XXH3(zeros)");
+            CBFS_FUZZ_CHECK(XXH3_64bits(out, h.ulen) == h.hash,
+                            "HOLE frame decoded although its hash is not XXH3(zeros)");
         } else {
             CBFS_FUZZ_CHECK(XXH3_64bits(out, h.ulen) == h.hash,
                             "CBFS_OK with wrong bytes (codec %u flags %#x ulen %u plen %u)",
