@@ -1,6 +1,7 @@
 /* Engine lifetime, the in-flight byte budget that gives writers backpressure,
  * and the statistics snapshot. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cbfs/format.h"
@@ -47,11 +48,60 @@ fail:
     return e;
 }
 
+void *cbfs_engine_buf_get(struct cbfs_engine *eng, size_t size)
+{
+    void *buf = NULL;
+    pthread_mutex_lock(&eng->lock);
+    for (int i = 0; i < CBFS_BUF_CLASSES; i++) {
+        struct cbfs_bufclass *c = &eng->bufs[i];
+        if (c->size == size && c->head) {
+            buf = c->head;
+            memcpy(&c->head, buf, sizeof c->head);
+            c->count--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&eng->lock);
+    return buf ? buf : malloc(size < sizeof(void *) ? sizeof(void *) : size);
+}
+
+void cbfs_engine_buf_put(struct cbfs_engine *eng, void *buf, size_t size)
+{
+    if (!buf) return;
+    const uint64_t max = eng->cfg.inflight_bytes / (size ? size : 1) + 8;
+    pthread_mutex_lock(&eng->lock);
+    struct cbfs_bufclass *c = NULL;
+    for (int i = 0; i < CBFS_BUF_CLASSES && !c; i++)
+        if (eng->bufs[i].size == size) c = &eng->bufs[i];
+    for (int i = 0; i < CBFS_BUF_CLASSES && !c; i++)
+        if (eng->bufs[i].size == 0 || eng->bufs[i].count == 0) {
+            c = &eng->bufs[i]; /* a free or drained class takes the new size */
+            c->size = size;
+        }
+    if (c && size >= sizeof(void *) && c->count < max) {
+        memcpy(buf, &c->head, sizeof c->head);
+        c->head = buf;
+        c->count++;
+        buf = NULL;
+    }
+    pthread_mutex_unlock(&eng->lock);
+    free(buf);
+}
+
 void cbfs_engine_destroy(struct cbfs_engine *eng)
 {
     if (!eng) return;
     cbfs_pool_destroy(eng->pool);
     cbfs_cache_destroy(eng->cache);
+    for (int i = 0; i < CBFS_BUF_CLASSES; i++) {
+        void *b = eng->bufs[i].head;
+        while (b) {
+            void *next;
+            memcpy(&next, b, sizeof next);
+            free(b);
+            b = next;
+        }
+    }
     pthread_cond_destroy(&eng->budget);
     pthread_mutex_destroy(&eng->lock);
     free(eng);

@@ -12,6 +12,14 @@
 #include "cbfs/pool.h"
 #include "engine/cache.h"
 
+/* Recycled block and frame buffers of one size (see cbfs_engine_buf_get). */
+struct cbfs_bufclass {
+    size_t size;    /* eng->lock; 0 = unused class */
+    void *head;     /* eng->lock: free buffers, linked through their first bytes */
+    unsigned count; /* eng->lock */
+};
+#define CBFS_BUF_CLASSES 4
+
 struct cbfs_engine {
     struct cbfs_engine_config cfg; /* immutable after create (defaults filled in) */
     struct cbfs_pool *pool;        /* immutable */
@@ -21,6 +29,7 @@ struct cbfs_engine {
     pthread_cond_t budget;  /* signalled when inflight drops */
     uint64_t inflight;      /* lock: uncompressed bytes sealed but not yet committed */
     uint64_t next_serial;   /* lock: file serials for cache keys */
+    struct cbfs_bufclass bufs[CBFS_BUF_CLASSES]; /* lock */
 
     /* Statistics: relaxed atomics, written from any thread. */
     _Atomic uint64_t st_logical_written, st_physical_written;
@@ -40,5 +49,14 @@ void cbfs_engine_budget_take(struct cbfs_engine *eng, uint64_t bytes);
 void cbfs_engine_budget_wait(struct cbfs_engine *eng);
 void cbfs_engine_budget_drop(struct cbfs_engine *eng, uint64_t bytes);
 uint64_t cbfs_engine_new_serial(struct cbfs_engine *eng);
+
+/* Block-sized and frame-sized buffers are taken and given back at disk speed
+ * on every thread; recycling them (a bounded free list per size, at most the
+ * in-flight budget's worth plus 8) avoids malloc churn, the page faults of
+ * fresh mmap'd memory, and per-thread arenas that keep growing over a long
+ * backup. get: NULL on allocation failure. put: buf from get with the same
+ * size, or NULL. Both take eng->lock (a leaf: callable under file->lock). */
+void *cbfs_engine_buf_get(struct cbfs_engine *eng, size_t size);
+void cbfs_engine_buf_put(struct cbfs_engine *eng, void *buf, size_t size);
 
 #endif

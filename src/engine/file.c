@@ -41,7 +41,7 @@ struct cbfs_wjob {
     uint32_t len;          /* immutable */
     unsigned char *data;   /* uncompressed content, owned; readable under f->lock until freed */
     unsigned char *frame;  /* encoded frame; written by the worker before done */
-    size_t frame_len;
+    size_t frame_len, frame_cap;
     struct cbfs_frame_hdr hdr;
     cbfs_err err;          /* set by worker before done; by the committer after */
     bool done;             /* lock */
@@ -215,10 +215,12 @@ static bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned 
 
 /* ---- write path: sealing, compressing, committing ---- */
 
-static void cbfs_wjob_free(struct cbfs_wjob *j)
+/* Data buffers are always f->bs bytes and frame buffers frame_cap bytes, so
+ * both go back to the engine's recycling lists. */
+static void cbfs_wjob_free(struct cbfs_file *f, struct cbfs_wjob *j)
 {
-    free(j->data);
-    free(j->frame);
+    cbfs_engine_buf_put(f->eng, j->data, f->bs);
+    cbfs_engine_buf_put(f->eng, j->frame, j->frame_cap);
     free(j);
 }
 
@@ -292,7 +294,7 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
             f->pend_head = j->next;
             if (!f->pend_head) f->pend_tail = NULL;
             cbfs_engine_budget_drop(eng, j->len);
-            cbfs_wjob_free(j);
+            cbfs_wjob_free(f, j);
         }
         pthread_cond_broadcast(&f->cond);
     }
@@ -305,9 +307,11 @@ static void cbfs_wjob_run(struct cbfs_pool_job *pj)
     struct cbfs_wjob *j = (struct cbfs_wjob *)pj;
     struct cbfs_file *f = j->f;
     struct cbfs_engine *eng = f->eng;
-    size_t cap = cbfs_frame_bound(f->codec, j->len);
+    /* Sized for a whole block, whatever j->len: one buffer size per file. */
+    size_t cap = cbfs_frame_bound(f->codec, f->bs);
     cbfs_err err = CBFS_E_NOMEM;
-    j->frame = malloc(cap);
+    j->frame = cbfs_engine_buf_get(eng, cap);
+    j->frame_cap = cap;
     if (j->frame) {
         uint64_t t0 = cbfs_now_ns();
         err = cbfs_frame_encode(f->codec, f->level, f->file_id, j->block, j->gen, j->data,
@@ -336,7 +340,7 @@ static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i, bool keep)
     struct cbfs_oblock *ob = &f->open[i];
     if (!ob->dirty) {
         if (!keep) {
-            free(ob->data);
+            cbfs_engine_buf_put(f->eng, ob->data, f->bs);
             f->open[i] = f->open[--f->nopen];
         }
         return CBFS_OK;
@@ -344,7 +348,7 @@ static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i, bool keep)
     struct cbfs_wjob *j = calloc(1, sizeof *j);
     if (!j) return CBFS_E_NOMEM;
     if (keep) {
-        j->data = malloc(ob->len ? ob->len : 1);
+        j->data = cbfs_engine_buf_get(f->eng, f->bs);
         if (!j->data) {
             free(j);
             return CBFS_E_NOMEM;
@@ -437,7 +441,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
         cbfs_err e = cbfs_file_seal(f, lru, false);
         if (e) return e;
     }
-    unsigned char *data = malloc(f->bs);
+    unsigned char *data = cbfs_engine_buf_get(f->eng, f->bs);
     if (!data) return CBFS_E_NOMEM;
     uint64_t start = b * f->bs;
     uint32_t exist = 0;
@@ -446,7 +450,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     if (exist) {
         cbfs_err e = cbfs_file_load_locked(f, b, data, exist);
         if (e) {
-            free(data);
+            cbfs_engine_buf_put(f->eng, data, f->bs);
             return e;
         }
     }
@@ -559,7 +563,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f)
          * the store holds (a correct prefix, see cbfs_file_store_batch). */
         if (!err) err = f->err;
         f->err = CBFS_OK;
-        for (unsigned i = 0; i < f->nopen; i++) free(f->open[i].data);
+        for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
         f->nopen = 0;
         f->size = f->idx.size;
     }
@@ -906,7 +910,8 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     if (f->writable) err = cbfs_file_flush(f);
     pthread_mutex_lock(&f->lock);
     while (f->ra_jobs) pthread_cond_wait(&f->cond, &f->lock);
-    for (unsigned i = 0; i < f->nopen; i++) free(f->open[i].data); /* clean after flush */
+    for (unsigned i = 0; i < f->nopen; i++) /* clean after flush */
+        cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
     pthread_mutex_unlock(&f->lock);
     close(f->data_fd);
     if (f->idx_fd >= 0) close(f->idx_fd);
