@@ -109,30 +109,42 @@ section "mount tests"
 export CBFS_MOUNT_BIN=${CBFS_MOUNT_BIN:-$REPO/build/mount.cbfs}
 echo "daemon: $CBFS_MOUNT_BIN"
 tm0=$(date +%s)
-for t in tests/mount/t_*.sh; do
-    name=$(basename "$t" .sh)
-    if [[ -n ${CBFS_TEST_FILTER:-} ]] && ! [[ $name =~ $CBFS_TEST_FILTER ]]; then continue; fi
+# run_mount_test GROUP NAME LOG: one tests/mount/NAME.sh with the current CBFS_MOUNT_BIN,
+# counted in GROUP; a test killed by the timeout cannot clean up: unmount what it left
+run_mount_test() {
+    local group=$1 name=$2 log=$3 s0 rc=0 line m
+    if [[ -n ${CBFS_TEST_FILTER:-} ]] && ! [[ $name =~ $CBFS_TEST_FILTER ]]; then return; fi
     s0=$(date +%s)
-    rc=0
-    timeout -k 10 600 bash "$t" </dev/null >"$LOGS/$name.log" 2>&1 || rc=$?
-    line=$(grep -E '^(PASS|FAIL) ' "$LOGS/$name.log" | tail -n 1)
-    # a test killed by the timeout cannot clean up: unmount what it left, count it
+    timeout -k 10 600 bash "tests/mount/$name.sh" </dev/null >"$log" 2>&1 || rc=$?
+    line=$(grep -E '^(PASS|FAIL) ' "$log" | tail -n 1)
     for m in $(awk -v p="/tmp/cbfs-$name." 'index($2, p) == 1 {print $2}' /proc/mounts); do
         fusermount3 -uz "$m" 2>/dev/null || umount -l "$m"
         ((rc != 0)) || rc=1
         line="FAIL $name: left $m mounted"
     done
     if ((rc == 0)) && [[ $line == PASS* ]]; then
-        record mount 1 0
+        record "$group" 1 0
         printf '%-60s %4ss\n' "$line" $(($(date +%s) - s0))
     else
-        record mount 0 1
+        record "$group" 0 1
         ((rc == 124)) && line="FAIL $name: timed out"
         printf '%-60s %4ss\n' "${line:-FAIL $name: exit status $rc, no result line}" $(($(date +%s) - s0))
-        grep -vE '^(PASS|FAIL) ' "$LOGS/$name.log" | tail -n 25 | sed 's/^/    /'
+        grep -vE '^(PASS|FAIL) ' "$log" | tail -n 25 | sed 's/^/    /'
     fi
+}
+for t in tests/mount/t_*.sh; do
+    name=$(basename "$t" .sh)
+    run_mount_test mount "$name" "$LOGS/$name.log"
 done
 echo "mount suite: $(($(date +%s) - tm0)) s"
+
+# ---- the robustness cases again, against the ASan+UBSan daemon: corruption, crashes,
+# ENOSPC, random writes and open flags exercise the error paths where memory bugs hide;
+# any sanitizer report in the daemon's log fails the test (tests/mount/lib.sh)
+section "mount tests against build-asan/mount.cbfs"
+for name in t_bad_store t_corrupt t_posix_random t_posix_open t_enospc t_umount_busy t_crash t_tool_fsck; do
+    CBFS_MOUNT_BIN=$REPO/build-asan/mount.cbfs run_mount_test "mount (asan)" "$name" "$LOGS/asan-$name.log"
+done
 
 # ---- the perf suite's smoke run (a benchmark, not a test: this only proves it still
 # works; perf/run without --smoke prints the figures, docs/PERF.md)
