@@ -91,7 +91,7 @@ umount_demo
 
 physical=$(du -B1 -c "$STORE/sample.tar" "$STORE/sample.tar.cbfsidx" | tail -n 1 | cut -f1)
 echo
-echo "== results (codec=lz4, block 1 MiB, $(nproc) CPUs)"
+echo "== results (codec=lz4, default block size 256 KiB, $(nproc) CPUs)"
 printf '  logical size        %12d bytes (%d MiB)\n' "$logical" $((logical / 1048576))
 printf '  physical size       %12d bytes (%d MiB, data file + index)\n' "$physical" $((physical / 1048576))
 awk -v l="$logical" -v p="$physical" 'BEGIN { printf "  ratio               %12.2f : 1\n", l / p }'
