@@ -33,7 +33,6 @@ struct cbfs_engine_config {
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out);
 /* Stops the pool. Every file must already be closed. NULL is a no-op. */
 void cbfs_engine_destroy(struct cbfs_engine *eng);
-uint32_t cbfs_engine_block_size(const struct cbfs_engine *eng);
 /* The configuration in force, defaults filled in (workers, cache, budget). */
 void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_config *cfg);
 

@@ -8,11 +8,6 @@
 #include "cbfs/util.h"
 #include "engine/engine_impl.h"
 
-uint32_t cbfs_engine_block_size(const struct cbfs_engine *eng)
-{
-    return eng->cfg.block_size;
-}
-
 void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_config *cfg)
 {
     *cfg = eng->cfg;
