@@ -963,3 +963,32 @@ Test(format, fast_open_equals_full_load)
     cbfs_index_free(&full);
     fs_destroy(&fs);
 }
+
+/* The fast open's fallback: the last record passes every cheap check (good
+ * checksum, frame inside the file) but names another frame — the sidecar ran
+ * ahead of the data. Only the full check finds it; the fast open must fall
+ * back to it and build the same table, not index the wrong frame. */
+Test(format, fast_open_falls_back_when_last_record_mismatches)
+{
+    struct fileset fs;
+    fs_create(&fs, 0x5151);
+    uint64_t ilen;
+    uint8_t *orig = slurp(fs.ifd, &ilen);
+    const uint64_t last = ilen - 64, prev = ilen - 128;
+    uint8_t rec[64];
+    memcpy(rec, orig + last, 64);
+    memcpy(rec + 16, orig + prev + 16, 8); /* offset of the previous record's frame */
+    reseal(rec);
+    cr_assert_eq(cbfs_pwrite_full(fs.ifd, rec, 64, last), CBFS_OK);
+    struct cbfs_index full, fast;
+    struct cbfs_index_report frep, rep;
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, &full, &frep), CBFS_OK);
+    cr_assert_eq(frep.records_replayed, fs.nrec - 1);
+    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, &fast, &rep), CBFS_OK);
+    assert_same_table(&fast, &full);
+    cr_assert_eq(rep.records_replayed, frep.records_replayed);
+    cbfs_index_free(&fast);
+    cbfs_index_free(&full);
+    free(orig);
+    fs_destroy(&fs);
+}
