@@ -20,6 +20,9 @@
     X(NOENT, ENOENT, "no such file or directory")                                       \
     X(EXIST, EEXIST, "file exists")                                                     \
     X(BADF, EBADF, "bad file descriptor")                                               \
+    X(MFILE, EMFILE, "the cbfs daemon has too many open files (raise its LimitNOFILE)")  \
+    X(NFILE, ENFILE, "too many open files in the system")                               \
+    X(STALE, ESTALE, "the object is gone from the store")                               \
     X(BUSY, EBUSY, "store is busy (another cbfs daemon holds its lock)")                \
     X(NOTSUP, EOPNOTSUPP, "operation not supported")                                    \
     X(NXIO, ENXIO, "no data at or after this offset")                                   \

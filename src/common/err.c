@@ -39,6 +39,9 @@ cbfs_err cbfs_err_from_errno(int eno)
     case ENOENT: return CBFS_E_NOENT;
     case EEXIST: return CBFS_E_EXIST;
     case EBADF: return CBFS_E_BADF;
+    case EMFILE: return CBFS_E_MFILE;
+    case ENFILE: return CBFS_E_NFILE;
+    case ESTALE: return CBFS_E_STALE;
     case EBUSY:
     case EWOULDBLOCK: return CBFS_E_BUSY;
     case EOPNOTSUPP: return CBFS_E_NOTSUP;

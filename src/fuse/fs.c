@@ -149,7 +149,7 @@ void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *ino
     if (fuse_reply_entry(req, &e) != 0) cbfs_inode_unref(fs, inode, 1);
 }
 
-int cbfs_own_new(fuse_req_t req, const struct cbfs_inode *dir, int fd, mode_t mode)
+int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode)
 {
     struct stat st, dst;
     char path[CBFS_PROCFD_MAX];
@@ -160,7 +160,8 @@ int cbfs_own_new(fuse_req_t req, const struct cbfs_inode *dir, int fd, mode_t mo
     const struct fuse_ctx *const ctx = fuse_req_ctx(req);
     uid_t uid = ctx->uid;
     gid_t gid = ctx->gid;
-    if (fstat(dir->fd, &dst) == 0 && (dst.st_mode & S_ISGID)) gid = (gid_t)-1;
+    if (fstat(dirfd, &dst) == -1) return errno;
+    if (dst.st_mode & S_ISGID) gid = (gid_t)-1;
     if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) return errno;
     if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) return errno;
     if (S_ISLNK(st.st_mode)) return 0;

@@ -106,30 +106,37 @@ static void cbfs_itable_remove(struct cbfs_fs *fs, struct cbfs_inode *inode)
 
 /* Frees an inode that is in no table. Engine state is closed by then (handles
  * hold refs); if not, close it here rather than leak it. */
-static void cbfs_inode_destroy(struct cbfs_inode *inode)
+static void cbfs_inode_destroy(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     if (inode->file) {
         cbfs_log_err("internal: inode %llu freed with open engine state",
                      (unsigned long long)inode->ino);
         (void)cbfs_file_close(inode->file);
     }
-    if (inode->idx_fd >= 0) close(inode->idx_fd);
-    if (inode->fd >= 0) close(inode->fd);
+    if (inode->has_idx) cbfs_storeobj_release(&fs->fdc, &inode->idx);
+    cbfs_storeobj_release(&fs->fdc, &inode->obj);
     free(inode->name);
     pthread_mutex_destroy(&inode->lock);
     free(inode);
 }
 
-static struct cbfs_inode *cbfs_inode_alloc(int fd, const struct stat *st)
+/* A new inode for the O_PATH fd (owned from here, also on failure) of the
+ * object st describes; pinned_for_life for the root. NULL if out of memory. */
+static struct cbfs_inode *cbfs_inode_alloc(struct cbfs_fs *fs, int fd, const struct stat *st,
+                                           bool pinned_for_life)
 {
     struct cbfs_inode *inode = calloc(1, sizeof *inode);
-    if (!inode) return NULL;
-    if (pthread_mutex_init(&inode->lock, NULL) != 0) {
+    if (!inode || pthread_mutex_init(&inode->lock, NULL) != 0) {
+        free(inode);
+        close(fd);
+        return NULL;
+    }
+    inode->idx.fd = -1;
+    if (cbfs_storeobj_init(&fs->fdc, &inode->obj, fd, pinned_for_life) != 0) {
+        pthread_mutex_destroy(&inode->lock);
         free(inode);
         return NULL;
     }
-    inode->fd = fd;
-    inode->idx_fd = -1;
     inode->dev = st->st_dev;
     inode->ino = st->st_ino;
     inode->type = st->st_mode & S_IFMT;
@@ -148,7 +155,7 @@ static void cbfs_inode_unref_locked(struct cbfs_fs *fs, struct cbfs_inode *inode
         struct cbfs_inode *const parent = inode->parent;
         cbfs_itable_remove(fs, inode);
         inode->parent = NULL;
-        cbfs_inode_destroy(inode);
+        cbfs_inode_destroy(fs, inode);
         inode = parent;
         n = 1;
     }
@@ -157,17 +164,20 @@ static void cbfs_inode_unref_locked(struct cbfs_fs *fs, struct cbfs_inode *inode
 int cbfs_itable_init(struct cbfs_fs *fs)
 {
     struct stat st;
-    fs->nbuckets = 1024;
-    fs->buckets = calloc(fs->nbuckets, sizeof *fs->buckets);
-    if (!fs->buckets) return ENOMEM;
     if (fstat(fs->opt.store_fd, &st) == -1) return errno;
     const int fd = fcntl(fs->opt.store_fd, F_DUPFD_CLOEXEC, 3);
     if (fd == -1) return errno;
-    fs->root = cbfs_inode_alloc(fd, &st);
-    if (!fs->root) {
+    fs->nbuckets = 1024;
+    fs->buckets = calloc(fs->nbuckets, sizeof *fs->buckets);
+    int err = fs->buckets ? cbfs_fdcache_init(&fs->fdc, fd, cbfs_fdcache_default_cap()) : ENOMEM;
+    if (err) {
+        free(fs->buckets);
+        fs->buckets = NULL;
         close(fd);
-        return ENOMEM;
+        return err;
     }
+    fs->root = cbfs_inode_alloc(fs, fd, &st, true);
+    if (!fs->root) return ENOMEM;
     cbfs_itable_insert(fs, fs->root);
     return 0;
 }
@@ -180,10 +190,11 @@ void cbfs_itable_free(struct cbfs_fs *fs)
         while (p) {
             struct cbfs_inode *const next = p->hnext;
             /* parents are freed by this same walk, not through refs */
-            cbfs_inode_destroy(p);
+            cbfs_inode_destroy(fs, p);
             p = next;
         }
     }
+    cbfs_fdcache_destroy(&fs->fdc);
     free(fs->buckets);
     fs->buckets = NULL;
     fs->root = NULL;
@@ -193,6 +204,23 @@ struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino)
 {
     if (ino == FUSE_ROOT_ID) return fs->root;
     return (struct cbfs_inode *)(uintptr_t)ino;
+}
+
+int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
+{
+    return cbfs_storeobj_pin(&fs->fdc, &inode->obj, fd);
+}
+
+void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    cbfs_storeobj_unpin(&fs->fdc, &inode->obj);
+}
+
+int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode)
+{
+    int fd = openat(dirfd, name, flags, mode);
+    if (fd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) fd = openat(dirfd, name, flags, mode);
+    return fd;
 }
 
 void cbfs_inode_ref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n)
@@ -272,80 +300,123 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
 
 /* Decides PLAIN or COMPRESSED for a regular file named name in dirfd (fd: its
  * O_PATH fd). Compressed: a sidecar exists next to it (its O_PATH fd goes to
- * *idx_fd), or the data starts with the frame envelope (sidecar lost: the
- * engine rebuilds it at first open). Unreadable files count as PLAIN. */
-static enum cbfs_kind cbfs_inode_detect(int dirfd, const char *name, int fd, int *idx_fd)
+ * *idx_fd, else -1), or the data starts with the frame envelope (sidecar
+ * lost: the engine rebuilds it at first open). Any failure to find out is an
+ * error, never a guess: a compressed file taken for a plain one would show
+ * raw frames, and a write into it would overwrite them. @return 0 or errno. */
+static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
+                             enum cbfs_kind *kind, int *idx_fd)
 {
     char sc[NAME_MAX + 1], path[CBFS_PROCFD_MAX];
     struct stat st;
     uint8_t head[12];
+    int err;
 
+    *kind = CBFS_KIND_PLAIN;
     *idx_fd = -1;
+    /* a name too long for a sidecar cannot have one */
     if (cbfs_sidecar_name(name, sc, sizeof sc) == 0) {
-        const int ifd = openat(dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        const int ifd = cbfs_fs_openat(fs, dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (ifd == -1 && errno != ENOENT) return errno;
         if (ifd >= 0) {
-            if (fstat(ifd, &st) == 0 && S_ISREG(st.st_mode)) {
-                *idx_fd = ifd;
-                return CBFS_KIND_COMPRESSED;
+            if (fstat(ifd, &st) == -1) {
+                err = errno;
+                close(ifd);
+                return err;
             }
-            close(ifd);
+            if (S_ISREG(st.st_mode)) {
+                *idx_fd = ifd;
+                *kind = CBFS_KIND_COMPRESSED;
+                return 0;
+            }
+            close(ifd); /* not a sidecar: a directory or the like of that name */
         }
     }
     cbfs_procfd(path, fd);
-    int rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
-    if (rfd == -1 && errno == EPERM) rfd = open(path, O_RDONLY | O_CLOEXEC);
-    if (rfd == -1) return CBFS_KIND_PLAIN;
+    int rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
+    if (rfd == -1 && errno == EPERM)
+        rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    if (rfd == -1) return errno;
     const ssize_t n = pread(rfd, head, sizeof head, 0);
+    err = errno;
     close(rfd);
+    if (n == -1) return err;
     if (n == (ssize_t)sizeof head && cbfs_get_le32(head) == CBFS_SKIPPABLE_MAGIC &&
         cbfs_get_le32(head + 4) == CBFS_FRAME_HDR_SIZE - 8 &&
         cbfs_get_le32(head + 8) == CBFS_FRAME_MAGIC)
-        return CBFS_KIND_COMPRESSED;
-    return CBFS_KIND_PLAIN;
+        *kind = CBFS_KIND_COMPRESSED;
+    return 0;
+}
+
+/* The inode of the object fd (an O_PATH fd just opened on name in dirfd;
+ * owned from here) with one more ref: the one in the table, or a new one
+ * inserted there. @return 0 or errno. */
+static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
+                             const struct stat *st, struct cbfs_inode **out)
+{
+    pthread_mutex_lock(&fs->lock);
+    struct cbfs_inode *inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
+    if (inode) inode->refs++;
+    pthread_mutex_unlock(&fs->lock);
+    if (inode) {
+        close(fd);
+        *out = inode;
+        return 0;
+    }
+
+    /* Build a new inode outside the lock (detection does I/O), then insert
+     * it unless a concurrent lookup of the same object won the race. */
+    enum cbfs_kind kind = CBFS_KIND_OTHER;
+    int idx_fd = -1, err;
+    if (S_ISREG(st->st_mode) && (err = cbfs_inode_detect(fs, dirfd, name, fd, &kind, &idx_fd))) {
+        close(fd);
+        return err;
+    }
+    struct cbfs_inode *const fresh = cbfs_inode_alloc(fs, fd, st, false);
+    if (!fresh) {
+        if (idx_fd >= 0) close(idx_fd);
+        return ENOMEM;
+    }
+    fresh->kind = kind;
+    if (idx_fd >= 0) {
+        err = cbfs_storeobj_init(&fs->fdc, &fresh->idx, idx_fd, false);
+        if (err) {
+            cbfs_inode_destroy(fs, fresh);
+            return err;
+        }
+        fresh->has_idx = true;
+    }
+    pthread_mutex_lock(&fs->lock);
+    inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
+    if (inode) {
+        inode->refs++;
+    } else {
+        cbfs_itable_insert(fs, fresh);
+        inode = fresh;
+    }
+    pthread_mutex_unlock(&fs->lock);
+    if (inode != fresh) cbfs_inode_destroy(fs, fresh);
+    *out = inode;
+    return 0;
 }
 
 int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *name,
                       struct cbfs_inode **out, struct stat *st)
 {
-    int err;
-    struct cbfs_inode *inode, *fresh = NULL;
-    const int fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd == -1) return errno;
-    if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
+    struct cbfs_inode *inode = NULL;
+    int dirfd, err = cbfs_inode_pin(fs, dir, &dirfd);
+    if (err) return err;
+    const int fd = cbfs_fs_openat(fs, dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd == -1) {
+        err = errno;
+    } else if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
         err = errno;
         close(fd);
-        return err;
-    }
-
-    pthread_mutex_lock(&fs->lock);
-    inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
-    if (inode) inode->refs++;
-    pthread_mutex_unlock(&fs->lock);
-
-    if (!inode) {
-        /* Build a new inode outside the lock (detection does I/O), then insert
-         * it unless a concurrent lookup of the same object won the race. */
-        fresh = cbfs_inode_alloc(fd, st);
-        if (!fresh) {
-            close(fd);
-            return ENOMEM;
-        }
-        if (S_ISREG(st->st_mode))
-            fresh->kind = cbfs_inode_detect(dir->fd, name, fd, &fresh->idx_fd);
-        pthread_mutex_lock(&fs->lock);
-        inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
-        if (inode) {
-            inode->refs++;
-        } else {
-            cbfs_itable_insert(fs, fresh);
-            inode = fresh;
-            fresh = NULL;
-        }
-        pthread_mutex_unlock(&fs->lock);
-        if (fresh) cbfs_inode_destroy(fresh);
     } else {
-        close(fd);
+        err = cbfs_inode_intern(fs, dirfd, name, fd, st, &inode);
     }
+    cbfs_inode_unpin(fs, dir);
+    if (err) return err;
 
     if (inode->type == S_IFREG) {
         err = cbfs_inode_set_location(fs, inode, dir, name);
@@ -363,70 +434,121 @@ fail:
     return err;
 }
 
-/* inode->lock held. Logical size of a compressed file with no open state:
- * read from its index with temporary read-only fds. */
-static int cbfs_inode_peek_size(struct cbfs_inode *inode, uint64_t *size)
+int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
+{
+    if (!inode->has_idx) return ENOENT;
+    return cbfs_storeobj_pin(&fs->fdc, &inode->idx, fd);
+}
+
+void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    cbfs_storeobj_unpin(&fs->fdc, &inode->idx);
+}
+
+/* inode->lock held. Opens the sidecar (if there is one) with flags through
+ * /proc: *fd is -1 when the file has none. @return 0 or errno. */
+static int cbfs_inode_idx_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int *fd)
 {
     char path[CBFS_PROCFD_MAX];
-    int err = 0, ifd = -1;
-    cbfs_procfd(path, inode->fd);
-    const int dfd = open(path, O_RDONLY | O_CLOEXEC);
-    if (dfd == -1) return errno;
-    if (inode->idx_fd >= 0) {
-        cbfs_procfd(path, inode->idx_fd);
-        ifd = open(path, O_RDONLY | O_CLOEXEC);
-        if (ifd == -1) {
-            err = errno;
-            goto out;
-        }
-    }
-    const cbfs_err e = cbfs_file_peek_size(dfd, ifd, size);
-    if (e) {
-        cbfs_log_warn("cannot read the logical size of inode %llu: %s",
-                      (unsigned long long)inode->ino, cbfs_err_str(e));
-        err = cbfs_err_errno(e);
-    }
-out:
-    if (ifd >= 0) close(ifd);
-    close(dfd);
+    int pfd;
+    *fd = -1;
+    if (!inode->has_idx) return 0;
+    int err = cbfs_inode_idx_pin(fs, inode, &pfd);
+    if (err) return err;
+    cbfs_procfd(path, pfd);
+    *fd = cbfs_fs_openat(fs, AT_FDCWD, path, flags | O_CLOEXEC, 0);
+    if (*fd == -1) err = errno;
+    cbfs_inode_idx_unpin(fs, inode);
     return err;
 }
 
-int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st)
-{
-    (void)fs;
-    if (fstatat(inode->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) return errno;
-    if (inode->kind != CBFS_KIND_COMPRESSED) return 0;
+static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
+                                char *buf, size_t cap);
 
+/* inode->lock held. Logical size of a compressed file with no open state
+ * (fd: its pinned O_PATH fd): read from its index with temporary read-only
+ * fds. @return 0 or errno; a failure is logged with the file's name. */
+static int cbfs_inode_peek_size(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
+                                uint64_t *size)
+{
+    char path[CBFS_PROCFD_MAX], logname[PATH_MAX];
+    const char *why;
+    int err, ifd = -1;
+    cbfs_procfd(path, fd);
+    const int dfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    if (dfd == -1) {
+        err = errno;
+        why = strerror(err);
+        goto out;
+    }
+    err = cbfs_inode_idx_open(fs, inode, O_RDONLY, &ifd);
+    why = strerror(err);
+    if (err) goto out;
+    const cbfs_err e = cbfs_file_peek_size(dfd, ifd, size);
+    err = cbfs_err_errno(e);
+    why = cbfs_err_str(e);
+out:
+    if (err) {
+        cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
+        cbfs_log_warn("cannot read the logical size of '%s': %s%s", logname, why,
+                      (err == EMFILE || err == ENFILE) ? "" : " (cbfs fsck checks the store)");
+    }
+    if (ifd >= 0) close(ifd);
+    if (dfd >= 0) close(dfd);
+    return err;
+}
+
+/* fd: inode's pinned O_PATH fd; st: its fstat. Puts the logical size and the
+ * sidecar's blocks in. @return 0 or errno: nothing is shown that is not true. */
+static int cbfs_inode_stat_compressed(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
+                                      struct stat *st)
+{
     struct stat ist;
     uint64_t size = 0;
-    int err = 0;
+    int err = 0, ifd;
     pthread_mutex_lock(&inode->lock);
     if (inode->file) {
         size = cbfs_file_size(inode->file);
     } else if (inode->size_valid) {
         size = inode->size;
     } else {
-        err = cbfs_inode_peek_size(inode, &size);
+        err = cbfs_inode_peek_size(fs, inode, fd, &size);
         if (err == 0) {
             inode->size = size;
             inode->size_valid = true;
         }
     }
-    if (inode->idx_fd >= 0 && fstat(inode->idx_fd, &ist) == 0) st->st_blocks += ist.st_blocks;
+    if (err == 0 && inode->has_idx && (err = cbfs_inode_idx_pin(fs, inode, &ifd)) == 0) {
+        if (fstat(ifd, &ist) == 0)
+            st->st_blocks += ist.st_blocks;
+        else
+            err = errno;
+        cbfs_inode_idx_unpin(fs, inode);
+    }
     pthread_mutex_unlock(&inode->lock);
-    /* An unreadable index must not make the name unreachable (rm needs
-     * lookup): show the physical size, the warning above says why. */
     if (err == 0) st->st_size = (off_t)size;
-    return 0;
+    return err;
 }
 
-/* Store-relative path of an inode for log lines, from /proc (best effort). */
-static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode,
+int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st)
+{
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) return err;
+    if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+        err = errno;
+    else if (inode->kind == CBFS_KIND_COMPRESSED)
+        err = cbfs_inode_stat_compressed(fs, inode, fd, st);
+    cbfs_inode_unpin(fs, inode);
+    return err;
+}
+
+/* Store-relative path of an inode (fd: its pinned O_PATH fd) for log lines,
+ * from /proc (best effort). */
+static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
                                 char *buf, size_t cap)
 {
     char path[CBFS_PROCFD_MAX];
-    cbfs_procfd(path, inode->fd);
+    cbfs_procfd(path, fd);
     const ssize_t n = readlink(path, buf, cap - 1);
     if (n <= 0) {
         snprintf(buf, cap, "inode %llu", (unsigned long long)inode->ino);
@@ -438,42 +560,50 @@ static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inod
         memmove(buf, buf + sl + 1, strlen(buf + sl + 1) + 1);
 }
 
-/* inode->lock held. Opens (creating if lost) the sidecar for the engine. On
- * success *ifd is open with the given access mode, or -1 if the sidecar is
- * missing and cannot be created on a read-only store (the engine then
- * rebuilds the index in memory). */
-static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode, bool writable,
-                                   int *ifd)
+/* inode->lock held; fd: inode's pinned O_PATH fd. Opens (creating if lost)
+ * the sidecar for the engine. On success *ifd is open with the given access
+ * mode, or -1 if the sidecar is missing and cannot be created on a read-only
+ * store or where the file's name is unknown (the engine then rebuilds the
+ * index in memory). */
+static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
+                                   bool writable, int *ifd)
 {
-    char path[CBFS_PROCFD_MAX], name[NAME_MAX + 1], sc[NAME_MAX + 1];
+    char name[NAME_MAX + 1], sc[NAME_MAX + 1];
     struct cbfs_inode *dir = NULL;
     struct stat st;
-    int err;
+    int err, dirfd;
 
+    if (inode->has_idx) return cbfs_inode_idx_open(fs, inode, writable ? O_RDWR : O_RDONLY, ifd);
     *ifd = -1;
-    if (inode->idx_fd >= 0) {
-        cbfs_procfd(path, inode->idx_fd);
-        *ifd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-        return *ifd == -1 ? errno : 0;
-    }
     if (!writable) return 0;
     err = cbfs_inode_get_location(fs, inode, &dir, name, sizeof name);
     if (err) return err == ENOENT ? 0 : err;
     err = cbfs_sidecar_name(name, sc, sizeof sc);
     if (err) goto out;
-    *ifd = openat(dir->fd, sc, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    err = cbfs_inode_pin(fs, dir, &dirfd);
+    if (err) goto out;
+    *ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (*ifd == -1) {
         err = errno;
-        goto out;
+        goto out_unpin;
     }
     cbfs_log_info("index sidecar of '%s' is missing: rebuilding it from the frames", name);
     /* same owner and mode as the data file */
-    if (fstat(inode->fd, &st) == 0) {
+    if (fstatat(fd, "", &st, AT_EMPTY_PATH) == 0) {
         if (fchown(*ifd, st.st_uid, st.st_gid) == -1 && geteuid() == 0)
             cbfs_log_warn("cannot chown the sidecar of '%s': %s", name, strerror(errno));
         (void)fchmod(*ifd, st.st_mode & 0777);
     }
-    inode->idx_fd = openat(dir->fd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    const int pfd = cbfs_fs_openat(fs, dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (pfd == -1 || cbfs_storeobj_init(&fs->fdc, &inode->idx, pfd, false) != 0) {
+        err = pfd == -1 ? errno : ENOMEM;
+        close(*ifd);
+        *ifd = -1;
+    } else {
+        inode->has_idx = true;
+    }
+out_unpin:
+    cbfs_inode_unpin(fs, dir);
 out:
     cbfs_inode_unref(fs, dir, 1);
     return err;
@@ -481,78 +611,97 @@ out:
 
 /* Codec for blocks rewritten in a compressed file on a codec=none mount
  * (the engine needs a real one): the codec and level of the file's first
- * frame, else the first codec built in, at its default level. */
-static void cbfs_inode_own_codec(int dfd, const struct cbfs_codec_ops **codec, int *level)
+ * frame, else (no frame yet, or one of a codec not built in) the first codec
+ * built in, at its default level. @return 0, or the errno of reading it. */
+static int cbfs_inode_own_codec(int dfd, const struct cbfs_codec_ops **codec, int *level)
 {
     struct cbfs_frame_hdr h;
     struct stat st;
     *codec = NULL;
-    if (fstat(dfd, &st) == 0 && cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h) == CBFS_OK) {
+    if (fstat(dfd, &st) == -1) return errno;
+    const cbfs_err e = cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h);
+    if (e == CBFS_OK) {
         *codec = cbfs_codec_by_id(h.codec);
         *level = h.level;
         if (*codec && cbfs_codec_check_level(*codec, *level, NULL, 0) != CBFS_OK)
             *level = (*codec)->default_level;
+    } else if (cbfs_err_errno(e) != EIO) {
+        return cbfs_err_errno(e); /* EIO: damaged first frame; the codec is ours to pick */
     }
     for (unsigned id = CBFS_CODEC_NONE + 1; id <= CBFS_CODEC_MAX_ID; id++) {
-        if (*codec && (*codec)->id != CBFS_CODEC_NONE) return;
+        if (*codec && (*codec)->id != CBFS_CODEC_NONE) return 0;
         *codec = cbfs_codec_by_id(id);
         if (*codec) *level = (*codec)->default_level;
     }
+    return 0;
 }
 
-int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbfs_file **file)
+/* inode->lock held, no engine state yet; fd: inode's pinned O_PATH fd.
+ * Opens the engine state (read-write where the store allows). */
+static int cbfs_inode_file_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd)
 {
     char path[CBFS_PROCFD_MAX], logname[PATH_MAX];
-    int err = 0, dfd = -1, ifd = -1;
+    int err, dfd, ifd = -1;
     bool writable = !fs->opt.readonly;
 
-    assert(inode->kind == CBFS_KIND_COMPRESSED);
-    pthread_mutex_lock(&inode->lock);
-    if (inode->file) {
-        inode->opens++;
-        *file = inode->file;
-        goto out;
-    }
-    cbfs_procfd(path, inode->fd);
+    cbfs_procfd(path, fd);
 retry:
-    dfd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    dfd = cbfs_fs_openat(fs, AT_FDCWD, path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
     if (dfd == -1) {
         err = errno;
         if (writable && (err == EROFS || err == EACCES)) {
             writable = false;
             goto retry;
         }
-        goto out;
+        return err;
     }
-    err = cbfs_inode_open_sidecar(fs, inode, writable, &ifd);
+    err = cbfs_inode_open_sidecar(fs, inode, fd, writable, &ifd);
     if (err) {
         close(dfd);
         if (writable && (err == EROFS || err == EACCES)) {
             writable = false;
             goto retry;
         }
-        goto out;
+        return err;
     }
     struct cbfs_file *f = NULL;
     const struct cbfs_codec_ops *codec = fs->opt.codec;
     int level = fs->opt.level;
-    if (!codec || codec->id == CBFS_CODEC_NONE) cbfs_inode_own_codec(dfd, &codec, &level);
+    if ((!codec || codec->id == CBFS_CODEC_NONE) &&
+        (err = cbfs_inode_own_codec(dfd, &codec, &level)) != 0) {
+        if (ifd >= 0) close(ifd);
+        close(dfd);
+        return err;
+    }
     /* dfd and ifd belong to the engine from here on, also on failure */
     const cbfs_err e = cbfs_file_open(fs->opt.eng, dfd, ifd, false, writable, codec, level, &f);
-    cbfs_inode_log_name(fs, inode, logname, sizeof logname);
+    cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
     if (e) {
         cbfs_log_err("cannot open '%s': %s", logname, cbfs_err_str(e));
-        err = cbfs_err_errno(e);
-        goto out;
+        return cbfs_err_errno(e);
     }
     cbfs_file_set_name(f, logname);
     inode->file = f;
     inode->opens = 1;
     inode->writable = writable;
     inode->size_valid = false;
-    *file = f;
-out:
+    return 0;
+}
+
+int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbfs_file **file)
+{
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) return err;
+    assert(inode->kind == CBFS_KIND_COMPRESSED);
+    pthread_mutex_lock(&inode->lock);
+    if (inode->file) {
+        inode->opens++;
+    } else {
+        err = cbfs_inode_file_open(fs, inode, fd);
+    }
+    if (err == 0) *file = inode->file;
     pthread_mutex_unlock(&inode->lock);
+    cbfs_inode_unpin(fs, inode);
     return err;
 }
 
@@ -580,7 +729,7 @@ int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
     return err;
 }
 
-void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file, int idx_fd)
+void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file)
 {
     pthread_mutex_lock(&inode->lock);
     assert(!inode->file && inode->opens == 0);
@@ -588,10 +737,6 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file, i
     inode->opens = 1;
     inode->writable = true;
     inode->size_valid = false;
-    if (idx_fd >= 0) {
-        if (inode->idx_fd >= 0) close(inode->idx_fd);
-        inode->idx_fd = idx_fd;
-    }
     pthread_mutex_unlock(&inode->lock);
 }
 

@@ -4,11 +4,11 @@
  *
  * Lock order (left before right, never the reverse; never two inode locks):
  *
- *     inode->lock  ->  fs->lock
+ *     inode->lock  ->  fs->lock  ->  fs->fdc.lock
  *     inode->lock  ->  engine locks (file->lock, cache, pool; see engine.h)
  *
- * fs->lock is a leaf: nothing blocks while holding it (no engine calls, no
- * I/O other than closing O_PATH fds). inode->lock may be held across
+ * fs->lock blocks on nothing but fs->fdc.lock (a leaf), and does no I/O other
+ * than closing O_PATH fds; no engine calls. inode->lock may be held across
  * cbfs_file_open/close/truncate/size (they must see one consistent state) but
  * never across cbfs_file_read/write/flush, which the engine serialises itself
  * and which may wait for the pool. No lock is held while replying to the
@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include "fuse/cbfs_fuse.h"
+#include "fuse/fdcache.h"
 
 enum cbfs_kind {
     CBFS_KIND_OTHER = 0,  /* not a regular file */
@@ -39,7 +40,8 @@ enum cbfs_kind {
 
 struct cbfs_inode {
     /* Immutable once the inode is in the table. */
-    int fd;              /* O_PATH|O_NOFOLLOW on the store object; owned */
+    struct cbfs_storeobj obj; /* the store object (O_PATH, reached through the fd
+                                 cache: pin it with cbfs_inode_pin) */
     dev_t dev;
     ino_t ino;
     mode_t type;         /* st_mode & S_IFMT */
@@ -54,8 +56,9 @@ struct cbfs_inode {
 
     /* Protected by lock. */
     pthread_mutex_t lock;
-    int idx_fd;              /* COMPRESSED: O_PATH on the sidecar (any hard link
-                                of the file reaches the same one); -1 if missing */
+    bool has_idx;            /* COMPRESSED: idx is the sidecar (any hard link of the
+                                file reaches the same one); false if missing */
+    struct cbfs_storeobj idx; /* pinned, unpinned and replaced only under lock */
     struct cbfs_file *file;  /* engine state while opens > 0, else NULL. Holders of an
                                 open reference (handle, cbfs_inode_file_get) may use
                                 it without the lock: it stays put until they drop it */
@@ -89,6 +92,8 @@ struct cbfs_fs {
     struct cbfs_inode *root;    /* FUSE_ROOT_ID; never freed before cbfs_fs_free */
     uint64_t started_ns;        /* immutable: cbfs_now_ns() at cbfs_fs_new, for stats */
 
+    struct cbfs_fdcache fdc;    /* O_PATH fds of every inode's objects (own lock) */
+
     pthread_mutex_t lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */
     size_t nbuckets, count;      /* protected by lock */
@@ -109,6 +114,16 @@ void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h);
 /* Maps a FUSE node id to its inode. */
 struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino);
 
+/* Pins the O_PATH fd of inode's store object: *fd stays valid until
+ * cbfs_inode_unpin (the caller holds a ref on inode meanwhile). @return 0 or
+ * an errno: EMFILE/ENFILE, ESTALE if the object is gone from the store. */
+int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
+void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
+
+/* openat() that, when the daemon is out of fds, closes the fd cache's idle
+ * ones and tries once more. @return the fd, or -1 with errno set. */
+int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
+
 /* Looks up name in dir in the store and returns its inode with one more ref
  * (the caller hands it to the kernel in an entry reply, or drops it) and its
  * attributes as the mount shows them. Regular files get their kind decided
@@ -122,9 +137,8 @@ void cbfs_inode_ref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n);
 /* Drops n refs; frees the inode (and drops its parent) at zero. */
 void cbfs_inode_unref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n);
 
-/* @return the inode for (dev, ino) if it is in the table, without a ref; only
- * for a quick update under the caller's knowledge that it stays alive (the
- * kernel holds it during the request). NULL if absent. */
+/* @return the inode for (dev, ino) if it is in the table, with one more ref
+ * (drop it with cbfs_inode_unref); NULL if absent. */
 struct cbfs_inode *cbfs_inode_find(struct cbfs_fs *fs, dev_t dev, ino_t ino);
 
 /* Records (dir, name) as where inode's sidecar lives (regular files). */
@@ -142,6 +156,11 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
  * logical size and st_blocks counts data file + sidecar. @return 0 or errno. */
 int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st);
 
+/* inode->lock held. Pins the O_PATH fd of a COMPRESSED inode's sidecar.
+ * @return 0, ENOENT if it has none, or errno as cbfs_inode_pin. */
+int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
+void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
+
 /* Takes an open reference on the engine state of a COMPRESSED inode, opening
  * it on first use (O_RDWR, or read-only if the store/mount is). *file is valid
  * until cbfs_inode_file_put. @return 0 or errno. */
@@ -151,9 +170,8 @@ int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbf
  * close. */
 int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode);
 /* Installs freshly created engine state (create()) as the first open
- * reference. The inode must have none. idx_fd: O_PATH on the new sidecar
- * (owned from here), or -1 to keep the one lookup found. */
-void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file, int idx_fd);
+ * reference. The inode must have none. */
+void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file);
 
 /* ---- helpers shared by the ops files ---- */
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +63,19 @@ static void cbfs_main_fuse_log(enum fuse_log_level level, const char *fmt, va_li
                                   : level == FUSE_LOG_DEBUG   ? CBFS_LOG_DEBUG
                                                               : CBFS_LOG_INFO;
     cbfs_log(l, "fuse: %s", line);
+}
+
+/* The soft fd limit goes up to the hard one: a systemd service starts at 1024
+ * while the hard limit is far higher, and every file a backup tool keeps
+ * open costs the daemon two fds. (The inode table's fd cache keeps the rest
+ * bounded; see src/fuse/fdcache.h.) */
+static void cbfs_main_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl); /* stays as it was on failure */
+    }
 }
 
 /* One line for a failed realpath/stat of a directory argument. */
@@ -243,6 +257,7 @@ int main(int argc, char *argv[])
         return 0;
     }
 
+    cbfs_main_raise_nofile();
     /* Both directories must exist and be directories before anything else. */
     struct stat store_sb, mnt_sb;
     store_path = cbfs_main_dir(o.store, "store", &store_sb);

@@ -26,20 +26,20 @@ void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *ino
 void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
                      struct fuse_entry_param *e);
 
-/* Gives a just-created object (fd: any fd on it, O_PATH included) the caller's
- * ownership (the group stays inherited below a setgid directory) and exactly
+/* Gives a just-created object (fd: any fd on it, O_PATH included; dirfd: its
+ * directory's) the caller's ownership (the group stays inherited below a setgid directory) and exactly
  * the permission bits of mode (the daemon's umask must not change them).
  * Symlinks only get the owner. @return 0 or errno. */
-int cbfs_own_new(fuse_req_t req, const struct cbfs_inode *dir, int fd, mode_t mode);
+int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode);
 
-/* Creates name in dir as a new, empty regular file: PLAIN with codec none,
+/* Creates name in dir (dirfd: its pinned fd) as a new, empty regular file: PLAIN with codec none,
  * else data file + sidecar + engine state installed in the inode (one open
  * reference, for the caller to keep or drop). The codec is the directory's
  * user.cbfs.codec if set, else the mount's. *inode gets one ref (for an entry
  * reply); for PLAIN files *plain_fd is the data file opened with store_flags
  * (or -1 if plain_fd is NULL: nothing kept open). @return 0 or errno (EEXIST
  * when the name exists). */
-int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
                         const char *name, mode_t mode, int store_flags,
                         struct cbfs_inode **inode, struct stat *st, int *plain_fd);
 
@@ -108,8 +108,9 @@ void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const ch
 void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
-/* Reads dir's user.cbfs.codec into buf (NUL-terminated). @return 0, ENODATA
- * if unset, or errno. */
-int cbfs_xattr_dir_codec(const struct cbfs_inode *dir, char *buf, size_t cap);
+/* Reads the user.cbfs.codec of the directory dirfd (any fd on it, O_PATH
+ * included) into buf (NUL-terminated). @return 0, ENODATA if unset (or the
+ * store has no xattrs), or errno. */
+int cbfs_xattr_dir_codec(int dirfd, char *buf, size_t cap);
 
 #endif

@@ -20,11 +20,13 @@ void cbfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    const int fd = openat(inode->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd == -1) {
-        err = errno;
-        goto fail;
-    }
+    int pfd;
+    err = cbfs_inode_pin(fs, inode, &pfd);
+    if (err) goto fail;
+    const int fd = cbfs_fs_openat(fs, pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    err = errno;
+    cbfs_inode_unpin(fs, inode);
+    if (fd == -1) goto fail;
     h->dp = fdopendir(fd);
     if (!h->dp) {
         err = errno;

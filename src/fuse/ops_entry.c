@@ -70,12 +70,19 @@ void cbfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /* Applies mode/owner to the sidecar of a compressed file too, so quotas and
  * permissions of the store stay consistent. Failures are logged, not
  * returned: the data file already changed and the sidecar is invisible. */
-static void cbfs_sidecar_setattr(struct cbfs_inode *inode, const struct stat *attr, int valid)
+static void cbfs_sidecar_setattr(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                                 const struct stat *attr, int valid)
 {
     char path[CBFS_PROCFD_MAX];
+    int ifd = -1;
     if (inode->kind != CBFS_KIND_COMPRESSED) return;
+    if (!(valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) return;
     pthread_mutex_lock(&inode->lock);
-    const int ifd = inode->idx_fd;
+    const int err = cbfs_inode_idx_pin(fs, inode, &ifd);
+    if (err && err != ENOENT)
+        cbfs_log_warn("cannot reach the sidecar of inode %llu to change its owner or mode: %s",
+                      (unsigned long long)inode->ino, strerror(err));
+    if (err) ifd = -1;
     if (ifd >= 0 && (valid & FUSE_SET_ATTR_MODE)) {
         cbfs_procfd(path, ifd);
         if (chmod(path, attr->st_mode & 0777) == -1)
@@ -89,6 +96,7 @@ static void cbfs_sidecar_setattr(struct cbfs_inode *inode, const struct stat *at
             cbfs_log_warn("cannot chown the sidecar of inode %llu: %s",
                           (unsigned long long)inode->ino, strerror(errno));
     }
+    if (ifd >= 0) cbfs_inode_idx_unpin(fs, inode);
     pthread_mutex_unlock(&inode->lock);
 }
 
@@ -136,9 +144,13 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     const int hfd = (h && !h->dir) ? h->fd : -1; /* real fd of a PLAIN file */
     char path[CBFS_PROCFD_MAX];
     struct stat st;
-    int err = 0;
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
 
-    cbfs_procfd(path, inode->fd);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    cbfs_procfd(path, fd);
     if (valid & FUSE_SET_ATTR_MODE) {
         if ((hfd >= 0 ? fchmod(hfd, attr->st_mode) : chmod(path, attr->st_mode)) == -1) {
             err = errno;
@@ -148,12 +160,12 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
         const uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
         const gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
-        if (fchownat(inode->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
+        if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
             err = errno;
             goto reply;
         }
     }
-    cbfs_sidecar_setattr(inode, attr, valid);
+    cbfs_sidecar_setattr(fs, inode, attr, valid);
     if (valid & FUSE_SET_ATTR_SIZE) {
         if (inode->type != S_IFREG) {
             err = inode->type == S_IFDIR ? EISDIR : EINVAL;
@@ -180,13 +192,14 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
             if (err) goto reply;
         }
         /* AT_EMPTY_PATH (Linux 5.8+) also reaches symlinks, for tar -h */
-        if ((hfd >= 0 ? futimens(hfd, tv) : utimensat(inode->fd, "", tv, AT_EMPTY_PATH)) == -1) {
+        if ((hfd >= 0 ? futimens(hfd, tv) : utimensat(fd, "", tv, AT_EMPTY_PATH)) == -1) {
             err = errno;
             goto reply;
         }
     }
     err = cbfs_inode_stat(fs, inode, &st);
 reply:
+    cbfs_inode_unpin(fs, inode);
     if (err)
         fuse_reply_err(req, err);
     else
@@ -196,10 +209,18 @@ reply:
 void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
     char buf[PATH_MAX + 1];
-    const ssize_t n = readlinkat(cbfs_inode_get(fs, ino)->fd, "", buf, sizeof buf);
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    const ssize_t n = readlinkat(fd, "", buf, sizeof buf);
+    err = errno;
+    cbfs_inode_unpin(fs, inode);
     if (n == -1) {
-        fuse_reply_err(req, errno);
+        fuse_reply_err(req, err);
         return;
     }
     if (n == (ssize_t)sizeof buf) {
@@ -210,16 +231,21 @@ void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
     fuse_reply_readlink(req, buf);
 }
 
-/* Common tail of mknod/mkdir/symlink: owner and mode of the new name, then
- * the entry reply. On failure the new name is removed again. */
-static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+/* Common tail of mknod/mkdir/symlink (dirfd: dir's pinned fd): owner and
+ * mode of the new name, then the entry reply. On failure the new name is
+ * removed again. */
+static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
                             const char *name, mode_t mode)
 {
     struct cbfs_inode *inode;
     struct stat st;
-    int err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
+    int fd, err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
     if (err) goto fail;
-    err = cbfs_own_new(req, dir, inode->fd, mode);
+    err = cbfs_inode_pin(fs, inode, &fd);
+    if (err == 0) {
+        err = cbfs_own_new(req, dirfd, fd, mode);
+        cbfs_inode_unpin(fs, inode);
+    }
     if (err == 0) err = cbfs_inode_stat(fs, inode, &st);
     if (err) {
         cbfs_inode_unref(fs, inode, 1);
@@ -228,86 +254,139 @@ static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inod
     cbfs_reply_entry(req, fs, inode, &st);
     return;
 fail:
-    (void)unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+    (void)unlinkat(dirfd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
     fuse_reply_err(req, err);
+}
+
+/* Pins dir's fd for an op that creates or removes a name in it; on failure
+ * replies the error. @return true if pinned. */
+static bool cbfs_pin_dir(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int *dirfd)
+{
+    const int err = cbfs_inode_pin(fs, dir, dirfd);
+    if (err) fuse_reply_err(req, err);
+    return err == 0;
+}
+
+static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+                               int dirfd, const char *name, mode_t mode)
+{
+    /* A regular file made by mknod(2) is a new file like any other: with a
+     * codec it gets its sidecar, so later writes are compressed. */
+    struct cbfs_inode *inode;
+    struct stat st;
+    int err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, O_RDWR, &inode, &st, NULL);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    /* nobody has it open: close the state the creation installed */
+    if (inode->kind == CBFS_KIND_COMPRESSED) err = cbfs_inode_file_put(fs, inode);
+    if (err) {
+        cbfs_inode_unref(fs, inode, 1);
+        fuse_reply_err(req, err);
+        return;
+    }
+    cbfs_reply_entry(req, fs, inode, &st);
 }
 
 void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    int dirfd;
     if (cbfs_name_reserved(fs, dir, name, "mknod")) {
         fuse_reply_err(req, EPERM);
         return;
     }
-    if (S_ISREG(mode)) {
-        /* A regular file made by mknod(2) is a new file like any other: with
-         * a codec it gets its sidecar, so later writes are compressed. */
-        struct cbfs_inode *inode;
-        struct stat st;
-        int err = cbfs_create_regular(req, fs, dir, name, mode, O_RDWR, &inode, &st, NULL);
-        if (err) {
-            fuse_reply_err(req, err);
-            return;
-        }
-        /* nobody has it open: close the state the creation installed */
-        if (inode->kind == CBFS_KIND_COMPRESSED) err = cbfs_inode_file_put(fs, inode);
-        if (err) {
-            cbfs_inode_unref(fs, inode, 1);
-            fuse_reply_err(req, err);
-            return;
-        }
-        cbfs_reply_entry(req, fs, inode, &st);
-        return;
-    }
-    if (mknodat(dir->fd, name, mode, rdev) == -1) {
+    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (S_ISREG(mode))
+        cbfs_mknod_regular(req, fs, dir, dirfd, name, mode);
+    else if (mknodat(dirfd, name, mode, rdev) == -1)
         fuse_reply_err(req, errno);
-        return;
+    else
+        cbfs_finish_new(req, fs, dir, dirfd, name, mode);
+    cbfs_inode_unpin(fs, dir);
+}
+
+/* The codec override applies to the whole subtree: mkdir passes it down.
+ * @return 0 or errno (then the new directory is removed again). */
+static int cbfs_mkdir_inherit(int dirfd, const char *name)
+{
+    char codec[64];
+    int err = cbfs_xattr_dir_codec(dirfd, codec, sizeof codec);
+    if (err == ENODATA) return 0;
+    if (err == 0) {
+        const int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd == -1 || fsetxattr(dfd, CBFS_XATTR_CODEC, codec, strlen(codec), 0) == -1)
+            err = errno;
+        if (dfd >= 0) close(dfd);
     }
-    cbfs_finish_new(req, fs, dir, name, mode);
+    if (err) (void)unlinkat(dirfd, name, AT_REMOVEDIR);
+    return err;
 }
 
 void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    char codec[64];
+    int dirfd, err;
     if (cbfs_name_reserved(fs, dir, name, "mkdir")) {
         fuse_reply_err(req, EPERM);
         return;
     }
-    if (mkdirat(dir->fd, name, mode & 07777) == -1) {
+    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (mkdirat(dirfd, name, mode & 07777) == -1)
         fuse_reply_err(req, errno);
-        return;
-    }
-    /* The codec override applies to the whole subtree: pass it down. */
-    if (cbfs_xattr_dir_codec(dir, codec, sizeof codec) == 0) {
-        const int dfd = openat(dir->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd == -1 || fsetxattr(dfd, CBFS_XATTR_CODEC, codec, strlen(codec), 0) == -1) {
-            const int err = errno;
-            if (dfd >= 0) close(dfd);
-            (void)unlinkat(dir->fd, name, AT_REMOVEDIR);
-            fuse_reply_err(req, err);
-            return;
-        }
-        close(dfd);
-    }
-    cbfs_finish_new(req, fs, dir, name, S_IFDIR | (mode & 07777));
+    else if ((err = cbfs_mkdir_inherit(dirfd, name)) != 0)
+        fuse_reply_err(req, err);
+    else
+        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | (mode & 07777));
+    cbfs_inode_unpin(fs, dir);
 }
 
 void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    int dirfd;
     if (cbfs_name_reserved(fs, dir, name, "symlink")) {
         fuse_reply_err(req, EPERM);
         return;
     }
-    if (symlinkat(link, dir->fd, name) == -1) {
+    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (symlinkat(link, dirfd, name) == -1)
         fuse_reply_err(req, errno);
-        return;
+    else
+        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777);
+    cbfs_inode_unpin(fs, dir);
+}
+
+/* Links inode's data file (fd: pinned) and, for a compressed file, its
+ * sidecar as newname in dirfd. @return 0 or errno (nothing left behind). */
+static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, int dirfd,
+                        const char *newname)
+{
+    char path[CBFS_PROCFD_MAX], sc[NAME_MAX + 1];
+    int err, ifd;
+    const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
+    if (compressed && (err = cbfs_sidecar_name(newname, sc, sizeof sc)) != 0) return err;
+    cbfs_procfd(path, fd);
+    if (linkat(AT_FDCWD, path, dirfd, newname, AT_SYMLINK_FOLLOW) == -1) return errno;
+    if (!compressed) return 0;
+    /* hard links share one sidecar, so the file works under any name */
+    pthread_mutex_lock(&inode->lock);
+    err = cbfs_inode_idx_pin(fs, inode, &ifd);
+    if (err == 0) {
+        cbfs_procfd(path, ifd);
+        (void)unlinkat(dirfd, sc, 0); /* stale leftover of a lost file */
+        if (linkat(AT_FDCWD, path, dirfd, sc, AT_SYMLINK_FOLLOW) == -1) err = errno;
+        cbfs_inode_idx_unpin(fs, inode);
+    } else if (err == ENOENT) {
+        err = 0; /* no sidecar (lost): rebuilt from the frames at the next open */
     }
-    cbfs_finish_new(req, fs, dir, name, S_IFLNK | 0777);
+    pthread_mutex_unlock(&inode->lock);
+    if (err) (void)unlinkat(dirfd, newname, 0);
+    return err;
 }
 
 void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -315,41 +394,21 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, newparent);
-    char path[CBFS_PROCFD_MAX], sc[NAME_MAX + 1];
     struct stat st;
-    int err;
+    int fd, dirfd, err;
 
     if (cbfs_name_reserved(fs, dir, newname, "link")) {
         fuse_reply_err(req, EPERM);
         return;
     }
-    const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
-    if (compressed && (err = cbfs_sidecar_name(newname, sc, sizeof sc)) != 0) {
-        fuse_reply_err(req, err);
-        return;
+    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    err = cbfs_inode_pin(fs, inode, &fd);
+    if (err == 0) {
+        err = cbfs_link_at(fs, inode, fd, dirfd, newname);
+        cbfs_inode_unpin(fs, inode);
     }
-    cbfs_procfd(path, inode->fd);
-    if (linkat(AT_FDCWD, path, dir->fd, newname, AT_SYMLINK_FOLLOW) == -1) {
-        fuse_reply_err(req, errno);
-        return;
-    }
-    if (compressed) {
-        /* hard links share one sidecar, so the file works under any name */
-        pthread_mutex_lock(&inode->lock);
-        err = 0;
-        if (inode->idx_fd >= 0) {
-            cbfs_procfd(path, inode->idx_fd);
-            (void)unlinkat(dir->fd, sc, 0); /* stale leftover of a lost file */
-            if (linkat(AT_FDCWD, path, dir->fd, sc, AT_SYMLINK_FOLLOW) == -1) err = errno;
-        }
-        pthread_mutex_unlock(&inode->lock);
-        if (err) {
-            (void)unlinkat(dir->fd, newname, 0);
-            fuse_reply_err(req, err);
-            return;
-        }
-    }
-    err = cbfs_inode_stat(fs, inode, &st);
+    cbfs_inode_unpin(fs, dir);
+    if (err == 0) err = cbfs_inode_stat(fs, inode, &st);
     if (err) {
         fuse_reply_err(req, err);
         return;
@@ -358,12 +417,30 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
     cbfs_reply_entry(req, fs, inode, &st);
 }
 
-/* Removes name+suffix in dir if present. @return 0 or errno (not ENOENT). */
-static int cbfs_sidecar_remove(struct cbfs_inode *dir, const char *name)
+/* Removes name+suffix in dirfd if present. @return 0 or errno (not ENOENT). */
+static int cbfs_sidecar_remove(int dirfd, const char *name)
 {
     char sc[NAME_MAX + 1];
     if (cbfs_sidecar_name(name, sc, sizeof sc) != 0) return 0; /* cannot exist */
-    if (unlinkat(dir->fd, sc, 0) == -1 && errno != ENOENT) return errno;
+    if (unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) return errno;
+    return 0;
+}
+
+/* unlink of name in dir (dirfd: pinned). @return 0 or errno. */
+static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 || unlinkat(dirfd, name, 0) == -1)
+        return errno;
+    if (!S_ISREG(st.st_mode)) return 0;
+    /* An open file keeps working through the engine's fds, as on ext4. */
+    const int err = cbfs_sidecar_remove(dirfd, name);
+    if (err) cbfs_log_warn("cannot remove the sidecar of '%s': %s", name, strerror(err));
+    struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
+    if (inode) {
+        cbfs_inode_clear_location(fs, inode, dir, name);
+        cbfs_inode_unref(fs, inode, 1);
+    }
     return 0;
 }
 
@@ -371,45 +448,37 @@ void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    struct stat st;
+    int dirfd;
 
     if (cbfs_name_hidden(fs, dir, name)) {
         fuse_reply_err(req, ENOENT);
         return;
     }
-    if (fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-        unlinkat(dir->fd, name, 0) == -1) {
-        fuse_reply_err(req, errno);
-        return;
-    }
-    if (S_ISREG(st.st_mode)) {
-        /* An open file keeps working through the engine's fds, as on ext4. */
-        const int err = cbfs_sidecar_remove(dir, name);
-        if (err)
-            cbfs_log_warn("cannot remove the sidecar of '%s': %s", name, strerror(err));
-        struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
-        if (inode) {
-            cbfs_inode_clear_location(fs, inode, dir, name);
-            cbfs_inode_unref(fs, inode, 1);
-        }
-    }
-    fuse_reply_err(req, 0);
+    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    const int err = cbfs_unlink_at(fs, dir, dirfd, name);
+    cbfs_inode_unpin(fs, dir);
+    fuse_reply_err(req, err);
 }
 
 void cbfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    int dirfd;
     if (cbfs_name_hidden(fs, dir, name)) {
         fuse_reply_err(req, ENOENT);
         return;
     }
-    fuse_reply_err(req, unlinkat(dir->fd, name, AT_REMOVEDIR) == -1 ? errno : 0);
+    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    const int err = unlinkat(dirfd, name, AT_REMOVEDIR) == -1 ? errno : 0;
+    cbfs_inode_unpin(fs, dir);
+    fuse_reply_err(req, err);
 }
 
 /* What rename needs to know about one side. */
 struct cbfs_rename_side {
     struct cbfs_inode *dir;
+    int fd; /* dir's pinned fd */
     const char *name;
     char sc[NAME_MAX + 1];
     bool exists, reg, has_sc;
@@ -419,13 +488,18 @@ struct cbfs_rename_side {
 static int cbfs_rename_probe(struct cbfs_rename_side *s)
 {
     struct stat sst;
-    s->exists = fstatat(s->dir->fd, s->name, &s->st, AT_SYMLINK_NOFOLLOW) == 0;
+    s->exists = fstatat(s->fd, s->name, &s->st, AT_SYMLINK_NOFOLLOW) == 0;
     if (!s->exists && errno != ENOENT) return errno;
     s->reg = s->exists && S_ISREG(s->st.st_mode);
     /* a name too long for a sidecar leaves sc empty: it cannot have one */
     if (cbfs_sidecar_name(s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
-    s->has_sc = s->reg && s->sc[0] && fstatat(s->dir->fd, s->sc, &sst, AT_SYMLINK_NOFOLLOW) == 0 &&
-                S_ISREG(sst.st_mode);
+    s->has_sc = false;
+    if (s->reg && s->sc[0]) {
+        if (fstatat(s->fd, s->sc, &sst, AT_SYMLINK_NOFOLLOW) == 0)
+            s->has_sc = S_ISREG(sst.st_mode);
+        else if (errno != ENOENT)
+            return errno;
+    }
     return 0;
 }
 
@@ -438,6 +512,51 @@ static void cbfs_rename_relocate(struct cbfs_fs *fs, const struct stat *st,
     if (cbfs_inode_set_location(fs, inode, dir, name) != 0)
         cbfs_log_warn("out of memory recording the new name of '%s'", name);
     cbfs_inode_unref(fs, inode, 1);
+}
+
+/* rename with both directories pinned. @return 0 or errno. */
+static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
+                          struct cbfs_rename_side *b, unsigned int flags)
+{
+    int err;
+    if ((err = cbfs_rename_probe(a)) != 0 || (err = cbfs_rename_probe(b)) != 0) return err;
+    if (!a->exists) return ENOENT;
+    if ((a->has_sc && !b->sc[0]) || ((flags & RENAME_EXCHANGE) && b->has_sc && !a->sc[0]))
+        return ENAMETOOLONG;
+    if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) return errno;
+    /* Same file under both names: rename(2) did nothing, and neither may we. */
+    if (b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino) return 0;
+    int r = 0;
+    if (flags & RENAME_EXCHANGE) {
+        if (a->has_sc && b->has_sc)
+            r = renameat2(a->fd, a->sc, b->fd, b->sc, RENAME_EXCHANGE);
+        else if (a->has_sc)
+            r = renameat(a->fd, a->sc, b->fd, b->sc);
+        else if (b->has_sc)
+            r = renameat(b->fd, b->sc, a->fd, a->sc);
+    } else if (a->has_sc) {
+        r = renameat(a->fd, a->sc, b->fd, b->sc); /* replaces the target's */
+    } else if (b->has_sc) {
+        r = unlinkat(b->fd, b->sc, 0); /* a plain file replaced a compressed one */
+    }
+    if (r == -1) {
+        err = errno;
+        cbfs_log_err("rename '%s' -> '%s': the data file moved but its sidecar did not (%s); "
+                     "the file will be rebuilt from its frames at next open",
+                     a->name, b->name, strerror(err));
+    }
+    /* Locations follow the names. A replaced target loses its name (it keeps
+     * working through open fds). */
+    if (b->exists && b->reg && !(flags & RENAME_EXCHANGE)) {
+        struct cbfs_inode *const old = cbfs_inode_find(fs, b->st.st_dev, b->st.st_ino);
+        if (old) {
+            cbfs_inode_clear_location(fs, old, b->dir, b->name);
+            cbfs_inode_unref(fs, old, 1);
+        }
+    }
+    if (a->reg) cbfs_rename_relocate(fs, &a->st, b->dir, b->name);
+    if ((flags & RENAME_EXCHANGE) && b->reg) cbfs_rename_relocate(fs, &b->st, a->dir, a->name);
+    return err;
 }
 
 void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -457,57 +576,13 @@ void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_in
         fuse_reply_err(req, EPERM);
         return;
     }
-    if ((err = cbfs_rename_probe(&a)) != 0 || (err = cbfs_rename_probe(&b)) != 0) {
-        fuse_reply_err(req, err);
-        return;
+    if (!cbfs_pin_dir(req, fs, a.dir, &a.fd)) return;
+    err = cbfs_inode_pin(fs, b.dir, &b.fd);
+    if (err == 0) {
+        err = cbfs_rename_at(fs, &a, &b, flags);
+        cbfs_inode_unpin(fs, b.dir);
     }
-    if (!a.exists) {
-        fuse_reply_err(req, ENOENT);
-        return;
-    }
-    if ((a.has_sc && !b.sc[0]) || ((flags & RENAME_EXCHANGE) && b.has_sc && !a.sc[0])) {
-        fuse_reply_err(req, ENAMETOOLONG);
-        return;
-    }
-    if (renameat2(a.dir->fd, name, b.dir->fd, newname, flags) == -1) {
-        fuse_reply_err(req, errno);
-        return;
-    }
-    /* Same file under both names: rename(2) did nothing, and neither may we. */
-    if (b.exists && a.st.st_dev == b.st.st_dev && a.st.st_ino == b.st.st_ino) {
-        fuse_reply_err(req, 0);
-        return;
-    }
-    int r = 0;
-    if (flags & RENAME_EXCHANGE) {
-        if (a.has_sc && b.has_sc)
-            r = renameat2(a.dir->fd, a.sc, b.dir->fd, b.sc, RENAME_EXCHANGE);
-        else if (a.has_sc)
-            r = renameat(a.dir->fd, a.sc, b.dir->fd, b.sc);
-        else if (b.has_sc)
-            r = renameat(b.dir->fd, b.sc, a.dir->fd, a.sc);
-    } else if (a.has_sc) {
-        r = renameat(a.dir->fd, a.sc, b.dir->fd, b.sc); /* replaces the target's */
-    } else if (b.has_sc) {
-        r = unlinkat(b.dir->fd, b.sc, 0); /* a plain file replaced a compressed one */
-    }
-    if (r == -1) {
-        err = errno;
-        cbfs_log_err("rename '%s' -> '%s': the data file moved but its sidecar did not (%s); "
-                     "the file will be rebuilt from its frames at next open",
-                     name, newname, strerror(err));
-    }
-    /* Locations follow the names. A replaced target loses its name (it keeps
-     * working through open fds). */
-    if (b.exists && b.reg && !(flags & RENAME_EXCHANGE)) {
-        struct cbfs_inode *const old = cbfs_inode_find(fs, b.st.st_dev, b.st.st_ino);
-        if (old) {
-            cbfs_inode_clear_location(fs, old, b.dir, newname);
-            cbfs_inode_unref(fs, old, 1);
-        }
-    }
-    if (a.reg) cbfs_rename_relocate(fs, &a.st, b.dir, newname);
-    if ((flags & RENAME_EXCHANGE) && b.reg) cbfs_rename_relocate(fs, &b.st, a.dir, name);
+    cbfs_inode_unpin(fs, a.dir);
     fuse_reply_err(req, err);
 }
 
@@ -515,9 +590,14 @@ void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct statvfs sv;
+    int fd, err = cbfs_inode_pin(fs, fs->root, &fd);
     (void)ino;
-    if (fstatvfs(fs->root->fd, &sv) == -1) {
-        fuse_reply_err(req, errno);
+    if (err == 0) {
+        if (fstatvfs(fd, &sv) == -1) err = errno;
+        cbfs_inode_unpin(fs, fs->root);
+    }
+    if (err) {
+        fuse_reply_err(req, err);
         return;
     }
     /* every name needs room for its sidecar's suffix */

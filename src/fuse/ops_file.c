@@ -68,9 +68,14 @@ static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fl
     int err;
 
     if (inode->kind != CBFS_KIND_COMPRESSED) {
-        cbfs_procfd(path, inode->fd);
-        const int fd = open(path, cbfs_store_flags(fs, flags) | O_CLOEXEC);
-        if (fd == -1) return errno;
+        int pfd;
+        err = cbfs_inode_pin(fs, inode, &pfd);
+        if (err) return err;
+        cbfs_procfd(path, pfd);
+        const int fd = cbfs_fs_openat(fs, AT_FDCWD, path, cbfs_store_flags(fs, flags) | O_CLOEXEC, 0);
+        err = errno;
+        cbfs_inode_unpin(fs, inode);
+        if (fd == -1) return err;
         return cbfs_handle_new(fs, inode, flags, fd, NULL, out);
     }
     err = cbfs_inode_file_get(fs, inode, &file);
@@ -92,7 +97,7 @@ fail:
     return err;
 }
 
-int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
                         const char *name, mode_t mode, int store_flags,
                         struct cbfs_inode **inode, struct stat *st, int *plain_fd)
 {
@@ -103,7 +108,8 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
 
     if (plain_fd) *plain_fd = -1;
     *inode = NULL;
-    if (cbfs_xattr_dir_codec(dir, spec, sizeof spec) == 0) {
+    err = cbfs_xattr_dir_codec(dirfd, spec, sizeof spec);
+    if (err == 0) {
         const struct cbfs_codec_ops *c;
         int l;
         if (cbfs_codec_parse(spec, &c, &l, msg, sizeof msg) == CBFS_OK) {
@@ -112,24 +118,26 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
         } else {
             cbfs_log_warn("ignoring the directory's %s='%s': %s", CBFS_XATTR_CODEC, spec, msg);
         }
+    } else if (err != ENODATA) {
+        return err; /* which codec the directory asks for cannot be read */
     }
     const bool compressed = codec && codec->id != CBFS_CODEC_NONE;
     if (compressed && (err = cbfs_sidecar_name(name, sc, sizeof sc)) != 0) return err;
 
     const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
-    int fd = openat(dir->fd, name, oflags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                    mode & 07777);
+    int fd = cbfs_fs_openat(fs, dirfd, name, oflags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            mode & 07777);
     if (fd == -1) return errno;
-    err = cbfs_own_new(req, dir, fd, mode);
+    err = cbfs_own_new(req, dirfd, fd, mode);
     if (err) goto fail;
     if (compressed) {
         /* We own the name now (O_EXCL), so any sidecar there is a stale
          * leftover of a lost data file. */
-        if (unlinkat(dir->fd, sc, 0) == -1 && errno != ENOENT) {
+        if (unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) {
             err = errno;
             goto fail;
         }
-        ifd = openat(dir->fd, sc, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (ifd == -1) {
             err = errno;
             goto fail;
@@ -160,7 +168,7 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
             goto fail;
         }
         cbfs_file_set_name(file, name);
-        cbfs_inode_file_install(*inode, file, -1);
+        cbfs_inode_file_install(*inode, file);
     } else if (plain_fd) {
         *plain_fd = fd;
         fd = -1;
@@ -173,8 +181,8 @@ fail:
     if (fd >= 0) close(fd);
     if (*inode) cbfs_inode_unref(fs, *inode, 1);
     *inode = NULL;
-    if (compressed) (void)unlinkat(dir->fd, sc, 0);
-    (void)unlinkat(dir->fd, name, 0);
+    if (compressed) (void)unlinkat(dirfd, sc, 0);
+    (void)unlinkat(dirfd, name, 0);
     return err;
 }
 
@@ -193,8 +201,11 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
         fuse_reply_err(req, EPERM);
         return;
     }
-    int err = cbfs_create_regular(req, fs, dir, name, mode, cbfs_store_flags(fs, fi->flags),
-                                  &inode, &st, &fd);
+    int dirfd, err = cbfs_inode_pin(fs, dir, &dirfd);
+    if (err) goto reply_err;
+    err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, cbfs_store_flags(fs, fi->flags),
+                              &inode, &st, &fd);
+    cbfs_inode_unpin(fs, dir);
     if (err == EEXIST && !(fi->flags & O_EXCL)) {
         /* lost a race with another creator: open what is there */
         err = cbfs_inode_lookup(fs, dir, name, &inode, &st);

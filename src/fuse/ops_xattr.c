@@ -10,34 +10,54 @@
 #include "cbfs/log.h"
 #include "fuse/ops.h"
 
-int cbfs_xattr_dir_codec(const struct cbfs_inode *dir, char *buf, size_t cap)
+int cbfs_xattr_dir_codec(int dirfd, char *buf, size_t cap)
 {
     char path[CBFS_PROCFD_MAX];
-    cbfs_procfd(path, dir->fd);
+    cbfs_procfd(path, dirfd);
     const ssize_t n = getxattr(path, CBFS_XATTR_CODEC, buf, cap - 1);
     if (n == -1) return (errno == ENOTSUP) ? ENODATA : errno;
     buf[n] = '\0';
     return 0;
 }
 
-/* Replies to getxattr (name set) or listxattr (name NULL) on path the FUSE
+/* Pins inode's fd and writes its /proc path to path; on failure replies the
+ * error. @return true if pinned (unpin after the call). */
+static bool cbfs_xattr_path(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
+                            char path[CBFS_PROCFD_MAX])
+{
+    int fd;
+    const int err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) {
+        fuse_reply_err(req, err);
+        return false;
+    }
+    cbfs_procfd(path, fd);
+    return true;
+}
+
+/* Replies to getxattr (name set) or listxattr (name NULL) on inode the FUSE
  * way: size 0 asks for the length, otherwise the value in a size-byte buffer
  * (ERANGE from the store when it does not fit). */
-static void cbfs_reply_xattr_call(fuse_req_t req, size_t size, const char *path,
-                                  const char *name)
+static void cbfs_reply_xattr_call(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
+                                  size_t size, const char *name)
 {
+    char path[CBFS_PROCFD_MAX];
     char *const buf = size ? malloc(size) : NULL;
     if (size && !buf) {
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    const ssize_t n = name ? getxattr(path, name, buf, size) : listxattr(path, buf, size);
-    if (n == -1)
-        fuse_reply_err(req, errno);
-    else if (size == 0)
-        fuse_reply_xattr(req, (size_t)n);
-    else
-        fuse_reply_buf(req, buf, (size_t)n);
+    if (cbfs_xattr_path(req, fs, inode, path)) {
+        const ssize_t n = name ? getxattr(path, name, buf, size) : listxattr(path, buf, size);
+        const int err = errno;
+        cbfs_inode_unpin(fs, inode);
+        if (n == -1)
+            fuse_reply_err(req, err);
+        else if (size == 0)
+            fuse_reply_xattr(req, (size_t)n);
+        else
+            fuse_reply_buf(req, buf, (size_t)n);
+    }
     free(buf);
 }
 
@@ -47,7 +67,7 @@ void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const ch
                       size_t size, int flags)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
-    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
     char path[CBFS_PROCFD_MAX];
 
     if (inode->type == S_IFLNK) {
@@ -71,15 +91,16 @@ void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const ch
             return;
         }
     }
-    cbfs_procfd(path, inode->fd);
-    fuse_reply_err(req, setxattr(path, name, value, size, flags) == -1 ? errno : 0);
+    if (!cbfs_xattr_path(req, fs, inode, path)) return;
+    const int err = setxattr(path, name, value, size, flags) == -1 ? errno : 0;
+    cbfs_inode_unpin(fs, inode);
+    fuse_reply_err(req, err);
 }
 
 void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
-    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
-    char path[CBFS_PROCFD_MAX];
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
 
     if (inode->type == S_IFLNK) {
         fuse_reply_err(req, ENODATA);
@@ -96,15 +117,13 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
             fuse_reply_buf(req, text, n);
         return;
     }
-    cbfs_procfd(path, inode->fd);
-    cbfs_reply_xattr_call(req, size, path, name);
+    cbfs_reply_xattr_call(req, fs, inode, size, name);
 }
 
 void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
-    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
-    char path[CBFS_PROCFD_MAX];
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
 
     if (inode->type == S_IFLNK) {
         if (size == 0)
@@ -113,20 +132,21 @@ void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
             fuse_reply_buf(req, NULL, 0);
         return;
     }
-    cbfs_procfd(path, inode->fd);
-    cbfs_reply_xattr_call(req, size, path, NULL);
+    cbfs_reply_xattr_call(req, fs, inode, size, NULL);
 }
 
 void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
-    const struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
     char path[CBFS_PROCFD_MAX];
 
     if (inode->type == S_IFLNK) {
         fuse_reply_err(req, EPERM);
         return;
     }
-    cbfs_procfd(path, inode->fd);
-    fuse_reply_err(req, removexattr(path, name) == -1 ? errno : 0);
+    if (!cbfs_xattr_path(req, fs, inode, path)) return;
+    const int err = removexattr(path, name) == -1 ? errno : 0;
+    cbfs_inode_unpin(fs, inode);
+    fuse_reply_err(req, err);
 }

@@ -7,6 +7,7 @@
 # cbfs_expect_log_errors) or a sanitizer report.
 #
 # Environment: CBFS_MOUNT_BIN  daemon to test (default: <repo>/build/mount.cbfs)
+#              CBFS_DAEMON_NOFILE=N  run every daemon under an fd limit of N (soft and hard)
 #              CBFS_TEST_KEEP=1  keep the temp dir (not the mounts) for inspection
 #              CBFS_TEST_VERBOSE=1  trace the test (set -x)
 
@@ -151,8 +152,13 @@ cbfs_mount() {
     [[ -n $opts ]] && args+=(-o "$opts")
     [[ $store != "$mnt" ]] && args+=("$store")
     args+=("$mnt")
-    echo "+ $CBFS_MOUNT_BIN ${args[*]}" >"$log"
-    "$CBFS_MOUNT_BIN" "${args[@]}" </dev/null >>"$log" 2>&1 &
+    # CBFS_DAEMON_NOFILE=N: the daemon runs with soft and hard RLIMIT_NOFILE N
+    # (prlimit execs it, so $! is still the daemon)
+    local -a run=("$CBFS_MOUNT_BIN")
+    [[ -n ${CBFS_DAEMON_NOFILE:-} ]] &&
+        run=(prlimit --nofile="$CBFS_DAEMON_NOFILE:$CBFS_DAEMON_NOFILE" -- "$CBFS_MOUNT_BIN")
+    echo "+ ${run[*]} ${args[*]}" >"$log"
+    "${run[@]}" "${args[@]}" </dev/null >>"$log" 2>&1 &
     local pid=$! rmnt
     rmnt=$(realpath "$mnt")
     CBFS_PID[$mnt]=$pid

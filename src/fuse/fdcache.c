@@ -1,0 +1,216 @@
+/* The bounded cache of store-object fds behind the inode table; see
+ * fdcache.h for the contract and why it exists. */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cbfs/log.h"
+#include "fuse/fdcache.h"
+
+#define CBFS_FDCACHE_MIN 16
+#define CBFS_FDCACHE_MAX 4096
+
+size_t cbfs_fdcache_default_cap(void)
+{
+    struct rlimit rl;
+    size_t cap = CBFS_FDCACHE_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 4 < cap)
+        cap = (size_t)(rl.rlim_cur / 4);
+    return cap < CBFS_FDCACHE_MIN ? CBFS_FDCACHE_MIN : cap;
+}
+
+/* The handle of fd's object and its mount id. @return 0 or errno. */
+static int cbfs_fdcache_handle_of(int fd, struct file_handle **out, int *mount_id)
+{
+    struct file_handle *fh = malloc(sizeof *fh + MAX_HANDLE_SZ);
+    if (!fh) return ENOMEM;
+    fh->handle_bytes = MAX_HANDLE_SZ;
+    if (name_to_handle_at(fd, "", fh, mount_id, AT_EMPTY_PATH) == -1) {
+        const int err = errno;
+        free(fh);
+        return err;
+    }
+    struct file_handle *const small = realloc(fh, sizeof *fh + fh->handle_bytes);
+    *out = small ? small : fh;
+    return 0;
+}
+
+int cbfs_fdcache_init(struct cbfs_fdcache *c, int root_fd, size_t cap)
+{
+    struct file_handle *fh = NULL;
+    memset(c, 0, sizeof *c);
+    c->cap = cap;
+    c->lru.next = c->lru.prev = &c->lru;
+    if (pthread_mutex_init(&c->lock, NULL) != 0) return ENOMEM;
+    /* Probe with the root itself: name_to_handle_at fails where the store
+     * filesystem cannot export handles, open_by_handle_at where the daemon
+     * lacks CAP_DAC_READ_SEARCH. */
+    c->mount_fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = c->mount_fd == -1 ? errno : cbfs_fdcache_handle_of(c->mount_fd, &fh, &c->mount_id);
+    if (err == 0) {
+        const int fd = open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC);
+        if (fd == -1)
+            err = errno;
+        else
+            close(fd);
+    }
+    free(fh);
+    c->handles = err == 0;
+    if (!c->handles && c->mount_fd >= 0) {
+        close(c->mount_fd);
+        c->mount_fd = -1;
+    }
+    if (c->handles)
+        cbfs_log_debug("store objects are reopened by file handle; at most %zu idle fds kept",
+                       cap);
+    else
+        cbfs_log_info("file handles do not work on this store (%s): the daemon keeps one fd per "
+                      "file and directory the kernel caches (run it as root to bound that)",
+                      strerror(err));
+    return 0;
+}
+
+void cbfs_fdcache_destroy(struct cbfs_fdcache *c)
+{
+    assert(c->open == 0 && c->lru.next == &c->lru);
+    if (c->mount_fd >= 0) close(c->mount_fd);
+    pthread_mutex_destroy(&c->lock);
+}
+
+/* c->lock held. */
+static void cbfs_fdcache_lru_remove(struct cbfs_storeobj *o)
+{
+    o->prev->next = o->next;
+    o->next->prev = o->prev;
+    o->prev = o->next = NULL;
+}
+
+/* c->lock held. Closes idle fds, oldest first, until at most keep are open.
+ * @return how many were closed. */
+static size_t cbfs_fdcache_evict(struct cbfs_fdcache *c, size_t keep)
+{
+    size_t n = 0;
+    while (c->open > keep && c->lru.next != &c->lru) {
+        struct cbfs_storeobj *const o = c->lru.next;
+        assert(o->pins == 0 && o->fh && o->fd >= 0);
+        cbfs_fdcache_lru_remove(o);
+        close(o->fd);
+        o->fd = -1;
+        c->open--;
+        n++;
+    }
+    return n;
+}
+
+bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
+{
+    if (err != EMFILE && err != ENFILE) return false;
+    pthread_mutex_lock(&c->lock);
+    const size_t n = cbfs_fdcache_evict(c, 0);
+    pthread_mutex_unlock(&c->lock);
+    return n > 0;
+}
+
+int cbfs_storeobj_init(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int fd,
+                       bool pinned_for_life)
+{
+    int mount_id;
+    memset(o, 0, sizeof *o);
+    o->fd = fd;
+    if (!c->handles || pinned_for_life) return 0;
+    const int err = cbfs_fdcache_handle_of(fd, &o->fh, &mount_id);
+    if (err == ENOMEM) {
+        close(fd);
+        o->fd = -1;
+        return ENOMEM;
+    }
+    if (err || mount_id != c->mount_id) {
+        /* another filesystem mounted inside the store: keep the fd */
+        free(o->fh);
+        o->fh = NULL;
+        return 0;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->open++;
+    o->prev = c->lru.prev;
+    o->next = &c->lru;
+    c->lru.prev->next = o;
+    c->lru.prev = o;
+    cbfs_fdcache_evict(c, c->cap);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
+{
+    if (o->fh) {
+        pthread_mutex_lock(&c->lock);
+        assert(o->pins == 0);
+        if (o->fd >= 0) {
+            cbfs_fdcache_lru_remove(o);
+            c->open--;
+        }
+        pthread_mutex_unlock(&c->lock);
+        free(o->fh);
+        o->fh = NULL;
+    }
+    if (o->fd >= 0) close(o->fd);
+    o->fd = -1;
+}
+
+int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
+{
+    if (!o->fh) { /* kept for life */
+        *fd = o->fd;
+        return o->fd >= 0 ? 0 : EBADF;
+    }
+    pthread_mutex_lock(&c->lock);
+    if (o->fd >= 0) {
+        if (o->pins++ == 0) cbfs_fdcache_lru_remove(o);
+        *fd = o->fd;
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+
+    /* Reopen outside the lock: reconnecting a directory handle walks up the
+     * store's tree. */
+    int nfd = open_by_handle_at(c->mount_fd, o->fh, O_PATH | O_CLOEXEC);
+    if (nfd == -1 && cbfs_fdcache_relieve(c, errno))
+        nfd = open_by_handle_at(c->mount_fd, o->fh, O_PATH | O_CLOEXEC);
+    if (nfd == -1) return errno;
+
+    pthread_mutex_lock(&c->lock);
+    if (o->fd >= 0) { /* a concurrent pin reopened it first */
+        close(nfd);
+        if (o->pins == 0) cbfs_fdcache_lru_remove(o);
+    } else {
+        o->fd = nfd;
+        c->open++;
+    }
+    o->pins++;
+    *fd = o->fd;
+    cbfs_fdcache_evict(c, c->cap);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
+{
+    if (!o->fh) return;
+    pthread_mutex_lock(&c->lock);
+    assert(o->pins > 0 && o->fd >= 0);
+    if (--o->pins == 0) {
+        o->prev = c->lru.prev;
+        o->next = &c->lru;
+        c->lru.prev->next = o;
+        c->lru.prev = o;
+        cbfs_fdcache_evict(c, c->cap);
+    }
+    pthread_mutex_unlock(&c->lock);
+}

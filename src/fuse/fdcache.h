@@ -1,0 +1,77 @@
+/* Store objects the daemon can reach without holding an fd for each: every
+ * object the kernel knows keeps a file handle (name_to_handle_at) and an
+ * O_PATH fd that lives in a bounded LRU while nobody uses it; a later use
+ * reopens it with open_by_handle_at. So the daemon's fds are bounded by the
+ * cache size plus what callers hold open, not by how many inodes the kernel
+ * caches (a `ls -lR` of a backup tree, or pg_basebackup's thousands of
+ * relation files, must not run the daemon out of descriptors).
+ *
+ * Where handles do not work (an unprivileged daemon: open_by_handle_at needs
+ * CAP_DAC_READ_SEARCH; a store filesystem that cannot export them; an object
+ * on another mount inside the store) the object's fd is simply kept for its
+ * whole life, as before: correct, just unbounded.
+ *
+ * Locking: c->lock protects the fields marked so; it is a leaf (nothing is
+ * called under it but close() of O_PATH fds). fh is set by cbfs_storeobj_init
+ * and freed by cbfs_storeobj_release; callers keep those two and every pin
+ * from racing each other (the inode table's own rules do that). */
+#ifndef CBFS_FUSE_FDCACHE_H
+#define CBFS_FUSE_FDCACHE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct file_handle;
+
+struct cbfs_storeobj {
+    struct file_handle *fh; /* NULL: no handle, fd stays open for the object's life */
+    /* Protected by the cache's lock. */
+    int fd;                 /* O_PATH|O_CLOEXEC on the object, or -1 while evicted */
+    unsigned pins;          /* users of fd right now; pinned objects are never evicted */
+    struct cbfs_storeobj *prev, *next; /* LRU links while open, unpinned and with fh */
+};
+
+struct cbfs_fdcache {
+    int mount_fd;            /* the store root, O_RDONLY (open_by_handle_at refuses an
+                                O_PATH one); owned; -1 without handles */
+    int mount_id;            /* its mount: handles of other mounts are not used */
+    bool handles;            /* open_by_handle_at works on this store for this daemon */
+    size_t cap;              /* most evictable fds kept open while idle */
+    pthread_mutex_t lock;
+    size_t open;             /* protected by lock: open fds of objects with a handle */
+    struct cbfs_storeobj lru; /* protected by lock: list head, least recently used first */
+};
+
+/* Default number of idle fds kept: a quarter of the soft RLIMIT_NOFILE (the
+ * rest is for files callers open, which the engine holds two fds each for),
+ * within [16, 4096]. */
+size_t cbfs_fdcache_default_cap(void);
+
+/* Sets up the cache for the store whose root is root_fd (any fd on it; not
+ * kept) and probes whether handles work there. @return 0 or errno. */
+int cbfs_fdcache_init(struct cbfs_fdcache *c, int root_fd, size_t cap);
+/* Every object must have been released. */
+void cbfs_fdcache_destroy(struct cbfs_fdcache *c);
+
+/* Makes o a store object for fd (an O_PATH fd just opened on it; owned from
+ * here, also on failure). pinned_for_life: never evict (the root). @return 0
+ * or errno (ENOMEM). */
+int cbfs_storeobj_init(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int fd,
+                       bool pinned_for_life);
+/* Closes o's fd and frees its handle; o must be unpinned. o may be a zeroed
+ * object that was never initialised (fd -1, fh NULL). */
+void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
+
+/* Pins o's fd (reopening it from the handle if it was evicted): *fd stays
+ * open until the matching cbfs_storeobj_unpin. @return 0, or the errno of
+ * the reopen: EMFILE/ENFILE (after evicting every idle fd and retrying),
+ * ESTALE (the object is gone from the store), ENOMEM. */
+int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd);
+void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
+
+/* For callers whose own open failed with err: if err is EMFILE/ENFILE, closes
+ * every idle fd of the cache. @return true if that freed any (worth one retry). */
+bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err);
+
+#endif
