@@ -31,13 +31,10 @@ struct cbfs_engine {
     uint64_t next_serial;   /* lock: file serials for cache keys */
     struct cbfs_bufclass bufs[CBFS_BUF_CLASSES]; /* lock */
 
-    /* Statistics: relaxed atomics, written from any thread. */
-    _Atomic uint64_t st_logical_written, st_physical_written;
-    _Atomic uint64_t st_logical_read, st_physical_read;
-    _Atomic uint64_t st_blocks_compressed, st_blocks_raw, st_blocks_hole;
-    _Atomic uint64_t st_ns_compress, st_ns_store_write, st_ns_wait_slots;
-    _Atomic uint64_t st_ns_decompress, st_ns_store_read;
-    _Atomic uint64_t st_cache_hits, st_cache_misses, st_readahead_hits;
+    /* Statistics: relaxed atomics st_<name>, written from any thread. */
+#define CBFS_ENGINE_COUNTER_FIELD_(name) _Atomic uint64_t st_##name;
+    CBFS_ENGINE_COUNTERS(CBFS_ENGINE_COUNTER_FIELD_)
+#undef CBFS_ENGINE_COUNTER_FIELD_
 };
 
 #define CBFS_STAT_ADD(eng, field, v) \
