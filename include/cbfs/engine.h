@@ -4,9 +4,8 @@
  * the engine knows nothing of FUSE (no errno, no fuse_req).
  *
  * Thread safety: every function may be called from any thread concurrently,
- * on the same or different files. Lock order: see src/engine/README-locks
- * (file->lock, then cache lock, then pool lock; never wait for pool space or
- * for a commit while holding file->lock). */
+ * on the same or different files. The lock order, and the lock that guards
+ * each shared field, are written at the top of src/engine/engine_impl.h. */
 #ifndef CBFS_ENGINE_H
 #define CBFS_ENGINE_H
 

@@ -13,16 +13,16 @@
 
 void cbfs_file_set_name(struct cbfs_file *f, const char *name)
 {
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     snprintf(f->name, sizeof f->name, "%s", name);
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
 }
 
 uint64_t cbfs_file_size(struct cbfs_file *f)
 {
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     uint64_t s = f->size;
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     return s;
 }
 
@@ -48,7 +48,7 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     f->level = level;
     f->ra_last = UINT64_MAX;
     snprintf(f->name, sizeof f->name, "(fd %d)", data_fd);
-    pthread_mutex_init(&f->lock, NULL);
+    cbfs_mutex_init(&f->lock);
     pthread_cond_init(&f->cond, NULL);
 
     struct stat st, ist;
@@ -112,7 +112,7 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
 fail:
     cbfs_index_free(&f->idx);
     pthread_cond_destroy(&f->cond);
-    pthread_mutex_destroy(&f->lock);
+    cbfs_mutex_destroy(&f->lock);
     free(f);
 fail_fds:
     close(data_fd);
@@ -125,17 +125,17 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     if (!f) return CBFS_OK;
     cbfs_err err = CBFS_OK;
     if (f->writable) err = cbfs_file_flush(f);
-    pthread_mutex_lock(&f->lock);
-    while (f->ra_jobs) pthread_cond_wait(&f->cond, &f->lock);
+    cbfs_mutex_lock(&f->lock);
+    while (f->ra_jobs) cbfs_mutex_wait(&f->lock, &f->cond);
     for (unsigned i = 0; i < f->nopen; i++) /* clean after flush */
         cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     close(f->data_fd);
     if (f->idx_fd >= 0) close(f->idx_fd);
     cbfs_index_free(&f->idx);
     free(f->dead);
     pthread_cond_destroy(&f->cond);
-    pthread_mutex_destroy(&f->lock);
+    cbfs_mutex_destroy(&f->lock);
     free(f);
     return err;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "cbfs/format.h"
+#include "cbfs/mutex.h"
 #include "engine/engine_impl.h"
 
 #define CBFS_OPEN_MAX 4     /* open blocks per file: several sequential streams */
@@ -62,7 +63,7 @@ struct cbfs_file {
     uint64_t file_id;        /* immutable */
     char name[256];          /* set once before the file is shared */
 
-    pthread_mutex_t lock;
+    struct cbfs_mutex lock;
     pthread_cond_t cond;     /* broadcast on every commit and read-ahead completion */
     struct cbfs_index idx;   /* lock; index_end/data_end advanced by the committer role */
     uint64_t size;           /* lock: logical size including data still in memory */
@@ -91,7 +92,8 @@ struct cbfs_file {
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
                           unsigned char **out);
 
-/* Newest in-memory content of block b (open block, else newest pending). */
+/* Newest in-memory content of block b (open block, else newest pending).
+ * Lock held. */
 bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **data,
                          uint32_t *len);
 

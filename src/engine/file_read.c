@@ -59,6 +59,7 @@ out:
 static cbfs_err cbfs_file_load(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
                                struct cbfs_cache_ent **out)
 {
+    cbfs_assert_not_held(&f->lock);
     struct cbfs_engine *eng = f->eng;
     bool fill, ra_hit;
     struct cbfs_cache_ent *c = cbfs_cache_get(eng->cache, f->serial, b, e->generation, &fill,
@@ -96,6 +97,7 @@ static void cbfs_copy_part(unsigned char *dst, const unsigned char *data, uint32
 bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **data,
                          uint32_t *len)
 {
+    cbfs_assert_held(&f->lock);
     for (unsigned i = 0; i < f->nopen; i++) {
         if (f->open[i].block == b) {
             *data = f->open[i].data;
@@ -117,6 +119,7 @@ bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **
 cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *buf,
                                uint32_t want)
 {
+    cbfs_assert_held(&f->lock);
     const unsigned char *mem;
     uint32_t len = 0;
     if (cbfs_file_mem_block(f, b, &mem, &len)) {
@@ -154,10 +157,10 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
     cbfs_err err = cbfs_file_decode(f, j->block, &j->e, &data);
     cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, err == CBFS_OK, true);
     cbfs_cache_put(f->eng->cache, j->c);
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     f->ra_jobs--;
     pthread_cond_broadcast(&f->cond);
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     free(j);
 }
 
@@ -167,6 +170,7 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
  * Lock held; only non-blocking cache calls. */
 static void cbfs_file_readahead(struct cbfs_file *f, uint64_t first, uint64_t last)
 {
+    cbfs_assert_held(&f->lock);
     struct cbfs_engine *eng = f->eng;
     unsigned max = eng->cfg.readahead;
     if (!max) return;
@@ -215,7 +219,7 @@ cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off
     unsigned char *dst = buf;
     cbfs_err err = CBFS_OK;
     size_t done = 0;
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     if (f->err) {
         /* Blocks failed to store and the writer has not been told yet: the
          * file's tail is uncertain until flush/fsync reports it. */
@@ -239,18 +243,18 @@ cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off
         } else {
             struct cbfs_index_entry e = *ep;
             struct cbfs_cache_ent *c;
-            pthread_mutex_unlock(&f->lock);
+            cbfs_mutex_unlock(&f->lock);
             err = cbfs_file_load(f, b, &e, &c);
             if (!err) {
                 cbfs_copy_part(dst + done, c->data, c->len, boff, n);
                 cbfs_cache_put(f->eng->cache, c);
             }
-            pthread_mutex_lock(&f->lock);
+            cbfs_mutex_lock(&f->lock);
             if (err) break;
         }
         done += n;
     }
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     CBFS_STAT_ADD(f->eng, st_logical_read, done);
     *got = done;
     return err;
@@ -259,7 +263,7 @@ cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off
 cbfs_err cbfs_file_seek(struct cbfs_file *f, uint64_t off, bool data, uint64_t *out)
 {
     cbfs_err err = CBFS_E_NXIO;
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     if (off < f->size) {
         uint64_t nblocks = (f->size + f->bs - 1) / f->bs;
         uint64_t b = off / f->bs;
@@ -281,6 +285,6 @@ cbfs_err cbfs_file_seek(struct cbfs_file *f, uint64_t off, bool data, uint64_t *
             err = CBFS_OK;
         }
     }
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     return err;
 }

@@ -1,6 +1,7 @@
 /* The write side of an engine file: writes fill open blocks, full blocks are
  * sealed into compression jobs on the pool and committed in order by one
  * thread at a time; flush, truncate and hole punching (garbage frames too). */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ static void cbfs_wjob_free(struct cbfs_file *f, struct cbfs_wjob *j)
 static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch, size_t n,
                                   cbfs_err poison, struct cbfs_index_rec *recs, size_t *nrecs)
 {
+    cbfs_assert_not_held(&f->lock);
     struct cbfs_engine *eng = f->eng;
     *nrecs = 0;
     uint64_t t0 = cbfs_now_ns();
@@ -64,6 +66,7 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
  * returns with f->lock held (drops it around store I/O). */
 static void cbfs_file_commit_locked(struct cbfs_file *f)
 {
+    cbfs_assert_held(&f->lock);
     struct cbfs_engine *eng = f->eng;
     if (f->committing) return;
     f->committing = true;
@@ -74,9 +77,9 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
         for (struct cbfs_wjob *j = f->pend_head; j && j->done && n < CBFS_COMMIT_BATCH; j = j->next)
             batch[n++] = j;
         const cbfs_err poison = f->err;
-        pthread_mutex_unlock(&f->lock);
+        cbfs_mutex_unlock(&f->lock);
         cbfs_file_store_batch(f, batch, n, poison, recs, &nrecs);
-        pthread_mutex_lock(&f->lock);
+        cbfs_mutex_lock(&f->lock);
         size_t r = 0;
         for (size_t i = 0; i < n; i++) {
             struct cbfs_wjob *j = batch[i];
@@ -121,11 +124,11 @@ static void cbfs_wjob_run(struct cbfs_pool_job *pj)
             else CBFS_STAT_ADD(eng, st_blocks_compressed, 1);
         }
     }
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     j->err = err;
     j->done = true;
     cbfs_file_commit_locked(f);
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
 }
 
 /* Turns open block i into a compression job. With keep, the job gets a copy
@@ -135,6 +138,7 @@ static void cbfs_wjob_run(struct cbfs_pool_job *pj)
  * Lock held. */
 static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i, bool keep)
 {
+    cbfs_assert_held(&f->lock);
     struct cbfs_oblock *ob = &f->open[i];
     if (!ob->dirty) {
         if (!keep) {
@@ -184,7 +188,8 @@ static cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep)
 /* Waits until every sealed block is committed. Lock held (released while waiting). */
 static void cbfs_file_drain(struct cbfs_file *f)
 {
-    while (f->pend_head || f->committing) pthread_cond_wait(&f->cond, &f->lock);
+    cbfs_assert_held(&f->lock);
+    while (f->pend_head || f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
 }
 
 /* The open block for b, creating it (read-modify-write of existing content,
@@ -193,6 +198,7 @@ static void cbfs_file_drain(struct cbfs_file *f)
 static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole,
                                      struct cbfs_oblock **out)
 {
+    cbfs_assert_held(&f->lock);
     for (unsigned i = 0; i < f->nopen; i++) {
         if (f->open[i].block == b) {
             *out = &f->open[i];
@@ -235,7 +241,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
     const unsigned char *src = buf;
     size_t left = len;
     cbfs_err err = CBFS_OK;
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     if (f->err) {
         err = f->err;
         goto out;
@@ -266,7 +272,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         }
     }
 out:
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     CBFS_STAT_ADD(f->eng, st_logical_written, len - left);
     cbfs_engine_budget_wait(f->eng); /* backpressure, outside the file lock */
     return err;
@@ -275,6 +281,7 @@ out:
 void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen)
 {
     struct cbfs_file *f = arg;
+    cbfs_assert_held(&f->lock);
     if (f->no_punch || plen < 4096) return; /* nothing a 4 KiB fs block could free */
     if (f->ndead == f->dead_cap) {
         size_t cap = f->dead_cap ? f->dead_cap * 2 : 64;
@@ -293,12 +300,12 @@ void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen)
  * compaction: no rewrite, no rename, no second copy of the file. */
 static void cbfs_file_punch_dead(struct cbfs_file *f)
 {
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     struct cbfs_dead *dead = f->dead;
     size_t n = f->ndead;
     f->dead = NULL;
     f->ndead = f->dead_cap = 0;
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     for (size_t i = 0; i < n; i++) {
         uint64_t start = (dead[i].offset + CBFS_FRAME_HDR_SIZE + 4095) & ~4095ull;
         uint64_t end = (dead[i].offset + CBFS_FRAME_HDR_SIZE + dead[i].plen) & ~4095ull;
@@ -306,9 +313,9 @@ static void cbfs_file_punch_dead(struct cbfs_file *f)
         if (fallocate(f->data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)start,
                       (off_t)(end - start)) != 0) {
             if (errno == EOPNOTSUPP) {
-                pthread_mutex_lock(&f->lock);
+                cbfs_mutex_lock(&f->lock);
                 f->no_punch = true; /* garbage stays until the file is rewritten */
-                pthread_mutex_unlock(&f->lock);
+                cbfs_mutex_unlock(&f->lock);
             }
             break;
         }
@@ -318,7 +325,7 @@ static void cbfs_file_punch_dead(struct cbfs_file *f)
 
 cbfs_err cbfs_file_flush(struct cbfs_file *f)
 {
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     cbfs_err err = cbfs_file_seal_all(f, true);
     cbfs_file_drain(f);
     if (f->err) {
@@ -332,7 +339,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f)
     }
     bool dirty = f->dirty;
     f->dirty = false;
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     if (!err && dirty) {
         if (fdatasync(f->data_fd) != 0) err = cbfs_err_from_errno(errno);
         else if (fdatasync(f->idx_fd) != 0) err = cbfs_err_from_errno(errno);
@@ -347,6 +354,8 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f)
 static cbfs_err cbfs_file_store_one(struct cbfs_file *f, const void *frame, size_t frame_len,
                                     const struct cbfs_frame_hdr *h)
 {
+    cbfs_assert_held(&f->lock);
+    assert(f->committing);
     cbfs_err e = cbfs_pwrite_full(f->data_fd, frame, frame_len, f->append_off);
     if (e) return e;
     struct cbfs_index_rec r;
@@ -363,7 +372,7 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     if (!f->writable) return CBFS_E_BADF;
     if ((size + f->bs - 1) / f->bs > CBFS_MAX_BLOCKS || size > (uint64_t)INT64_MAX)
         return CBFS_E_FBIG;
-    pthread_mutex_lock(&f->lock);
+    cbfs_mutex_lock(&f->lock);
     cbfs_err err = cbfs_file_seal_all(f, false);
     cbfs_file_drain(f);
     if (err || (err = f->err)) goto out;
@@ -406,7 +415,7 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     f->committing = false;
     pthread_cond_broadcast(&f->cond);
 out:
-    pthread_mutex_unlock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
     return err;
 }
 
