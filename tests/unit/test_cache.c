@@ -227,22 +227,25 @@ static void *ct_reader_main(void *arg)
     return NULL;
 }
 
-static void ct_reader_start(struct ct_reader *r)
-{
-    r->returned = false;
-    cr_assert_eq(pthread_create(&r->t, NULL, ct_reader_main, r), 0);
-    usleep(50 * 1000); /* time enough to reach the wait; a broken cache returns early */
-    cr_assert(!r->returned, "a second reader did not wait for the loader");
-}
-
-Test(cache, second_reader_waits_for_the_loader, .timeout = 10)
+/* Opens a cache, takes the loader's LOADING entry of block 8 and starts a
+ * second reader of it, which must wait. @return the loader's entry. */
+static struct cbfs_cache_ent *ct_load_with_waiter(struct ct_reader *r)
 {
     ct_open(1 << 20);
     bool fill, ra;
     struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 8, 1, &fill, &ra);
     cr_assert(fill);
+    r->returned = false;
+    cr_assert_eq(pthread_create(&r->t, NULL, ct_reader_main, r), 0);
+    usleep(50 * 1000); /* time enough to reach the wait; a broken cache returns early */
+    cr_assert(!r->returned, "a second reader did not wait for the loader");
+    return e;
+}
+
+Test(cache, second_reader_waits_for_the_loader, .timeout = 10)
+{
     struct ct_reader r;
-    ct_reader_start(&r);
+    struct cbfs_cache_ent *e = ct_load_with_waiter(&r);
     cbfs_cache_fill(ct_cache, e, ct_data(8), CT_LEN, true, false);
     pthread_join(r.t, NULL);
     cr_assert(!r.fill, "the waiter decoded the block a second time");
@@ -255,12 +258,8 @@ Test(cache, second_reader_waits_for_the_loader, .timeout = 10)
 
 Test(cache, waiter_loads_itself_after_a_failed_load, .timeout = 10)
 {
-    ct_open(1 << 20);
-    bool fill, ra;
-    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 8, 1, &fill, &ra);
-    cr_assert(fill);
     struct ct_reader r;
-    ct_reader_start(&r);
+    struct cbfs_cache_ent *e = ct_load_with_waiter(&r);
     cbfs_cache_fill(ct_cache, e, NULL, 0, false, false);
     cbfs_cache_put(ct_cache, e); /* the loader gives up: the waiter takes over */
     pthread_join(r.t, NULL);
