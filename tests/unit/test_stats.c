@@ -109,7 +109,7 @@ static size_t st_edit(char *out, size_t cap, const char *key, const char *line)
         const char *src = hit ? line : p;
         const size_t len = hit ? (line ? strlen(line) : 0) : (size_t)(nl - p);
         cr_assert_lt(n + len, cap);
-        memcpy(out + n, src, len);
+        if (len) memcpy(out + n, src, len);
         n += len;
         p = nl;
     }
