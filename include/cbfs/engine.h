@@ -4,9 +4,8 @@
  * the engine knows nothing of FUSE (no errno, no fuse_req).
  *
  * Thread safety: every function may be called from any thread concurrently,
- * on the same or different files. Lock order: see src/engine/README-locks
- * (file->lock, then cache lock, then pool lock; never wait for pool space or
- * for a commit while holding file->lock). */
+ * on the same or different files. The lock order, and the lock that guards
+ * each shared field, are written at the top of src/engine/engine_impl.h. */
 #ifndef CBFS_ENGINE_H
 #define CBFS_ENGINE_H
 
@@ -36,14 +35,23 @@ void cbfs_engine_destroy(struct cbfs_engine *eng);
 /* The configuration in force, defaults filled in (workers, cache, budget). */
 void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_config *cfg);
 
-/* Counters for `cbfs stats`: monotonic totals since the engine started. */
+/* Statistics for `cbfs stats`, X(name): each is a uint64_t field of struct
+ * cbfs_engine_stats and, in this order, a line of the user.cbfs.stats text
+ * (cbfs/stats.h). Counters are monotonic totals since the engine started
+ * (relaxed atomics in the engine); gauges are current values. */
+#define CBFS_ENGINE_COUNTERS(X)                                                         \
+    X(logical_written) X(physical_written) /* bytes in, frame bytes out */              \
+    X(logical_read) X(physical_read)                                                    \
+    X(blocks_compressed) X(blocks_raw) X(blocks_hole)                                   \
+    X(ns_compress) X(ns_store_write) X(ns_wait_slots) X(ns_decompress) X(ns_store_read) \
+    X(cache_hits) X(cache_misses) X(readahead_hits)
+#define CBFS_ENGINE_GAUGES(X) X(inflight_bytes) /* sealed, not yet committed */
+#define CBFS_ENGINE_STATS(X) CBFS_ENGINE_COUNTERS(X) CBFS_ENGINE_GAUGES(X)
+
 struct cbfs_engine_stats {
-    uint64_t logical_written, physical_written; /* bytes in, frame bytes out */
-    uint64_t logical_read, physical_read;
-    uint64_t blocks_compressed, blocks_raw, blocks_hole;
-    uint64_t ns_compress, ns_store_write, ns_wait_slots, ns_decompress, ns_store_read;
-    uint64_t cache_hits, cache_misses, readahead_hits;
-    uint64_t inflight_bytes; /* current */
+#define CBFS_ENGINE_STATS_FIELD_(name) uint64_t name;
+    CBFS_ENGINE_STATS(CBFS_ENGINE_STATS_FIELD_)
+#undef CBFS_ENGINE_STATS_FIELD_
 };
 void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st);
 

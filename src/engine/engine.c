@@ -138,22 +138,8 @@ uint64_t cbfs_engine_new_serial(struct cbfs_engine *eng)
 
 void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st)
 {
-#define CBFS_LOAD_(f) atomic_load_explicit(&eng->st_##f, memory_order_relaxed)
-    st->logical_written = CBFS_LOAD_(logical_written);
-    st->physical_written = CBFS_LOAD_(physical_written);
-    st->logical_read = CBFS_LOAD_(logical_read);
-    st->physical_read = CBFS_LOAD_(physical_read);
-    st->blocks_compressed = CBFS_LOAD_(blocks_compressed);
-    st->blocks_raw = CBFS_LOAD_(blocks_raw);
-    st->blocks_hole = CBFS_LOAD_(blocks_hole);
-    st->ns_compress = CBFS_LOAD_(ns_compress);
-    st->ns_store_write = CBFS_LOAD_(ns_store_write);
-    st->ns_wait_slots = CBFS_LOAD_(ns_wait_slots);
-    st->ns_decompress = CBFS_LOAD_(ns_decompress);
-    st->ns_store_read = CBFS_LOAD_(ns_store_read);
-    st->cache_hits = CBFS_LOAD_(cache_hits);
-    st->cache_misses = CBFS_LOAD_(cache_misses);
-    st->readahead_hits = CBFS_LOAD_(readahead_hits);
+#define CBFS_LOAD_(name) st->name = atomic_load_explicit(&eng->st_##name, memory_order_relaxed);
+    CBFS_ENGINE_COUNTERS(CBFS_LOAD_)
 #undef CBFS_LOAD_
     pthread_mutex_lock(&eng->lock);
     st->inflight_bytes = eng->inflight;

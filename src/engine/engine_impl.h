@@ -1,7 +1,23 @@
-/* Engine internals shared by engine.c (pool, budget, stats) and file.c (per-
- * file state). Lock order: file->lock → eng->lock; the cache and pool locks
- * are leaves. Never wait for in-flight budget or a commit holding file->lock
- * except through pthread_cond_wait on file->cond (which releases it). */
+/* Engine internals shared by engine.c (pool, budget, stats) and the file
+ * module (file_impl.h: per-file state).
+ *
+ * Locks, in the only order they may nest:
+ *   1. f->lock (struct cbfs_file, file_impl.h): fields marked "lock" there.
+ *      A struct cbfs_mutex: "caller holds f->lock" is cbfs_assert_held().
+ *      The committer role (f->committing) is taken under it, then kept
+ *      while the lock is dropped for store I/O (committer-role fields).
+ *   2. Leaves, taken under f->lock or alone, one at a time; no other lock is
+ *      taken under them (they wait only on their own condition variables):
+ *      eng->lock (below): inflight, next_serial, bufs;
+ *      the cache lock (cache.c): buckets, LRU list, bytes, entry state,
+ *      refs and readahead (cache.h);
+ *      the pool lock (pool.c): the job queue and the shutdown flag.
+ * Waits: holding f->lock, never wait for in-flight budget
+ * (cbfs_engine_budget_wait), for another cache loader (cbfs_cache_get) or
+ * for a commit, except through cbfs_mutex_wait on f->cond (which releases
+ * it): a pool thread that commits or loads may itself be waiting for f->lock.
+ * Fields without a lock are immutable after create, or relaxed atomics (the
+ * st_ counters). */
 #ifndef CBFS_ENGINE_IMPL_H
 #define CBFS_ENGINE_IMPL_H
 
@@ -31,13 +47,10 @@ struct cbfs_engine {
     uint64_t next_serial;   /* lock: file serials for cache keys */
     struct cbfs_bufclass bufs[CBFS_BUF_CLASSES]; /* lock */
 
-    /* Statistics: relaxed atomics, written from any thread. */
-    _Atomic uint64_t st_logical_written, st_physical_written;
-    _Atomic uint64_t st_logical_read, st_physical_read;
-    _Atomic uint64_t st_blocks_compressed, st_blocks_raw, st_blocks_hole;
-    _Atomic uint64_t st_ns_compress, st_ns_store_write, st_ns_wait_slots;
-    _Atomic uint64_t st_ns_decompress, st_ns_store_read;
-    _Atomic uint64_t st_cache_hits, st_cache_misses, st_readahead_hits;
+    /* Statistics: relaxed atomics st_<name>, written from any thread. */
+#define CBFS_ENGINE_COUNTER_FIELD_(name) _Atomic uint64_t st_##name;
+    CBFS_ENGINE_COUNTERS(CBFS_ENGINE_COUNTER_FIELD_)
+#undef CBFS_ENGINE_COUNTER_FIELD_
 };
 
 #define CBFS_STAT_ADD(eng, field, v) \

@@ -6,6 +6,7 @@
 #ifndef CBFS_FUSE_OPS_H
 #define CBFS_FUSE_OPS_H
 
+#include "cbfs/stats.h"
 #include "fuse/inode.h"
 
 static inline struct cbfs_fs *cbfs_req_fs(fuse_req_t req)
@@ -96,8 +97,7 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
 void cbfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                    struct fuse_file_info *fi);
 
-/* ops_stats.c: the read-only xattr user.cbfs.stats on the mount root. */
-#define CBFS_XATTR_STATS "user.cbfs.stats"
+/* ops_stats.c: the read-only xattr CBFS_XATTR_STATS on the mount root. */
 /* Formats the daemon's counters as "key=value\n" lines into buf.
  * @return the length (may exceed cap: then buf holds a truncated prefix). */
 size_t cbfs_stats_format(const struct cbfs_fs *fs, char *buf, size_t cap);

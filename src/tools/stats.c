@@ -1,23 +1,19 @@
 /* `cbfs stats`: live counters of a running mount, read from the xattr
- * user.cbfs.stats on the mount root (key=value lines: struct
- * cbfs_engine_stats plus uptime_ns, workers, codec, level, block_size).
+ * user.cbfs.stats on the mount root (struct cbfs_stats, decoded by the core).
  * Shows totals, rates between two samples, time per pipeline stage, and a
  * one-line verdict naming the bottleneck; --watch redraws like top. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
 #include <time.h>
 
-#include "cbfs/engine.h"
+#include "cbfs/stats.h"
 #include "tools/tool.h"
-
-#define TOOL_STATS_XATTR "user.cbfs.stats"
 
 static const char tool_stats_help[] =
     "usage: cbfs stats [--watch [SECS]] [--json] [--input FILE] MOUNTPOINT\n"
@@ -27,74 +23,32 @@ static const char tool_stats_help[] =
     "  --input FILE    read the counters from FILE instead of the mount (testing)\n"
     "exit status: 0 ok, 2 usage error or no counters (not a cbfs mount)\n";
 
-/* One sample: the engine's counters plus the daemon's description. */
-struct tool_sample {
-    struct cbfs_engine_stats st;
-    uint64_t uptime_ns, workers, level, block_size;
-    char codec[32];
-};
-
-/* Numeric keys, mapped onto the sample (unknown keys are ignored, so a
- * newer daemon's additions do not break an older tool). */
-#define TOOL_SK(name) {#name, offsetof(struct tool_sample, st.name)}
-static const struct {
-    const char *key;
-    size_t off;
-} tool_stats_keys[] = {
-    TOOL_SK(logical_written),   TOOL_SK(physical_written), TOOL_SK(logical_read),
-    TOOL_SK(physical_read),     TOOL_SK(blocks_compressed), TOOL_SK(blocks_raw),
-    TOOL_SK(blocks_hole),       TOOL_SK(ns_compress),      TOOL_SK(ns_store_write),
-    TOOL_SK(ns_wait_slots),     TOOL_SK(ns_decompress),    TOOL_SK(ns_store_read),
-    TOOL_SK(cache_hits),        TOOL_SK(cache_misses),     TOOL_SK(readahead_hits),
-    TOOL_SK(inflight_bytes),
-    {"uptime_ns", offsetof(struct tool_sample, uptime_ns)},
-    {"workers", offsetof(struct tool_sample, workers)},
-    {"level", offsetof(struct tool_sample, level)},
-    {"block_size", offsetof(struct tool_sample, block_size)},
-};
-
-/* Parses key=value lines (text is NUL-terminated and modified). */
-static void tool_stats_parse(char *text, struct tool_sample *s)
-{
-    memset(s, 0, sizeof *s);
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *const eq = strchr(line, '=');
-        if (!eq) continue;
-        *eq = '\0';
-        const char *const val = eq + 1;
-        if (strcmp(line, "codec") == 0) {
-            snprintf(s->codec, sizeof s->codec, "%s", val);
-            continue;
-        }
-        for (size_t i = 0; i < sizeof tool_stats_keys / sizeof tool_stats_keys[0]; i++) {
-            if (strcmp(line, tool_stats_keys[i].key) != 0) continue;
-            /* level may be negative (zstd fast levels): keep the bits. */
-            const uint64_t v = val[0] == '-' ? (uint64_t)strtoll(val, NULL, 10)
-                                             : strtoull(val, NULL, 10);
-            memcpy((char *)s + tool_stats_keys[i].off, &v, sizeof v);
-        }
-    }
-}
-
-/* Reads one sample from the mount's xattr or from a file. */
-static cbfs_err tool_stats_read(const char *mnt, const char *input, struct tool_sample *s)
+/* Reads one sample from the mount's xattr or from a file. @return
+ * CBFS_E_NOTSUP if mnt has no counters; on any error a sentence in msg. */
+static cbfs_err tool_stats_read(const char *mnt, const char *input, struct cbfs_stats *s,
+                                char *msg, size_t msg_cap)
 {
     char buf[8192];
-    ssize_t n;
+    ssize_t n = 0;
+    cbfs_err e = CBFS_OK;
     if (input) {
         FILE *const f = fopen(input, "re");
-        if (!f) return cbfs_err_from_errno(errno);
-        n = (ssize_t)fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
+        if (!f) {
+            e = cbfs_err_from_errno(errno);
+        } else {
+            n = (ssize_t)fread(buf, 1, sizeof buf, f);
+            fclose(f);
+        }
     } else {
-        n = getxattr(mnt, TOOL_STATS_XATTR, buf, sizeof buf - 1);
-        if (n < 0) return errno == ENODATA || errno == ENOTSUP ? CBFS_E_NOTSUP
-                                                               : cbfs_err_from_errno(errno);
+        n = getxattr(mnt, CBFS_XATTR_STATS, buf, sizeof buf);
+        if (n < 0)
+            e = errno == ENODATA || errno == ENOTSUP ? CBFS_E_NOTSUP : cbfs_err_from_errno(errno);
     }
-    buf[n] = '\0';
-    tool_stats_parse(buf, s);
-    return CBFS_OK;
+    if (e) {
+        snprintf(msg, msg_cap, "%s", cbfs_err_str(e));
+        return e;
+    }
+    return cbfs_stats_decode(buf, (size_t)n, s, msg, msg_cap);
 }
 
 /* Derived figures over an interval (prev NULL: since the mount started). */
@@ -124,11 +78,11 @@ static const char *tool_stats_verdict(const struct tool_view *v, double workers)
     return v->lw >= v->lr ? "the writer (cbfs is idle)" : "the reader (cbfs is idle)";
 }
 
-static void tool_stats_view(const struct tool_sample *cur, const struct tool_sample *prev,
+static void tool_stats_view(const struct cbfs_stats *cur, const struct cbfs_stats *prev,
                             struct tool_view *v)
 {
-    static const struct tool_sample zero;
-    const struct tool_sample *const p = prev ? prev : &zero;
+    static const struct cbfs_stats zero;
+    const struct cbfs_stats *const p = prev ? prev : &zero;
     const struct cbfs_engine_stats *const a = &cur->st, *const b = &p->st;
     memset(v, 0, sizeof *v);
     v->wall = (double)(cur->uptime_ns - p->uptime_ns) / 1e9;
@@ -160,14 +114,14 @@ static double tool_stats_mbps(double bytes, double secs)
     return secs > 0 ? bytes / 1e6 / secs : 0.0;
 }
 
-static void tool_stats_text(const char *mnt, const struct tool_sample *s, const struct tool_view *v,
+static void tool_stats_text(const char *mnt, const struct cbfs_stats *s, const struct tool_view *v,
                             bool interval)
 {
     char b1[32], b2[32];
     const double up = (double)s->uptime_ns / 1e9;
     printf("cbfs stats %s: codec %s level %" PRId64 ", block %s, %" PRIu64
            " workers, up %.0f s\n",
-           mnt, s->codec[0] ? s->codec : "?", (int64_t)s->level,
+           mnt, s->codec[0] ? s->codec : "?", s->level,
            tool_fmt_bytes(s->block_size, b1, sizeof b1), s->workers, up);
     printf("%-18s %14s %14s\n", "", "total", interval ? "per second" : "avg per second");
     const struct {
@@ -193,18 +147,16 @@ static void tool_stats_text(const char *mnt, const struct tool_sample *s, const 
     printf("bottleneck: %s\n", v->verdict);
 }
 
-static void tool_stats_json(const struct tool_sample *s, const struct tool_view *v)
+static void tool_stats_json(const struct cbfs_stats *s, const struct tool_view *v)
 {
     printf("{\"codec\":");
     tool_json_str(stdout, s->codec);
     printf(",\"level\":%" PRId64 ",\"block_size\":%" PRIu64 ",\"workers\":%" PRIu64
            ",\"uptime_ns\":%" PRIu64,
-           (int64_t)s->level, s->block_size, s->workers, s->uptime_ns);
-    for (size_t i = 0; i < sizeof tool_stats_keys / sizeof tool_stats_keys[0] - 4; i++) {
-        uint64_t x;
-        memcpy(&x, (const char *)s + tool_stats_keys[i].off, sizeof x);
-        printf(",\"%s\":%" PRIu64, tool_stats_keys[i].key, x);
-    }
+           s->level, s->block_size, s->workers, s->uptime_ns);
+#define TOOL_STATS_JSON_(name) printf(",\"%s\":%" PRIu64, #name, s->st.name);
+    CBFS_ENGINE_STATS(TOOL_STATS_JSON_)
+#undef TOOL_STATS_JSON_
     printf(",\"interval_s\":%.3f,\"logical_write_mbps\":%.2f,\"physical_write_mbps\":%.2f,"
            "\"logical_read_mbps\":%.2f,\"physical_read_mbps\":%.2f,\"ratio_current\":%.4f,"
            "\"ratio_average\":%.4f,\"cache_hit_rate\":%.2f,\"stages\":{",
@@ -265,14 +217,15 @@ int tool_stats_main(int argc, char **argv)
     }
     if (optind + 1 != argc) return tool_usage(tool_stats_help, false);
     const char *const mnt = argv[optind];
-    struct tool_sample cur, prev;
-    cbfs_err e = tool_stats_read(mnt, input, &cur);
+    struct cbfs_stats cur, prev;
+    char msg[256];
+    cbfs_err e = tool_stats_read(mnt, input, &cur, msg, sizeof msg);
     if (e) {
         if (e == CBFS_E_NOTSUP)
             tool_err("stats", "%s has no %s attribute: is it the root of a running cbfs mount?",
-                     mnt, TOOL_STATS_XATTR);
+                     mnt, CBFS_XATTR_STATS);
         else
-            tool_err("stats", "%s: %s", input ? input : mnt, cbfs_err_str(e));
+            tool_err("stats", "%s: %s", input ? input : mnt, msg);
         return TOOL_EXIT_USAGE;
     }
     struct sigaction sa = {.sa_handler = tool_stats_sigint};
@@ -285,9 +238,9 @@ int tool_stats_main(int argc, char **argv)
         prev = cur;
         const struct timespec one = {.tv_sec = 1};
         nanosleep(&one, NULL);
-        e = tool_stats_read(mnt, input, &cur);
+        e = tool_stats_read(mnt, input, &cur, msg, sizeof msg);
         if (e) {
-            tool_err("stats", "%s: %s (daemon gone?)", mnt, cbfs_err_str(e));
+            tool_err("stats", "%s: %s (daemon gone?)", mnt, msg);
             return TOOL_EXIT_USAGE;
         }
         have_prev = cur.uptime_ns > prev.uptime_ns;
@@ -307,9 +260,9 @@ int tool_stats_main(int argc, char **argv)
         if (nanosleep(&ts, NULL) != 0 || tool_stats_stop) break;
         prev = cur;
         have_prev = true;
-        e = tool_stats_read(mnt, input, &cur);
+        e = tool_stats_read(mnt, input, &cur, msg, sizeof msg);
         if (e) {
-            tool_err("stats", "%s: %s (daemon gone?)", input ? input : mnt, cbfs_err_str(e));
+            tool_err("stats", "%s: %s (daemon gone?)", input ? input : mnt, msg);
             return TOOL_EXIT_USAGE;
         }
         if (cur.uptime_ns <= prev.uptime_ns) have_prev = false; /* restarted or a static file */

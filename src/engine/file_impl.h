@@ -1,0 +1,112 @@
+/* Private to the file module of the engine: the per-file state shared by
+ * file.c (open/close), file_write.c (seal, commit, flush, truncate) and
+ * file_read.c (read, cache lookups, read-ahead, seek).
+ *
+ * Locking (see engine_impl.h for the global order): f->lock protects every
+ * field marked "lock" below. The committer role (f->committing) is held by one
+ * thread at a time; it owns append_off and idx.index_end and does its store
+ * I/O without f->lock, so readers and writers keep going while frames are
+ * written. Code holding f->lock never waits on the cache for another loader
+ * (cbfs_cache_peek, private decode) — a pool thread that loads may itself be
+ * waiting for f->lock. */
+#ifndef CBFS_ENGINE_FILE_IMPL_H
+#define CBFS_ENGINE_FILE_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cbfs/format.h"
+#include "cbfs/mutex.h"
+#include "engine/engine_impl.h"
+
+#define CBFS_OPEN_MAX 4     /* open blocks per file: several sequential streams */
+#define CBFS_COMMIT_BATCH 16
+
+struct cbfs_oblock {
+    uint64_t block;
+    uint32_t len;         /* content bytes; bytes past len are undefined */
+    uint64_t last_use;    /* f->use_clock at last write */
+    bool dirty;           /* written since its content was last sealed */
+    unsigned char *data;  /* block_size bytes, owned */
+};
+
+struct cbfs_wjob {
+    struct cbfs_pool_job pj;
+    struct cbfs_file *f;
+    uint64_t block, gen;   /* immutable */
+    uint32_t len;          /* immutable */
+    unsigned char *data;   /* uncompressed content, owned; readable under f->lock until freed */
+    unsigned char *frame;  /* encoded frame; written by the worker before done */
+    size_t frame_len, frame_cap;
+    struct cbfs_frame_hdr hdr;
+    cbfs_err err;          /* set by worker before done; by the committer after */
+    bool done;             /* lock */
+    bool stored;           /* committer role */
+    struct cbfs_wjob *next; /* pending list: lock */
+};
+
+/* A frame that became garbage: its payload can be punched out of the data
+ * file once the frame that replaced it is durable. */
+struct cbfs_dead {
+    uint64_t offset;
+    uint32_t plen;
+};
+
+struct cbfs_file {
+    struct cbfs_engine *eng; /* immutable */
+    uint64_t serial;         /* immutable: cache key */
+    int data_fd, idx_fd;     /* immutable */
+    bool writable;           /* immutable */
+    const struct cbfs_codec_ops *codec; /* immutable: codec for new blocks */
+    int level;               /* immutable */
+    uint32_t bs;             /* immutable: this file's block size */
+    uint64_t file_id;        /* immutable */
+    char name[256];          /* set once before the file is shared */
+
+    struct cbfs_mutex lock;
+    pthread_cond_t cond;     /* broadcast on every commit and read-ahead completion */
+    struct cbfs_index idx;   /* lock; index_end/data_end advanced by the committer role */
+    uint64_t size;           /* lock: logical size including data still in memory */
+    struct cbfs_oblock open[CBFS_OPEN_MAX]; /* lock */
+    unsigned nopen;          /* lock */
+    uint64_t use_clock;      /* lock */
+    struct cbfs_wjob *pend_head, *pend_tail; /* lock: sealed blocks, submission order */
+    bool committing;         /* lock: some thread holds the committer role */
+    uint64_t append_off;     /* committer role: where the next frame goes */
+    cbfs_err err;            /* lock: first background error, until flush reports it */
+    bool dirty;              /* lock: changed since the last fdatasync */
+    uint64_t ra_last;        /* lock: last block a reader touched (UINT64_MAX: none) */
+    uint64_t ra_issued;      /* lock: read-ahead issued for blocks below this */
+    unsigned ra_window;      /* lock: current read-ahead window in blocks */
+    unsigned ra_jobs;        /* lock: read-ahead jobs in flight; close waits for 0 */
+    struct cbfs_dead *dead;  /* lock: garbage frames to punch after the next fdatasync */
+    size_t ndead, dead_cap;  /* lock */
+    bool no_punch;           /* lock: the store refused FALLOC_FL_PUNCH_HOLE */
+};
+
+/* ---- file_read.c ---- */
+
+/* Reads and decodes block b (entry e) into a new buffer of e->ulen bytes.
+ * Logs a line naming the file and offsets on a bad frame. Callable with or
+ * without f->lock (touches only immutable fields). */
+cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
+                          unsigned char **out);
+
+/* Newest in-memory content of block b (open block, else newest pending).
+ * Lock held. */
+bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **data,
+                         uint32_t *len);
+
+/* Fills buf (block_size bytes) with the newest content of block b, up to
+ * `want` bytes (the part of the block inside the file); returns that length.
+ * Lock held: never waits on the cache. */
+cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *buf,
+                               uint32_t want);
+
+/* ---- file_write.c ---- */
+
+/* cbfs_index hook, called under f->lock when a frame becomes garbage. If the
+ * list cannot grow, the frame just stays (counted) garbage. */
+void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen);
+
+#endif

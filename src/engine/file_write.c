@@ -1,0 +1,441 @@
+/* The write side of an engine file: writes fill open blocks, full blocks are
+ * sealed into compression jobs on the pool and committed in order by one
+ * thread at a time; flush, truncate and hole punching (garbage frames too). */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cbfs/log.h"
+#include "cbfs/util.h"
+#include "engine/file_impl.h"
+
+/* ---- write path: sealing, compressing, committing ---- */
+
+/* Data buffers are always f->bs bytes and frame buffers frame_cap bytes, so
+ * both go back to the engine's recycling lists. */
+static void cbfs_wjob_free(struct cbfs_file *f, struct cbfs_wjob *j)
+{
+    cbfs_engine_buf_put(f->eng, j->data, f->bs);
+    cbfs_engine_buf_put(f->eng, j->frame, j->frame_cap);
+    free(j);
+}
+
+/* Stores a batch of encoded frames and their records. Committer role, no lock. */
+static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch, size_t n,
+                                  cbfs_err poison, struct cbfs_index_rec *recs, size_t *nrecs)
+{
+    cbfs_assert_not_held(&f->lock);
+    struct cbfs_engine *eng = f->eng;
+    *nrecs = 0;
+    uint64_t t0 = cbfs_now_ns();
+    for (size_t i = 0; i < n; i++) {
+        struct cbfs_wjob *j = batch[i];
+        /* After the first failure nothing more is stored until the error has
+         * been reported: a later, smaller frame that still fits would leave a
+         * gap (zeros) in the file where the failed block was. */
+        if (j->err || (j->err = poison)) {
+            poison = j->err;
+            continue;
+        }
+        cbfs_err e = cbfs_pwrite_full(f->data_fd, j->frame, j->frame_len, f->append_off);
+        if (e) {
+            j->err = poison = e;
+            continue; /* append_off unchanged: the next frame overwrites the torn one */
+        }
+        cbfs_index_rec_from_frame(&j->hdr, f->append_off, &recs[(*nrecs)++]);
+        f->append_off += j->frame_len;
+        j->stored = true;
+    }
+    if (*nrecs) {
+        cbfs_err e = cbfs_index_append(&f->idx, f->idx_fd, recs, *nrecs);
+        if (e) {
+            /* The frames are on disk and will be found by the rescan on the
+             * next open; the caller still hears about the failure. */
+            for (size_t i = 0; i < n; i++)
+                if (batch[i]->stored && !batch[i]->err) batch[i]->err = e;
+        }
+    }
+    CBFS_STAT_ADD(eng, st_ns_store_write, cbfs_now_ns() - t0);
+}
+
+/* Becomes the committer unless someone else is, and appends every finished
+ * job at the head of the pending list, in submission order. Called and
+ * returns with f->lock held (drops it around store I/O). */
+static void cbfs_file_commit_locked(struct cbfs_file *f)
+{
+    cbfs_assert_held(&f->lock);
+    struct cbfs_engine *eng = f->eng;
+    if (f->committing) return;
+    f->committing = true;
+    while (f->pend_head && f->pend_head->done) {
+        struct cbfs_wjob *batch[CBFS_COMMIT_BATCH];
+        struct cbfs_index_rec recs[CBFS_COMMIT_BATCH];
+        size_t n = 0, nrecs;
+        for (struct cbfs_wjob *j = f->pend_head; j && j->done && n < CBFS_COMMIT_BATCH; j = j->next)
+            batch[n++] = j;
+        const cbfs_err poison = f->err;
+        cbfs_mutex_unlock(&f->lock);
+        cbfs_file_store_batch(f, batch, n, poison, recs, &nrecs);
+        cbfs_mutex_lock(&f->lock);
+        size_t r = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct cbfs_wjob *j = batch[i];
+            if (j->stored) {
+                cbfs_index_apply(&f->idx, &recs[r++]);
+                CBFS_STAT_ADD(eng, st_physical_written, j->frame_len);
+            }
+            if (j->err && !f->err) {
+                f->err = j->err;
+                cbfs_log_err("%s: storing block %llu failed: %s", f->name,
+                             (unsigned long long)j->block, cbfs_err_str(j->err));
+            }
+            f->pend_head = j->next;
+            if (!f->pend_head) f->pend_tail = NULL;
+            cbfs_engine_budget_drop(eng, j->len);
+            cbfs_wjob_free(f, j);
+        }
+        pthread_cond_broadcast(&f->cond);
+    }
+    f->committing = false;
+    pthread_cond_broadcast(&f->cond);
+}
+
+static void cbfs_wjob_run(struct cbfs_pool_job *pj)
+{
+    struct cbfs_wjob *j = (struct cbfs_wjob *)pj;
+    struct cbfs_file *f = j->f;
+    struct cbfs_engine *eng = f->eng;
+    /* Sized for a whole block, whatever j->len: one buffer size per file. */
+    size_t cap = cbfs_frame_bound(f->codec, f->bs);
+    cbfs_err err = CBFS_E_NOMEM;
+    j->frame = cbfs_engine_buf_get(eng, cap);
+    j->frame_cap = cap;
+    if (j->frame) {
+        uint64_t t0 = cbfs_now_ns();
+        err = cbfs_frame_encode(f->codec, f->level, f->file_id, j->block, j->gen, j->data,
+                                j->len, j->frame, cap, &j->frame_len, &j->hdr);
+        CBFS_STAT_ADD(eng, st_ns_compress, cbfs_now_ns() - t0);
+        if (!err) {
+            if (j->hdr.flags & CBFS_FRAME_HOLE) CBFS_STAT_ADD(eng, st_blocks_hole, 1);
+            else if (j->hdr.flags & CBFS_FRAME_RAW) CBFS_STAT_ADD(eng, st_blocks_raw, 1);
+            else CBFS_STAT_ADD(eng, st_blocks_compressed, 1);
+        }
+    }
+    cbfs_mutex_lock(&f->lock);
+    j->err = err;
+    j->done = true;
+    cbfs_file_commit_locked(f);
+    cbfs_mutex_unlock(&f->lock);
+}
+
+/* Turns open block i into a compression job. With keep, the job gets a copy
+ * and the block stays open and clean (flush: the next small write into it
+ * needs no read-back); without, the job takes the buffer and the slot is
+ * freed. A clean block is just dropped: its content is already sealed.
+ * Lock held. */
+static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i, bool keep)
+{
+    cbfs_assert_held(&f->lock);
+    struct cbfs_oblock *ob = &f->open[i];
+    if (!ob->dirty) {
+        if (!keep) {
+            cbfs_engine_buf_put(f->eng, ob->data, f->bs);
+            f->open[i] = f->open[--f->nopen];
+        }
+        return CBFS_OK;
+    }
+    struct cbfs_wjob *j = calloc(1, sizeof *j);
+    if (!j) return CBFS_E_NOMEM;
+    if (keep) {
+        j->data = cbfs_engine_buf_get(f->eng, f->bs);
+        if (!j->data) {
+            free(j);
+            return CBFS_E_NOMEM;
+        }
+        memcpy(j->data, ob->data, ob->len);
+        ob->dirty = false;
+    } else {
+        j->data = ob->data;
+    }
+    j->pj.fn = cbfs_wjob_run;
+    j->f = f;
+    j->block = ob->block;
+    j->len = ob->len;
+    j->gen = f->idx.next_gen++;
+    if (f->pend_tail) f->pend_tail->next = j;
+    else f->pend_head = j;
+    f->pend_tail = j;
+    if (!keep) f->open[i] = f->open[--f->nopen];
+    cbfs_engine_budget_take(f->eng, j->len);
+    cbfs_pool_submit(f->eng->pool, &j->pj);
+    return CBFS_OK;
+}
+
+/* Seals every dirty open block; with keep (flush) they stay open and clean,
+ * without (truncate, close) every slot is emptied. */
+static cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep)
+{
+    for (unsigned i = f->nopen; i-- > 0;) {
+        cbfs_err e = cbfs_file_seal(f, i, keep);
+        if (e) return e;
+    }
+    return CBFS_OK;
+}
+
+/* Waits until every sealed block is committed. Lock held (released while waiting). */
+static void cbfs_file_drain(struct cbfs_file *f)
+{
+    cbfs_assert_held(&f->lock);
+    while (f->pend_head || f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
+}
+
+/* The open block for b, creating it (read-modify-write of existing content,
+ * unless the caller is about to overwrite the whole block) and sealing the
+ * least recently used one if all slots are taken. Lock held. */
+static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole,
+                                     struct cbfs_oblock **out)
+{
+    cbfs_assert_held(&f->lock);
+    for (unsigned i = 0; i < f->nopen; i++) {
+        if (f->open[i].block == b) {
+            *out = &f->open[i];
+            return CBFS_OK;
+        }
+    }
+    if (f->nopen == CBFS_OPEN_MAX) {
+        unsigned lru = 0;
+        for (unsigned i = 1; i < f->nopen; i++)
+            if (f->open[i].last_use < f->open[lru].last_use) lru = i;
+        cbfs_err e = cbfs_file_seal(f, lru, false);
+        if (e) return e;
+    }
+    unsigned char *data = cbfs_engine_buf_get(f->eng, f->bs);
+    if (!data) return CBFS_E_NOMEM;
+    uint64_t start = b * f->bs;
+    uint32_t exist = 0;
+    if (f->size > start) exist = f->size - start >= f->bs ? f->bs : (uint32_t)(f->size - start);
+    if (whole) exist = 0;
+    if (exist) {
+        cbfs_err e = cbfs_file_load_locked(f, b, data, exist);
+        if (e) {
+            cbfs_engine_buf_put(f->eng, data, f->bs);
+            return e;
+        }
+    }
+    struct cbfs_oblock *ob = &f->open[f->nopen++];
+    ob->block = b;
+    ob->len = exist;
+    ob->dirty = false;
+    ob->data = data;
+    *out = ob;
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint64_t off)
+{
+    if (!f->writable) return CBFS_E_BADF;
+    if (off + len < off || (off + len + f->bs - 1) / f->bs > CBFS_MAX_BLOCKS) return CBFS_E_FBIG;
+    const unsigned char *src = buf;
+    size_t left = len;
+    cbfs_err err = CBFS_OK;
+    cbfs_mutex_lock(&f->lock);
+    if (f->err) {
+        err = f->err;
+        goto out;
+    }
+    while (left) {
+        uint64_t b = off / f->bs;
+        uint32_t boff = (uint32_t)(off % f->bs);
+        uint32_t n = f->bs - boff < left ? f->bs - boff : (uint32_t)left;
+        struct cbfs_oblock *ob;
+        err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, &ob);
+        if (err) goto out;
+        if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
+        memcpy(ob->data + boff, src, n);
+        if (boff + n > ob->len) ob->len = boff + n;
+        ob->last_use = ++f->use_clock;
+        ob->dirty = true;
+        off += n;
+        src += n;
+        left -= n;
+        if (off > f->size) f->size = off;
+        f->dirty = true;
+        /* A write that fills the block up to its last byte means the writer
+         * moves on (sequential): compress it now. Overwrites inside a full
+         * block keep it open, so small random writes share one frame. */
+        if (boff + n == f->bs) {
+            err = cbfs_file_seal(f, (unsigned)(ob - f->open), false);
+            if (err) goto out;
+        }
+    }
+out:
+    cbfs_mutex_unlock(&f->lock);
+    CBFS_STAT_ADD(f->eng, st_logical_written, len - left);
+    cbfs_engine_budget_wait(f->eng); /* backpressure, outside the file lock */
+    return err;
+}
+
+void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen)
+{
+    struct cbfs_file *f = arg;
+    cbfs_assert_held(&f->lock);
+    if (f->no_punch || plen < 4096) return; /* nothing a 4 KiB fs block could free */
+    if (f->ndead == f->dead_cap) {
+        size_t cap = f->dead_cap ? f->dead_cap * 2 : 64;
+        struct cbfs_dead *v = realloc(f->dead, cap * sizeof *v);
+        if (!v) return;
+        f->dead = v;
+        f->dead_cap = cap;
+    }
+    f->dead[f->ndead++] = (struct cbfs_dead){offset, plen};
+}
+
+/* Reclaims the space of garbage frames by punching holes in their payloads
+ * (the 64-byte headers stay, so a rescan still walks the file frame by
+ * frame). Only called after fdatasync made their replacements durable, so a
+ * crash can never leave a block whose only copy was punched. This is cbfs's
+ * compaction: no rewrite, no rename, no second copy of the file. */
+static void cbfs_file_punch_dead(struct cbfs_file *f)
+{
+    cbfs_mutex_lock(&f->lock);
+    struct cbfs_dead *dead = f->dead;
+    size_t n = f->ndead;
+    f->dead = NULL;
+    f->ndead = f->dead_cap = 0;
+    cbfs_mutex_unlock(&f->lock);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t start = (dead[i].offset + CBFS_FRAME_HDR_SIZE + 4095) & ~4095ull;
+        uint64_t end = (dead[i].offset + CBFS_FRAME_HDR_SIZE + dead[i].plen) & ~4095ull;
+        if (end <= start) continue;
+        if (fallocate(f->data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)start,
+                      (off_t)(end - start)) != 0) {
+            if (errno == EOPNOTSUPP) {
+                cbfs_mutex_lock(&f->lock);
+                f->no_punch = true; /* garbage stays until the file is rewritten */
+                cbfs_mutex_unlock(&f->lock);
+            }
+            break;
+        }
+    }
+    free(dead);
+}
+
+cbfs_err cbfs_file_flush(struct cbfs_file *f)
+{
+    cbfs_mutex_lock(&f->lock);
+    cbfs_err err = cbfs_file_seal_all(f, true);
+    cbfs_file_drain(f);
+    if (f->err) {
+        /* Reported now, once. What was not stored is gone: the file is what
+         * the store holds (a correct prefix, see cbfs_file_store_batch). */
+        if (!err) err = f->err;
+        f->err = CBFS_OK;
+        for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
+        f->nopen = 0;
+        f->size = f->idx.size;
+    }
+    bool dirty = f->dirty;
+    f->dirty = false;
+    cbfs_mutex_unlock(&f->lock);
+    if (!err && dirty) {
+        if (fdatasync(f->data_fd) != 0) err = cbfs_err_from_errno(errno);
+        else if (fdatasync(f->idx_fd) != 0) err = cbfs_err_from_errno(errno);
+        if (err) cbfs_log_err("%s: fdatasync failed: %s", f->name, cbfs_err_str(err));
+        else cbfs_file_punch_dead(f);
+    }
+    return err;
+}
+
+/* Writes one frame synchronously (truncate's frames). Lock held, no commit
+ * in progress (drained), so this thread acts as committer. */
+static cbfs_err cbfs_file_store_one(struct cbfs_file *f, const void *frame, size_t frame_len,
+                                    const struct cbfs_frame_hdr *h)
+{
+    cbfs_assert_held(&f->lock);
+    assert(f->committing);
+    cbfs_err e = cbfs_pwrite_full(f->data_fd, frame, frame_len, f->append_off);
+    if (e) return e;
+    struct cbfs_index_rec r;
+    cbfs_index_rec_from_frame(h, f->append_off, &r);
+    f->append_off += frame_len;
+    e = cbfs_index_append(&f->idx, f->idx_fd, &r, 1);
+    cbfs_index_apply(&f->idx, &r);
+    CBFS_STAT_ADD(f->eng, st_physical_written, frame_len);
+    return e;
+}
+
+cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
+{
+    if (!f->writable) return CBFS_E_BADF;
+    if ((size + f->bs - 1) / f->bs > CBFS_MAX_BLOCKS || size > (uint64_t)INT64_MAX)
+        return CBFS_E_FBIG;
+    cbfs_mutex_lock(&f->lock);
+    cbfs_err err = cbfs_file_seal_all(f, false);
+    cbfs_file_drain(f);
+    if (err || (err = f->err)) goto out;
+    if (size == f->size) goto out;
+    f->committing = true; /* keeps the role while we write below */
+    uint32_t tail = (uint32_t)(size % f->bs);
+    const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, size / f->bs);
+    if (size < f->size && tail && e && e->ulen > tail && !(e->flags & CBFS_FRAME_HOLE)) {
+        /* The block straddling the new end keeps only its first `tail` bytes,
+         * so a later extension reads zeros there (POSIX). */
+        unsigned char *data = malloc(f->bs);
+        size_t cap = cbfs_frame_bound(f->codec, tail);
+        unsigned char *frame = malloc(cap);
+        err = data && frame ? CBFS_OK : CBFS_E_NOMEM;
+        if (!err) err = cbfs_file_load_locked(f, size / f->bs, data, tail);
+        struct cbfs_frame_hdr h;
+        size_t flen;
+        if (!err)
+            err = cbfs_frame_encode(f->codec, f->level, f->file_id, size / f->bs,
+                                    f->idx.next_gen++, data, tail, frame, cap, &flen, &h);
+        if (!err) err = cbfs_file_store_one(f, frame, flen, &h);
+        free(data);
+        free(frame);
+    }
+    if (!err) {
+        struct cbfs_frame_hdr h = {.version = 1,
+                                   .codec = f->codec->id,
+                                   .flags = CBFS_FRAME_SIZE,
+                                   .block = size,
+                                   .generation = f->idx.next_gen++,
+                                   .file_id = f->file_id};
+        uint8_t frame[CBFS_FRAME_HDR_SIZE];
+        cbfs_frame_hdr_encode(&h, frame);
+        err = cbfs_file_store_one(f, frame, sizeof frame, &h);
+    }
+    if (!err) {
+        f->size = size;
+        f->dirty = true;
+    }
+    f->committing = false;
+    pthread_cond_broadcast(&f->cond);
+out:
+    cbfs_mutex_unlock(&f->lock);
+    return err;
+}
+
+cbfs_err cbfs_file_punch(struct cbfs_file *f, uint64_t off, uint64_t len)
+{
+    uint64_t size = cbfs_file_size(f);
+    if (off >= size) return CBFS_OK;
+    if (len > size - off) len = size - off;
+    unsigned char *zeros = calloc(1, f->bs);
+    if (!zeros) return CBFS_E_NOMEM;
+    cbfs_err err = CBFS_OK;
+    /* Writing zeros is enough: a whole zero block is stored as a hole frame,
+     * and whole-block writes skip the read-modify-write. */
+    while (len && !err) {
+        uint64_t n = f->bs - off % f->bs;
+        if (n > len) n = len;
+        err = cbfs_file_write(f, zeros, (size_t)n, off);
+        off += n;
+        len -= n;
+    }
+    free(zeros);
+    return err;
+}

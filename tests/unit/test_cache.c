@@ -1,0 +1,281 @@
+/* The decompressed-block cache (src/engine/cache.h) on its own: one loader
+ * per key, the generation in the key, LRU eviction within the byte bound,
+ * referenced entries never freed, failed loads never cached. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/cache.h"
+
+#define CT_LEN 100u
+#define CT_SERIAL 7u
+
+static struct cbfs_cache *ct_cache;
+
+static void ct_open(uint64_t cap)
+{
+    cr_assert_eq(cbfs_cache_create(cap, &ct_cache), CBFS_OK);
+}
+
+static void ct_close(void)
+{
+    cbfs_cache_destroy(ct_cache);
+}
+
+/* CT_LEN bytes of value v, malloc'd: the cache takes ownership on fill. */
+static unsigned char *ct_data(int v)
+{
+    unsigned char *d = malloc(CT_LEN);
+    cr_assert_not_null(d);
+    memset(d, v, CT_LEN);
+    return d;
+}
+
+/* Loads block b (must be absent) with content b; keeps the reference if hold. */
+static struct cbfs_cache_ent *ct_load(uint64_t b, bool hold)
+{
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, b, 1, &fill, &ra);
+    cr_assert_not_null(e);
+    cr_assert(fill, "block %llu was not absent", (unsigned long long)b);
+    cr_assert_eq(e->state, CBFS_CACHE_LOADING);
+    cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, true, false);
+    if (hold) return e;
+    cbfs_cache_put(ct_cache, e);
+    return NULL;
+}
+
+/* Whether block b is cached and READY (peek: no insert; moves it to MRU). */
+static bool ct_present(uint64_t b)
+{
+    struct cbfs_cache_ent *e = cbfs_cache_peek(ct_cache, CT_SERIAL, b, 1);
+    if (!e) return false;
+    cr_assert_eq(e->len, CT_LEN);
+    for (unsigned i = 0; i < CT_LEN; i++) cr_assert_eq(e->data[i], (unsigned char)b);
+    cbfs_cache_put(ct_cache, e);
+    return true;
+}
+
+Test(cache, miss_fill_hit)
+{
+    ct_open(1 << 20);
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 3, 1, &fill, &ra);
+    cr_assert(fill && !ra);
+    unsigned char *d = ct_data(3);
+    cbfs_cache_fill(ct_cache, e, d, CT_LEN, true, false);
+    cr_assert_eq(e->state, CBFS_CACHE_READY);
+    cbfs_cache_put(ct_cache, e);
+
+    struct cbfs_cache_ent *again = cbfs_cache_get(ct_cache, CT_SERIAL, 3, 1, &fill, &ra);
+    cr_assert(!fill && !ra);
+    cr_assert_eq(again, e);
+    cr_assert_eq(again->data, d, "the cache keeps the loader's buffer");
+    cbfs_cache_put(ct_cache, again);
+    ct_close();
+}
+
+Test(cache, key_is_serial_block_and_generation)
+{
+    ct_open(1 << 20);
+    ct_load(5, false);
+    bool fill, ra;
+    const uint64_t keys[][3] = {{CT_SERIAL, 5, 2}, {CT_SERIAL + 1, 5, 1}, {CT_SERIAL, 6, 1}};
+    for (int i = 0; i < 3; i++) {
+        struct cbfs_cache_ent *e =
+            cbfs_cache_get(ct_cache, keys[i][0], keys[i][1], keys[i][2], &fill, &ra);
+        cr_assert(fill, "key %d served by another key's entry", i);
+        cbfs_cache_fill(ct_cache, e, NULL, 0, false, false);
+        cbfs_cache_put(ct_cache, e);
+    }
+    cr_assert(ct_present(5));
+    ct_close();
+}
+
+Test(cache, peek_never_inserts_or_waits)
+{
+    ct_open(1 << 20);
+    cr_assert_null(cbfs_cache_peek(ct_cache, CT_SERIAL, 1, 1));
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 1, 1, &fill, &ra);
+    cr_assert(fill, "peek inserted an entry");
+    cr_assert_null(cbfs_cache_peek(ct_cache, CT_SERIAL, 1, 1), "peek returned a LOADING entry");
+    cbfs_cache_fill(ct_cache, e, ct_data(1), CT_LEN, true, false);
+    struct cbfs_cache_ent *p = cbfs_cache_peek(ct_cache, CT_SERIAL, 1, 1);
+    cr_assert_eq(p, e);
+    cbfs_cache_put(ct_cache, p);
+    cbfs_cache_put(ct_cache, e);
+    ct_close();
+}
+
+Test(cache, readahead_hit_reported_once)
+{
+    ct_open(1 << 20);
+    struct cbfs_cache_ent *e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1);
+    cr_assert_not_null(e);
+    cr_assert_eq(e->state, CBFS_CACHE_LOADING);
+    cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1), "reserved twice");
+    cbfs_cache_fill(ct_cache, e, ct_data(9), CT_LEN, true, true);
+    cbfs_cache_put(ct_cache, e);
+    cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1), "reserved a cached key");
+
+    bool fill, ra;
+    e = cbfs_cache_get(ct_cache, CT_SERIAL, 9, 1, &fill, &ra);
+    cr_assert(!fill && ra, "first read of a read-ahead block is a read-ahead hit");
+    cbfs_cache_put(ct_cache, e);
+    e = cbfs_cache_get(ct_cache, CT_SERIAL, 9, 1, &fill, &ra);
+    cr_assert(!fill && !ra, "a read-ahead hit is counted once");
+    cbfs_cache_put(ct_cache, e);
+    ct_close();
+}
+
+Test(cache, evicts_least_recently_used)
+{
+    ct_open(3 * CT_LEN);
+    for (uint64_t b = 0; b < 3; b++) ct_load(b, false);
+    /* Use block 0 again: block 1 is now the least recently used. */
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 0, 1, &fill, &ra);
+    cr_assert(!fill);
+    cbfs_cache_put(ct_cache, e);
+    ct_load(3, false);
+    cr_assert(!ct_present(1), "the LRU block survived");
+    cr_assert(ct_present(0) && ct_present(2) && ct_present(3));
+    ct_close();
+}
+
+Test(cache, stays_within_its_bound)
+{
+    ct_open(5 * CT_LEN + CT_LEN / 2);
+    for (uint64_t b = 0; b < 40; b++) ct_load(b, false);
+    unsigned cached = 0;
+    for (uint64_t b = 40; b-- > 0;) cached += ct_present(b);
+    cr_assert_eq(cached, 5, "%u blocks of %u bytes cached under a %u-byte bound", cached, CT_LEN,
+                 5 * CT_LEN + CT_LEN / 2);
+    for (uint64_t b = 35; b < 40; b++) cr_assert(ct_present(b), "newest block %llu evicted",
+                                                 (unsigned long long)b);
+    ct_close();
+}
+
+Test(cache, referenced_entries_are_never_freed)
+{
+    ct_open(CT_LEN);
+    struct cbfs_cache_ent *held = ct_load(0, true);
+    /* Over the bound while block 0 is held: the others go, block 0 stays. */
+    for (uint64_t b = 1; b < 10; b++) ct_load(b, false);
+    for (unsigned i = 0; i < CT_LEN; i++) cr_assert_eq(held->data[i], 0);
+    cr_assert_eq(held->state, CBFS_CACHE_READY);
+    for (uint64_t b = 1; b < 10; b++) cr_assert(!ct_present(b));
+    cbfs_cache_put(ct_cache, held);
+    cr_assert(ct_present(0), "within the bound once released: kept");
+    ct_close();
+}
+
+Test(cache, zero_bound_keeps_nothing_unreferenced)
+{
+    ct_open(0);
+    struct cbfs_cache_ent *held = ct_load(4, true);
+    cr_assert_eq(held->data[0], 4); /* readable while referenced */
+    cbfs_cache_put(ct_cache, held);
+    cr_assert(!ct_present(4));
+    ct_close();
+}
+
+Test(cache, failed_load_is_not_cached)
+{
+    ct_open(1 << 20);
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 2, 1, &fill, &ra);
+    cr_assert(fill);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, false, false);
+    cr_assert_eq(e->state, CBFS_CACHE_FAILED);
+    cr_assert_null(cbfs_cache_peek(ct_cache, CT_SERIAL, 2, 1), "peek served a failed load");
+    cbfs_cache_put(ct_cache, e);
+    e = cbfs_cache_get(ct_cache, CT_SERIAL, 2, 1, &fill, &ra);
+    cr_assert(fill, "a failed load was cached: the next reader must load again");
+    cbfs_cache_fill(ct_cache, e, NULL, 0, false, false);
+    cbfs_cache_put(ct_cache, e);
+
+    /* A read-ahead reservation that fails leaves the key free too. */
+    e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1);
+    cr_assert_not_null(e);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, false, false);
+    cbfs_cache_put(ct_cache, e);
+    e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1);
+    cr_assert_not_null(e, "a failed read-ahead blocks the key");
+    cbfs_cache_fill(ct_cache, e, NULL, 0, false, false);
+    cbfs_cache_put(ct_cache, e);
+    ct_close();
+}
+
+/* A second reader of a key being loaded: what it got. */
+struct ct_reader {
+    pthread_t t;
+    struct cbfs_cache_ent *e;
+    bool fill;
+    _Atomic bool returned;
+};
+
+static void *ct_reader_main(void *arg)
+{
+    struct ct_reader *r = arg;
+    bool ra;
+    r->e = cbfs_cache_get(ct_cache, CT_SERIAL, 8, 1, &r->fill, &ra);
+    r->returned = true;
+    return NULL;
+}
+
+/* Opens a cache, takes the loader's LOADING entry of block 8 and starts a
+ * second reader of it, which must wait. @return the loader's entry. */
+static struct cbfs_cache_ent *ct_load_with_waiter(struct ct_reader *r)
+{
+    ct_open(1 << 20);
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 8, 1, &fill, &ra);
+    cr_assert(fill);
+    r->returned = false;
+    cr_assert_eq(pthread_create(&r->t, NULL, ct_reader_main, r), 0);
+    usleep(50 * 1000); /* time enough to reach the wait; a broken cache returns early */
+    cr_assert(!r->returned, "a second reader did not wait for the loader");
+    return e;
+}
+
+Test(cache, second_reader_waits_for_the_loader, .timeout = 10)
+{
+    struct ct_reader r;
+    struct cbfs_cache_ent *e = ct_load_with_waiter(&r);
+    cbfs_cache_fill(ct_cache, e, ct_data(8), CT_LEN, true, false);
+    pthread_join(r.t, NULL);
+    cr_assert(!r.fill, "the waiter decoded the block a second time");
+    cr_assert_eq(r.e, e);
+    cr_assert_eq(r.e->data[0], 8);
+    cbfs_cache_put(ct_cache, r.e);
+    cbfs_cache_put(ct_cache, e);
+    ct_close();
+}
+
+Test(cache, waiter_loads_itself_after_a_failed_load, .timeout = 10)
+{
+    struct ct_reader r;
+    struct cbfs_cache_ent *e = ct_load_with_waiter(&r);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, false, false);
+    cbfs_cache_put(ct_cache, e); /* the loader gives up: the waiter takes over */
+    pthread_join(r.t, NULL);
+    cr_assert_not_null(r.e);
+    cr_assert(r.fill, "after a failed load the waiter must load the block itself");
+    cr_assert_eq(r.e->state, CBFS_CACHE_LOADING);
+    cbfs_cache_fill(ct_cache, r.e, ct_data(8), CT_LEN, true, false);
+    cbfs_cache_put(ct_cache, r.e);
+    cr_assert(ct_present(8));
+    ct_close();
+}
+
+Test(cache, destroy_frees_cached_blocks)
+{
+    cbfs_cache_destroy(NULL);
+    ct_open(1 << 20);
+    for (uint64_t b = 0; b < 8; b++) ct_load(b, false);
+    ct_close(); /* ASan build: no leak */
+}
