@@ -103,6 +103,10 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     f->bs = f->idx.block_size;
     f->file_id = f->idx.file_id;
     f->size = f->idx.size;
+    f->wnext = f->size / f->bs; /* an append completes the last block first */
+    f->open_max = CBFS_OPEN_WINDOW / f->bs;
+    if (f->open_max > CBFS_OPEN_MAX) f->open_max = CBFS_OPEN_MAX;
+    if (f->open_max < CBFS_OPEN_MIN) f->open_max = CBFS_OPEN_MIN;
     /* After a kept (damaged) tail, append behind it: never over frames. */
     f->append_off = f->idx.data_end;
     if (!empty && fstat(data_fd, &st) == 0 && (uint64_t)st.st_size > f->append_off)

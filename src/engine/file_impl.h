@@ -19,7 +19,16 @@
 #include "cbfs/mutex.h"
 #include "engine/engine_impl.h"
 
-#define CBFS_OPEN_MAX 4     /* open blocks per file: several sequential streams */
+/* Open blocks per file: room for a few sequential streams, and the reorder
+ * window of one stream whose requests arrive out of order: the kernel's
+ * writeback cache keeps up to max_background (12) 1 MiB requests in flight,
+ * handed to as many daemon threads, which take the file lock in any order
+ * (measured: blocks 32 apart at 256K). A file may keep CBFS_OPEN_WINDOW
+ * bytes' worth open, between CBFS_OPEN_MIN and CBFS_OPEN_MAX blocks; they
+ * are only taken while writes arrive out of order. */
+#define CBFS_OPEN_MAX 64
+#define CBFS_OPEN_MIN 4
+#define CBFS_OPEN_WINDOW (16u << 20)
 #define CBFS_COMMIT_BATCH 16
 
 struct cbfs_oblock {
@@ -69,6 +78,10 @@ struct cbfs_file {
     uint64_t size;           /* lock: logical size including data still in memory */
     struct cbfs_oblock open[CBFS_OPEN_MAX]; /* lock */
     unsigned nopen;          /* lock */
+    unsigned open_max;       /* immutable: slots this file uses (see CBFS_OPEN_WINDOW) */
+    uint64_t wnext;          /* lock: the next block of the sequential stream; full blocks
+                                after it (within open_max) wait open until it is sealed,
+                                so frames land in block order (stock-decodable) */
     uint64_t use_clock;      /* lock */
     struct cbfs_wjob *pend_head, *pend_tail; /* lock: sealed blocks, submission order */
     bool committing;         /* lock: some thread holds the committer role */

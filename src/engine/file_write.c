@@ -174,15 +174,66 @@ static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i, bool keep)
     return CBFS_OK;
 }
 
-/* Seals every dirty open block; with keep (flush) they stay open and clean,
- * without (truncate, close) every slot is emptied. */
+/* Slot of the lowest-numbered open block that is dirty and, with full_only,
+ * full (and below limit). @return its index, or f->nopen if there is none. */
+static unsigned cbfs_file_lowest(const struct cbfs_file *f, bool full_only, uint64_t limit)
+{
+    unsigned best = f->nopen;
+    for (unsigned i = 0; i < f->nopen; i++) {
+        const struct cbfs_oblock *ob = &f->open[i];
+        if (!ob->dirty || ob->block >= limit || (full_only && ob->len != f->bs)) continue;
+        if (best == f->nopen || ob->block < f->open[best].block) best = i;
+    }
+    return best;
+}
+
+/* Seals every dirty open block in block order; with keep (flush) they stay
+ * open and clean, without (truncate, close) every slot is emptied. */
 static cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep)
 {
-    for (unsigned i = f->nopen; i-- > 0;) {
+    unsigned i;
+    while ((i = cbfs_file_lowest(f, false, UINT64_MAX)) < f->nopen) {
         cbfs_err e = cbfs_file_seal(f, i, keep);
         if (e) return e;
     }
+    if (!keep) {
+        while (f->nopen) {
+            cbfs_err e = cbfs_file_seal(f, 0, false); /* clean: just dropped */
+            if (e) return e;
+        }
+    }
     return CBFS_OK;
+}
+
+/* Seals the full blocks that continue the stream at f->wnext, in order.
+ * Lock held. */
+static cbfs_err cbfs_file_seal_run(struct cbfs_file *f)
+{
+    for (;;) {
+        unsigned i = 0;
+        while (i < f->nopen && !(f->open[i].block == f->wnext && f->open[i].dirty &&
+                                 f->open[i].len == f->bs))
+            i++;
+        if (i == f->nopen) return CBFS_OK;
+        f->wnext++;
+        cbfs_err e = cbfs_file_seal(f, i, false);
+        if (e) return e;
+    }
+}
+
+/* Block b (slot i) was just filled to its end. A sequential stream seals it
+ * now, in block order: while an earlier block of the stream has not been
+ * sealed, b waits open for it (until the slots run out: cbfs_file_open_block
+ * then moves the stream on past its gap, lowest block first, so a writer that
+ * seeks costs a delay, not the order). A block behind the stream (a rewrite)
+ * is sealed at once. Lock held. */
+static cbfs_err cbfs_file_seal_full(struct cbfs_file *f, unsigned i)
+{
+    cbfs_assert_held(&f->lock);
+    const uint64_t b = f->open[i].block;
+    if (b < f->wnext) return cbfs_file_seal(f, i, false);
+    if (b > f->wnext) return CBFS_OK; /* hold */
+    return cbfs_file_seal_run(f);
 }
 
 /* Waits until every sealed block is committed. Lock held (released while waiting). */
@@ -205,11 +256,20 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
             return CBFS_OK;
         }
     }
-    if (f->nopen == CBFS_OPEN_MAX) {
-        unsigned lru = 0;
-        for (unsigned i = 1; i < f->nopen; i++)
-            if (f->open[i].last_use < f->open[lru].last_use) lru = i;
-        cbfs_err e = cbfs_file_seal(f, lru, false);
+    if (f->nopen == f->open_max) {
+        /* Full blocks waiting for their turn go first, lowest first (the
+         * stream's gap is not coming: move on past it); else the least
+         * recently used block. */
+        unsigned v = cbfs_file_lowest(f, true, UINT64_MAX);
+        if (v < f->nopen) {
+            if (f->open[v].block >= f->wnext) f->wnext = f->open[v].block + 1;
+        } else {
+            v = 0;
+            for (unsigned i = 1; i < f->nopen; i++)
+                if (f->open[i].last_use < f->open[v].last_use) v = i;
+        }
+        cbfs_err e = cbfs_file_seal(f, v, false);
+        if (!e) e = cbfs_file_seal_run(f);
         if (e) return e;
     }
     unsigned char *data = cbfs_engine_buf_get(f->eng, f->bs);
@@ -264,10 +324,11 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         if (off > f->size) f->size = off;
         f->dirty = true;
         /* A write that fills the block up to its last byte means the writer
-         * moves on (sequential): compress it now. Overwrites inside a full
-         * block keep it open, so small random writes share one frame. */
+         * moves on (sequential): compress it now, in stream order. Overwrites
+         * inside a full block keep it open, so small random writes share one
+         * frame. */
         if (boff + n == f->bs) {
-            err = cbfs_file_seal(f, (unsigned)(ob - f->open), false);
+            err = cbfs_file_seal_full(f, (unsigned)(ob - f->open));
             if (err) goto out;
         }
     }
@@ -336,6 +397,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f)
         for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
         f->nopen = 0;
         f->size = f->idx.size;
+        if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
     }
     bool dirty = f->dirty;
     f->dirty = false;
@@ -411,6 +473,7 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     if (!err) {
         f->size = size;
         f->dirty = true;
+        if (f->wnext > size / f->bs) f->wnext = size / f->bs; /* O_TRUNC: a new stream */
     }
     f->committing = false;
     pthread_cond_broadcast(&f->cond);
