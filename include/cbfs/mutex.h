@@ -68,4 +68,19 @@ static inline void cbfs_mutex_wait(struct cbfs_mutex *mu, pthread_cond_t *cond)
     atomic_store_explicit(&mu->owner, cbfs_mutex_self(), memory_order_relaxed);
 }
 
+/* Like cbfs_mutex_wait, for at most ns nanoseconds of CLOCK_REALTIME (the
+ * condition variable's default clock). */
+static inline void cbfs_mutex_timedwait(struct cbfs_mutex *mu, pthread_cond_t *cond, long ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ns;
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    cbfs_assert_held(mu);
+    atomic_store_explicit(&mu->owner, 0, memory_order_relaxed);
+    (void)pthread_cond_timedwait(cond, &mu->m, &until);
+    atomic_store_explicit(&mu->owner, cbfs_mutex_self(), memory_order_relaxed);
+}
+
 #endif

@@ -104,8 +104,10 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     f->file_id = f->idx.file_id;
     f->size = f->idx.size;
     f->wnext = f->size / f->bs; /* an append completes the last block first */
+    f->gap_block = UINT64_MAX;
+    f->gap_wait = true;
     f->open_max = CBFS_OPEN_WINDOW / f->bs;
-    if (f->open_max > CBFS_OPEN_MAX) f->open_max = CBFS_OPEN_MAX;
+    if (f->open_max > CBFS_OPEN_MAX / 2) f->open_max = CBFS_OPEN_MAX / 2;
     if (f->open_max < CBFS_OPEN_MIN) f->open_max = CBFS_OPEN_MIN;
     /* After a kept (damaged) tail, append behind it: never over frames. */
     f->append_off = f->idx.data_end;

@@ -21,19 +21,30 @@
 
 /* Open blocks per file: room for a few sequential streams, and the reorder
  * window of one stream whose requests arrive out of order: the kernel's
- * writeback cache keeps up to max_background (12) 1 MiB requests in flight,
- * handed to as many daemon threads, which take the file lock in any order
- * (measured: blocks 32 apart at 256K). A file may keep CBFS_OPEN_WINDOW
- * bytes' worth open, between CBFS_OPEN_MIN and CBFS_OPEN_MAX blocks; they
- * are only taken while writes arrive out of order. */
+ * writeback cache keeps up to max_background 1 MiB requests in flight,
+ * handed to as many daemon threads, which take the file lock in any order.
+ * A file keeps up to CBFS_OPEN_WINDOW bytes' worth open (open_max, at least
+ * CBFS_OPEN_MIN blocks); the write that fills the stream's gap may use the
+ * spare slots up to CBFS_OPEN_MAX. Slots are only taken while writes arrive
+ * out of order. A writer that finds the slots full of blocks waiting for a
+ * gap waits up to CBFS_GAP_WAIT_NS for the writer carrying it. */
 #define CBFS_OPEN_MAX 64
 #define CBFS_OPEN_MIN 4
-#define CBFS_OPEN_WINDOW (16u << 20)
+#define CBFS_OPEN_WINDOW (8u << 20)
+#define CBFS_GAP_WAIT_NS 200000000L /* 200 ms in all */
+#define CBFS_GAP_WAIT_STEP_NS 5000000L
 #define CBFS_COMMIT_BATCH 16
+
+#define CBFS_OBLOCK_RUNS 6      /* written pieces of an open block that are tracked */
+#define CBFS_OBLOCK_UNTRACKED 0xff
 
 struct cbfs_oblock {
     uint64_t block;
-    uint32_t len;         /* content bytes; bytes past len are undefined */
+    uint32_t len;         /* content bytes; bytes past len are undefined (unwritten
+                             bytes below len are zeros) */
+    uint8_t nruns;        /* pieces in runs, or CBFS_OBLOCK_UNTRACKED (too many) */
+    uint32_t runs[CBFS_OBLOCK_RUNS][2]; /* [lo, hi) that hold written or loaded content,
+                             sorted, disjoint: the block is complete at [0, bs) */
     uint64_t last_use;    /* f->use_clock at last write */
     bool dirty;           /* written since its content was last sealed */
     unsigned char *data;  /* block_size bytes, owned */
@@ -80,8 +91,15 @@ struct cbfs_file {
     unsigned nopen;          /* lock */
     unsigned open_max;       /* immutable: slots this file uses (see CBFS_OPEN_WINDOW) */
     uint64_t wnext;          /* lock: the next block of the sequential stream; full blocks
-                                after it (within open_max) wait open until it is sealed,
-                                so frames land in block order (stock-decodable) */
+                                after it wait open until it is sealed, so frames land
+                                in block order (stock-decodable) */
+    _Atomic unsigned writers; /* threads inside cbfs_file_write (counted before they take
+                                 the lock: the writer that fills a gap may be among them) */
+    unsigned slot_waiters;   /* lock: writers waiting in cbfs_file_free_slot */
+    uint64_t gap_block;      /* lock: the gap the stream last moved on past (UINT64_MAX:
+                                none, or it was filled late) */
+    bool gap_wait;           /* lock: wait for a gap even with no other writer in sight
+                                (false once a gap we moved on past never came) */
     uint64_t use_clock;      /* lock */
     struct cbfs_wjob *pend_head, *pend_tail; /* lock: sealed blocks, submission order */
     bool committing;         /* lock: some thread holds the committer role */
@@ -111,10 +129,11 @@ bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **
                          uint32_t *len);
 
 /* Fills buf (block_size bytes) with the newest content of block b, up to
- * `want` bytes (the part of the block inside the file); returns that length.
- * Lock held: never waits on the cache. */
+ * `want` bytes (the part of the block inside the file), zeros where there is
+ * none. *stored: false if b was never written (no frame, not in memory): its
+ * zeros are a gap, not content. Lock held: never waits on the cache. */
 cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *buf,
-                               uint32_t want);
+                               uint32_t want, bool *stored);
 
 /* ---- file_write.c ---- */
 

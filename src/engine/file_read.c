@@ -117,11 +117,12 @@ bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **
 }
 
 cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *buf,
-                               uint32_t want)
+                               uint32_t want, bool *stored)
 {
     cbfs_assert_held(&f->lock);
     const unsigned char *mem;
     uint32_t len = 0;
+    *stored = true;
     if (cbfs_file_mem_block(f, b, &mem, &len)) {
         if (len > want) len = want;
         memcpy(buf, mem, len);
@@ -142,6 +143,7 @@ cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *b
                 free(data);
             }
         }
+        *stored = e != NULL;
     }
     if (len < want) memset(buf + len, 0, want - len);
     return CBFS_OK;

@@ -174,14 +174,49 @@ static cbfs_err cbfs_file_seal(struct cbfs_file *f, unsigned i, bool keep)
     return CBFS_OK;
 }
 
+/* Records [lo, hi) of ob as holding content, merging runs that touch. */
+static void cbfs_oblock_mark(struct cbfs_oblock *ob, uint32_t lo, uint32_t hi)
+{
+    uint32_t out[CBFS_OBLOCK_RUNS + 1][2];
+    unsigned m = 0;
+    bool placed = false;
+    if (ob->nruns == CBFS_OBLOCK_UNTRACKED || lo >= hi) return;
+    for (unsigned k = 0; k < ob->nruns; k++) {
+        const uint32_t rl = ob->runs[k][0], rh = ob->runs[k][1];
+        if (rh < lo) {
+            out[m][0] = rl, out[m++][1] = rh;
+        } else if (rl > hi) {
+            if (!placed) out[m][0] = lo, out[m++][1] = hi, placed = true;
+            out[m][0] = rl, out[m++][1] = rh;
+        } else {
+            lo = rl < lo ? rl : lo;
+            hi = rh > hi ? rh : hi;
+        }
+    }
+    if (!placed) out[m][0] = lo, out[m++][1] = hi;
+    if (m > CBFS_OBLOCK_RUNS) {
+        ob->nruns = CBFS_OBLOCK_UNTRACKED; /* complete only when sealed by force */
+        return;
+    }
+    memcpy(ob->runs, out, m * sizeof out[0]);
+    ob->nruns = (uint8_t)m;
+}
+
+/* true if every byte of ob's block holds content (written or loaded). */
+static bool cbfs_oblock_complete(const struct cbfs_oblock *ob, uint32_t bs)
+{
+    return ob->nruns == 1 && ob->runs[0][0] == 0 && ob->runs[0][1] == bs;
+}
+
 /* Slot of the lowest-numbered open block that is dirty and, with full_only,
- * full (and below limit). @return its index, or f->nopen if there is none. */
+ * complete (and below limit). @return its index, or f->nopen if there is none. */
 static unsigned cbfs_file_lowest(const struct cbfs_file *f, bool full_only, uint64_t limit)
 {
     unsigned best = f->nopen;
     for (unsigned i = 0; i < f->nopen; i++) {
         const struct cbfs_oblock *ob = &f->open[i];
-        if (!ob->dirty || ob->block >= limit || (full_only && ob->len != f->bs)) continue;
+        if (!ob->dirty || ob->block >= limit || (full_only && !cbfs_oblock_complete(ob, f->bs)))
+            continue;
         if (best == f->nopen || ob->block < f->open[best].block) best = i;
     }
     return best;
@@ -212,9 +247,12 @@ static cbfs_err cbfs_file_seal_run(struct cbfs_file *f)
     for (;;) {
         unsigned i = 0;
         while (i < f->nopen && !(f->open[i].block == f->wnext && f->open[i].dirty &&
-                                 f->open[i].len == f->bs))
+                                 cbfs_oblock_complete(&f->open[i], f->bs)))
             i++;
-        if (i == f->nopen) return CBFS_OK;
+        if (i == f->nopen) {
+            if (f->slot_waiters) pthread_cond_broadcast(&f->cond); /* the stream moved */
+            return CBFS_OK;
+        }
         f->wnext++;
         cbfs_err e = cbfs_file_seal(f, i, false);
         if (e) return e;
@@ -243,33 +281,62 @@ static void cbfs_file_drain(struct cbfs_file *f)
     while (f->pend_head || f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
 }
 
+/* Makes room for one more open block. Full blocks waiting for the stream's
+ * gap go first, lowest first; else the least recently used block. But while
+ * the stream has a gap, the write carrying it is most likely on its way: in
+ * another thread inside cbfs_file_write (f->writers, less those waiting
+ * here), or still in the FUSE channel, where a busy machine can keep it for
+ * milliseconds while later requests pass it. Wait for it, CBFS_GAP_WAIT_NS
+ * at most, rather than store the waiting blocks out of order. A writer that
+ * seeks leaves a gap that never comes: after the first such gap, wait only
+ * while another writer is in sight. @return CBFS_OK (possibly after waiting,
+ * with nothing freed: look again) or an error. Lock held. */
+static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
+{
+    cbfs_assert_held(&f->lock);
+    unsigned v = cbfs_file_lowest(f, true, UINT64_MAX);
+    if (v < f->nopen && f->open[v].block > f->wnext) {
+        const unsigned others = atomic_load(&f->writers) - 1 - f->slot_waiters;
+        const uint64_t now = cbfs_now_ns();
+        if (!*deadline) *deadline = now + CBFS_GAP_WAIT_NS;
+        if ((others > 0 || f->gap_wait) && now < *deadline) {
+            f->slot_waiters++;
+            cbfs_mutex_timedwait(&f->lock, &f->cond, CBFS_GAP_WAIT_STEP_NS);
+            f->slot_waiters--;
+            return CBFS_OK;
+        }
+        if (f->gap_block != UINT64_MAX) f->gap_wait = false; /* the last one never came */
+        f->gap_block = f->wnext;
+        f->wnext = f->open[v].block; /* the gap is not coming: move on past it */
+        return cbfs_file_seal_run(f);
+    }
+    if (v == f->nopen) {
+        v = 0;
+        for (unsigned i = 1; i < f->nopen; i++)
+            if (f->open[i].last_use < f->open[v].last_use) v = i;
+    }
+    return cbfs_file_seal(f, v, false);
+}
+
 /* The open block for b, creating it (read-modify-write of existing content,
- * unless the caller is about to overwrite the whole block) and sealing the
- * least recently used one if all slots are taken. Lock held. */
+ * unless the caller is about to overwrite the whole block), making room if
+ * all of the file's slots are taken. A block at or before the stream's next
+ * one may use a spare slot: it is what the waiting blocks wait for. Lock
+ * held. */
 static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole,
                                      struct cbfs_oblock **out)
 {
     cbfs_assert_held(&f->lock);
-    for (unsigned i = 0; i < f->nopen; i++) {
-        if (f->open[i].block == b) {
-            *out = &f->open[i];
-            return CBFS_OK;
+    uint64_t deadline = 0;
+    for (;;) {
+        for (unsigned i = 0; i < f->nopen; i++) {
+            if (f->open[i].block == b) {
+                *out = &f->open[i];
+                return CBFS_OK;
+            }
         }
-    }
-    if (f->nopen == f->open_max) {
-        /* Full blocks waiting for their turn go first, lowest first (the
-         * stream's gap is not coming: move on past it); else the least
-         * recently used block. */
-        unsigned v = cbfs_file_lowest(f, true, UINT64_MAX);
-        if (v < f->nopen) {
-            if (f->open[v].block >= f->wnext) f->wnext = f->open[v].block + 1;
-        } else {
-            v = 0;
-            for (unsigned i = 1; i < f->nopen; i++)
-                if (f->open[i].last_use < f->open[v].last_use) v = i;
-        }
-        cbfs_err e = cbfs_file_seal(f, v, false);
-        if (!e) e = cbfs_file_seal_run(f);
+        if (f->nopen < f->open_max || (b <= f->wnext && f->nopen < CBFS_OPEN_MAX)) break;
+        cbfs_err e = cbfs_file_free_slot(f, &deadline);
         if (e) return e;
     }
     unsigned char *data = cbfs_engine_buf_get(f->eng, f->bs);
@@ -278,8 +345,9 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     uint32_t exist = 0;
     if (f->size > start) exist = f->size - start >= f->bs ? f->bs : (uint32_t)(f->size - start);
     if (whole) exist = 0;
+    bool stored = false;
     if (exist) {
-        cbfs_err e = cbfs_file_load_locked(f, b, data, exist);
+        cbfs_err e = cbfs_file_load_locked(f, b, data, exist, &stored);
         if (e) {
             cbfs_engine_buf_put(f->eng, data, f->bs);
             return e;
@@ -290,6 +358,8 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     ob->len = exist;
     ob->dirty = false;
     ob->data = data;
+    ob->nruns = 0;
+    if (stored) cbfs_oblock_mark(ob, 0, exist); /* a block never written is not complete yet */
     *out = ob;
     return CBFS_OK;
 }
@@ -301,6 +371,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
     const unsigned char *src = buf;
     size_t left = len;
     cbfs_err err = CBFS_OK;
+    atomic_fetch_add(&f->writers, 1);
     cbfs_mutex_lock(&f->lock);
     if (f->err) {
         err = f->err;
@@ -311,28 +382,41 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         uint32_t boff = (uint32_t)(off % f->bs);
         uint32_t n = f->bs - boff < left ? f->bs - boff : (uint32_t)left;
         struct cbfs_oblock *ob;
+        if (b == f->gap_block) { /* a gap we moved on past came after all */
+            f->gap_block = UINT64_MAX;
+            f->gap_wait = true;
+        }
         err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, &ob);
         if (err) goto out;
+        /* The same bytes again (the writeback cache resends pages that were
+         * redirtied while under writeback) change nothing: a clean block
+         * stays clean and costs no new frame. */
+        const bool same = !ob->dirty && boff + n <= ob->len && memcmp(ob->data + boff, src, n) == 0;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
-        memcpy(ob->data + boff, src, n);
+        if (!same) memcpy(ob->data + boff, src, n);
+        const bool was_complete = cbfs_oblock_complete(ob, f->bs);
+        cbfs_oblock_mark(ob, boff, boff + n);
         if (boff + n > ob->len) ob->len = boff + n;
         ob->last_use = ++f->use_clock;
-        ob->dirty = true;
+        ob->dirty = ob->dirty || !same;
         off += n;
         src += n;
         left -= n;
         if (off > f->size) f->size = off;
         f->dirty = true;
-        /* A write that fills the block up to its last byte means the writer
-         * moves on (sequential): compress it now, in stream order. Overwrites
-         * inside a full block keep it open, so small random writes share one
-         * frame. */
-        if (boff + n == f->bs) {
+        /* A write that completes the block, or writes up to its last byte of a
+         * complete block, means the writer moves on (sequential): compress it
+         * now, in stream order. Overwrites inside a full block keep it open,
+         * so small random writes share one frame. (The pieces of a block can
+         * arrive in any order with the writeback cache: its end first.) */
+        if (cbfs_oblock_complete(ob, f->bs) && (boff + n == f->bs || !was_complete)) {
             err = cbfs_file_seal_full(f, (unsigned)(ob - f->open));
             if (err) goto out;
         }
     }
 out:
+    atomic_fetch_sub(&f->writers, 1);
+    if (f->slot_waiters) pthread_cond_broadcast(&f->cond); /* one fewer to wait for */
     cbfs_mutex_unlock(&f->lock);
     CBFS_STAT_ADD(f->eng, st_logical_written, len - left);
     cbfs_engine_budget_wait(f->eng); /* backpressure, outside the file lock */
@@ -449,7 +533,8 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
         size_t cap = cbfs_frame_bound(f->codec, tail);
         unsigned char *frame = malloc(cap);
         err = data && frame ? CBFS_OK : CBFS_E_NOMEM;
-        if (!err) err = cbfs_file_load_locked(f, size / f->bs, data, tail);
+        bool stored;
+        if (!err) err = cbfs_file_load_locked(f, size / f->bs, data, tail, &stored);
         struct cbfs_frame_hdr h;
         size_t flen;
         if (!err)

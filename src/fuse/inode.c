@@ -705,10 +705,42 @@ int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbf
     return err;
 }
 
+void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[2])
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    pthread_mutex_lock(&inode->lock);
+    if (inode->file) {
+        if (!inode->times_set) inode->times[0].tv_nsec = inode->times[1].tv_nsec = UTIME_OMIT;
+        for (int i = 0; i < 2; i++)
+            if (tv[i].tv_nsec != UTIME_OMIT) inode->times[i] = tv[i].tv_nsec == UTIME_NOW ? now : tv[i];
+        inode->times_set = true;
+    }
+    pthread_mutex_unlock(&inode->lock);
+}
+
+/* inode->lock held. */
+static int cbfs_inode_restore_times_locked(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    int fd, err;
+    if (!inode->times_set) return 0;
+    if ((err = cbfs_inode_pin(fs, inode, &fd)) != 0) return err;
+    if (utimensat(fd, "", inode->times, AT_EMPTY_PATH) == -1) err = errno;
+    cbfs_inode_unpin(fs, inode);
+    return err;
+}
+
+int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    pthread_mutex_lock(&inode->lock);
+    const int err = cbfs_inode_restore_times_locked(fs, inode);
+    pthread_mutex_unlock(&inode->lock);
+    return err;
+}
+
 int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     int err = 0;
-    (void)fs;
     pthread_mutex_lock(&inode->lock);
     assert(inode->opens > 0 && inode->file);
     if (--inode->opens == 0) {
@@ -724,6 +756,11 @@ int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
                          (unsigned long long)inode->ino, cbfs_err_str(e));
             err = cbfs_err_errno(e);
         }
+        const int terr = cbfs_inode_restore_times_locked(fs, inode);
+        if (terr)
+            cbfs_log_warn("cannot put back the times of inode %llu: %s",
+                          (unsigned long long)inode->ino, strerror(terr));
+        inode->times_set = false;
     }
     pthread_mutex_unlock(&inode->lock);
     return err;

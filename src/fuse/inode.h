@@ -66,6 +66,9 @@ struct cbfs_inode {
     bool writable;           /* file was opened read-write */
     bool size_valid;         /* size caches the logical size (file == NULL only) */
     uint64_t size;
+    bool times_set;          /* writeback cache: times[] were set while file is open */
+    struct timespec times[2]; /* atime, mtime as the kernel last set them (UTIME_OMIT:
+                                 not set); put back after the engine writes the store */
 };
 
 /* An open file or directory (fi->fh). Listed in fs->handles so that
@@ -160,6 +163,15 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
  * @return 0, ENOENT if it has none, or errno as cbfs_inode_pin. */
 int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
 void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
+
+/* With the writeback cache the kernel owns a file's times and sends them in
+ * SETATTR, also before dirty pages it still holds reach the engine; the
+ * engine's later frame writes would bump the store's mtime. Record remembers
+ * the times set on an open COMPRESSED file (tv as for utimensat; UTIME_NOW
+ * is resolved now); restore puts them back on the store file after the
+ * engine wrote (flush, fsync, last close). @return 0 or errno. */
+void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[2]);
+int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
 /* Takes an open reference on the engine state of a COMPRESSED inode, opening
  * it on first use (O_RDWR, or read-only if the store/mount is). *file is valid

@@ -119,7 +119,10 @@ static int cbfs_compressed_truncate(struct cbfs_fs *fs, struct cbfs_inode *inode
 
 /* Before setting times on an open compressed file, write what is pending:
  * otherwise the next flush (close) would bump the mtime that cp -p, tar or
- * rsync just set. @return the flush error, if any (reported here once). */
+ * rsync just set. (Not with the writeback cache: the kernel may still hold
+ * dirty pages, and it sends SETATTR times at every writeback pass, so a
+ * flush here would cost an fdatasync per pass; see cbfs_inode_record_times.)
+ * @return the flush error, if any (reported here once). */
 static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     struct cbfs_file *file = NULL;
@@ -187,7 +190,9 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
             tv[1].tv_nsec = UTIME_NOW;
         else if (valid & FUSE_SET_ATTR_MTIME)
             tv[1] = attr->st_mtim;
-        if (inode->kind == CBFS_KIND_COMPRESSED) {
+        if (inode->kind == CBFS_KIND_COMPRESSED && fs->writeback) {
+            cbfs_inode_record_times(inode, tv);
+        } else if (inode->kind == CBFS_KIND_COMPRESSED) {
             err = cbfs_compressed_settle(fs, inode);
             if (err) goto reply;
         }

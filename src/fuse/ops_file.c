@@ -307,6 +307,15 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
         fuse_reply_write(req, size);
 }
 
+/* flush and fsync of a COMPRESSED file: everything written reaches the store
+ * durably, then the times the kernel set are put back. @return 0 or errno. */
+static int cbfs_handle_flush(struct cbfs_fs *fs, const struct cbfs_handle *h)
+{
+    const cbfs_err e = cbfs_file_flush(h->file);
+    if (e) return cbfs_err_errno(e);
+    return cbfs_inode_restore_times(fs, h->inode);
+}
+
 void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
@@ -322,8 +331,7 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, 0);
         return;
     }
-    const cbfs_err e = cbfs_file_flush(h->file);
-    fuse_reply_err(req, cbfs_err_errno(e));
+    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h));
 }
 
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -335,7 +343,7 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
         fuse_reply_err(req, r == -1 ? errno : 0);
         return;
     }
-    fuse_reply_err(req, cbfs_err_errno(cbfs_file_flush(h->file)));
+    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h));
 }
 
 void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

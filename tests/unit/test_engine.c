@@ -521,3 +521,45 @@ Test(engine, stream_with_a_gap_is_complete)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(data);
 }
+
+/* The writeback cache splits blocks across requests: a block's end can come
+ * before its start, and a later request can reach the file first. A block
+ * is sealed once every byte of it was written, not when its end is. */
+Test(engine, block_pieces_in_any_order)
+{
+    const size_t bs = 64 << 10, size = 3 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 14);
+    struct cbfs_file *f = eng_open("pieces", true, "zstd");
+    cr_assert_eq(cbfs_file_write(f, data + bs + 40000, 2 * bs - 40000, bs + 40000), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs, 40000, bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    uint64_t blocks[8];
+    const size_t n = eng_frame_order("pieces", blocks, 8);
+    cr_assert_eq(n, 3, "%zu frames for 3 blocks", n);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(blocks[i], i);
+    free(data);
+}
+
+/* Pages the kernel sends again with the same bytes cost no new frame (a
+ * whole block written again is not compared: that would mean decoding it). */
+Test(engine, identical_rewrite_adds_no_frame)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 15);
+    struct cbfs_file *f = eng_open("same", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + 2 * bs + 4096, 8192, 2 * bs + 4096), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs + 8192, bs - 8192, bs + 8192), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    uint64_t blocks[8];
+    cr_assert_eq(eng_frame_order("same", blocks, 8), 4);
+    f = eng_open("same", false, "lz4");
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
