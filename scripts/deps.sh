@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what cbfs needs on Debian/Ubuntu: `scripts/deps.sh` for building and the
 # demo; `--test` adds what the test suite uses (real PostgreSQL and MariaDB for the
-# end-to-end tests, clang for the fuzzers); `--perf` what perf/run uses (gnuplot, btrfs
-# tools for the btrfs baseline); `--corpus` the PostgreSQL server perf/corpus loads.
+# end-to-end tests, clang and its libFuzzer/ASan runtimes for the fuzzers: clang only
+# recommends libclang-rt-14-dev, and recommendations are not installed); `--perf` what
+# perf/run uses (gnuplot, btrfs tools for the btrfs baseline); `--corpus` the
+# PostgreSQL server perf/corpus loads.
 # Idempotent: asks dpkg which packages are missing and only then runs apt-get (one
 # update, one install); also loads the fuse module if /dev/fuse is absent. Starts no
 # service: the tests run their own throwaway servers.
@@ -14,7 +16,7 @@ PKGS=(build-essential cmake pkg-config libfuse3-dev fuse3 libzstd-dev liblz4-dev
 for arg in "$@"; do
     case $arg in
     --test) PKGS+=(postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
-                   mariadb-backup sqlite3 rsync acl clang man-db) ;;
+                   mariadb-backup sqlite3 rsync acl clang libclang-rt-14-dev man-db) ;;
     --perf) PKGS+=(gnuplot-nox btrfs-progs btrfs-compsize) ;;
     --corpus) PKGS+=(postgresql-15 postgresql-client-15 python3-pip) ;;
     *) echo "deps: unknown option $arg (use --test, --perf, --corpus)" >&2; exit 2 ;;
