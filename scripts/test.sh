@@ -25,6 +25,9 @@ section() { echo; echo "=== $* ($(($(date +%s) - t0)) s)"; }
 # ---- dependencies and builds
 section deps
 if ./scripts/deps.sh --test --perf; then record setup 1 0; else record setup 0 1; fi
+# every file the builds and tests use must come from a package deps.sh installs
+section "deps --check: scripts/deps.sh --check --test --perf"
+if ./scripts/deps.sh --check --test --perf; then record setup 1 0; else record setup 0 1; fi
 
 section "build (RelWithDebInfo) -> build/"
 if ./scripts/build.sh build >"$LOGS/build.log" 2>&1; then
