@@ -2,8 +2,7 @@
 # cbfs(1) renders without warnings and documents every subcommand; every subcommand
 # answers --help with status 0 and a usage line; usage errors exit 2 (fsck: 8).
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 page=$CBFS_REPO/man/cbfs.1
 MANWIDTH=80 man --warnings -l "$page" >"$T/man.txt" 2>"$T/man.err" || fail "man failed: $(cat "$T/man.err")"
