@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every cbfs test: installs deps, builds build/ (RelWithDebInfo) and build-asan/
-# (ASan+UBSan), runs both Criterion unit-test binaries and every tests/mount/t_*.sh,
-# then prints per-group results and, as the LAST line, "N passed, N failed".
+# Runs every cbfs test: installs deps and checks that deps.sh's lists cover every file
+# the builds and tests use (deps.sh --check), builds build/ (RelWithDebInfo) and
+# build-asan/ (ASan+UBSan), both with assert() live, runs both Criterion unit-test
+# binaries and every tests/mount/t_*.sh, then prints per-group results and, as the LAST
+# line, "N passed, N failed".
 # Exit status is non-zero on any failure.
 #
 # Environment: CBFS_MOUNT_BIN    daemon for the mount tests (default build/mount.cbfs)
