@@ -23,18 +23,9 @@ passed=0 failed=0
 
 summary() { echo "$passed passed, $failed failed"; ((failed == 0)); exit $?; }
 
-# ---- clang (and libFuzzer's runtime, which Debian ships with it)
-if [[ $(dpkg-query -W -f='${Status}' clang 2>/dev/null) != "install ok installed" ]]; then
-    echo "fuzz: installing clang"
-    sudo=()
-    if [[ $(id -u) -ne 0 ]]; then
-        command -v sudo >/dev/null || { echo "fuzz: not root and no sudo; install clang" >&2; failed=1; summary; }
-        sudo=(sudo)
-    fi
-    if ! { "${sudo[@]}" apt-get update -q &&
-           "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang; }; then
-        echo "fuzz: cannot install clang" >&2; failed=1; summary
-    fi
+# ---- clang and its libFuzzer/sanitizer runtimes (idempotent: installs only what is missing)
+if ! ./scripts/deps.sh --fuzz; then
+    echo "fuzz: cannot install clang and its runtimes (scripts/deps.sh --fuzz)" >&2; failed=1; summary
 fi
 
 # ---- build: the whole core library instrumented, only the fuzz targets built

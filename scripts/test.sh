@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every cbfs test: installs deps, builds build/ (RelWithDebInfo) and build-asan/
-# (ASan+UBSan), runs both Criterion unit-test binaries and every tests/mount/t_*.sh,
-# then prints per-group results and, as the LAST line, "N passed, N failed".
+# Runs every cbfs test: installs deps and checks that deps.sh's lists cover every file
+# the builds and tests use (deps.sh --check), builds build/ (RelWithDebInfo) and
+# build-asan/ (ASan+UBSan), both with assert() live, runs both Criterion unit-test
+# binaries and every tests/mount/t_*.sh, then prints per-group results and, as the LAST
+# line, "N passed, N failed".
 # Exit status is non-zero on any failure.
 #
 # Environment: CBFS_MOUNT_BIN    daemon for the mount tests (default build/mount.cbfs)
@@ -21,31 +23,49 @@ record() { # GROUP PASSED FAILED
     NFAIL[$1]=$((NFAIL[$1] + $3))
 }
 section() { echo; echo "=== $* ($(($(date +%s) - t0)) s)"; }
+# record_run GROUP CMD...: CMD counts as one test of GROUP, passed when it exits 0.
+record_run() {
+    local g=$1
+    shift
+    if "$@"; then record "$g" 1 0; else record "$g" 0 1; fi
+}
+# record_counts GROUP LOG RC: counts the "N passed, N failed" last line of LOG (written
+# by a program that exited with RC) into GROUP; a non-zero RC with no failure counted is
+# one more failure. Status 1 (and one failure) when LOG has no such line.
+record_counts() {
+    local g=$1 log=$2 rc=$3
+    if [[ $(tail -n 1 "$log") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        record "$g" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+        ((rc != 0 && BASH_REMATCH[2] == 0)) && record "$g" 0 1
+        return 0
+    fi
+    record "$g" 0 1
+    return 1
+}
+# build_into DIR TITLE [CMAKE ARGS...]: scripts/build.sh DIR, one setup test; the log's
+# last line on success, its last 30 lines on failure.
+build_into() {
+    local dir=$1 title=$2 log=$LOGS/$1.log
+    shift 2
+    section "$title"
+    if ./scripts/build.sh "$dir" "$@" >"$log" 2>&1; then
+        record setup 1 0; tail -n 1 "$log"
+    else
+        record setup 0 1; echo "BUILD FAILED:"; tail -n 30 "$log"
+    fi
+}
 
 # ---- dependencies and builds
 section deps
-if ./scripts/deps.sh --test --perf; then record setup 1 0; else record setup 0 1; fi
+record_run setup ./scripts/deps.sh --test --perf
+# every file the builds and tests use must come from a package deps.sh installs
+section "deps --check: scripts/deps.sh --check --test --perf"
+record_run setup ./scripts/deps.sh --check --test --perf
 
-section "build (RelWithDebInfo) -> build/"
-if ./scripts/build.sh build >"$LOGS/build.log" 2>&1; then
-    record setup 1 0; tail -n 1 "$LOGS/build.log"
-else
-    record setup 0 1; echo "BUILD FAILED:"; tail -n 30 "$LOGS/build.log"
-fi
-section "build (ASan+UBSan) -> build-asan/"
-if ./scripts/build.sh build-asan -DCBFS_SANITIZE=address,undefined >"$LOGS/build-asan.log" 2>&1; then
-    record setup 1 0; tail -n 1 "$LOGS/build-asan.log"
-else
-    record setup 0 1; echo "BUILD FAILED:"; tail -n 30 "$LOGS/build-asan.log"
-fi
-
-section "build (TSan) -> build-tsan/ (engine stress only)"
-if ./scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=Debug -DCBFS_SANITIZE=thread -DCBFS_BUILD_TESTS=OFF \
-        >"$LOGS/build-tsan.log" 2>&1; then
-    record setup 1 0; tail -n 1 "$LOGS/build-tsan.log"
-else
-    record setup 0 1; echo "BUILD FAILED:"; tail -n 30 "$LOGS/build-tsan.log"
-fi
+build_into build "build (RelWithDebInfo) -> build/"
+build_into build-asan "build (ASan+UBSan) -> build-asan/" -DCBFS_SANITIZE=address,undefined
+build_into build-tsan "build (TSan) -> build-tsan/ (engine stress only)" \
+    -DCMAKE_BUILD_TYPE=Debug -DCBFS_SANITIZE=thread -DCBFS_BUILD_TESTS=OFF
 
 # ---- engine concurrency under ThreadSanitizer (Criterion cannot run under TSan:
 # its forked runner fails to start, Snaipe/Criterion#274), plain "N passed" output
@@ -53,12 +73,7 @@ section "engine stress under TSan: build-tsan/cbfs-engine-stress"
 rc=0
 TSAN_OPTIONS="halt_on_error=1 exitcode=66" timeout 900 build-tsan/cbfs-engine-stress \
     </dev/null >"$LOGS/tsan.log" 2>&1 || rc=$?
-if [[ $(tail -n 1 "$LOGS/tsan.log") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    record tsan "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
-    ((rc != 0 && BASH_REMATCH[2] == 0)) && record tsan 0 1
-else
-    record tsan 0 1
-fi
+record_counts tsan "$LOGS/tsan.log" "$rc"
 ((rc != 0)) && grep -aE 'WARNING: ThreadSanitizer|FAIL' "$LOGS/tsan.log" | head -n 20
 tail -n 1 "$LOGS/tsan.log"
 
@@ -96,12 +111,7 @@ section "fuzz: scripts/fuzz.sh ${CBFS_FUZZ_SECONDS:-15} s per target"
 rc=0
 BUILD_DIR=$REPO/build-fuzz timeout 1200 ./scripts/fuzz.sh "${CBFS_FUZZ_SECONDS:-15}" </dev/null \
     >"$LOGS/fuzz.log" 2>&1 || rc=$?
-if [[ $(tail -n 1 "$LOGS/fuzz.log") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    record fuzz "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
-    ((rc != 0 && BASH_REMATCH[2] == 0)) && record fuzz 0 1
-else
-    record fuzz 0 1; tail -n 20 "$LOGS/fuzz.log"
-fi
+record_counts fuzz "$LOGS/fuzz.log" "$rc" || tail -n 20 "$LOGS/fuzz.log"
 grep -a '^fuzz: ' "$LOGS/fuzz.log" || true
 
 # ---- mount tests: one count per t_*.sh

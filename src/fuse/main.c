@@ -17,12 +17,9 @@
 #include "cbfs/engine.h"
 #include "cbfs/log.h"
 #include "cbfs/store.h"
+#include "cbfs/version.h"
 #include "fuse/cbfs_fuse.h"
 #include "fuse/options.h"
-
-#ifndef CBFS_VERSION
-#define CBFS_VERSION "0.1.0"
-#endif
 
 #define CBFS_PROG "mount.cbfs"
 #define CBFS_MAX_IDLE_THREADS 10

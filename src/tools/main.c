@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cbfs/log.h"
+#include "cbfs/version.h"
 #include "tools/tool.h"
 
 struct tool_cmd {
@@ -44,7 +45,7 @@ int main(int argc, char **argv)
     if (tool_is_help(argv[1]) || strcmp(argv[1], "help") == 0)
         return tool_main_usage(stdout, TOOL_EXIT_OK);
     if (strcmp(argv[1], "--version") == 0) {
-        puts("cbfs 0.1.0");
+        puts("cbfs " CBFS_VERSION);
         return TOOL_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)

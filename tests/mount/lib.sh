@@ -131,6 +131,42 @@ drop_caches() {
 # frame_codecs FILE: distinct codec ids of the compressed (flags 0) frames of a store data file.
 frame_codecs() { python3 "$CBFS_TOOLS/frames.py" --codecs "$1"; }
 
+# ---------------------------------------------------------------- programs and codecs
+
+# cbfs_tool: sets CBFS to the cbfs tool built beside the daemon under test
+# (CBFS_TOOL_BIN overrides); fails the test when it has not been built.
+cbfs_tool() {
+    CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
+    [[ -x $CBFS ]] || fail "tool not built: $CBFS"
+}
+
+# cbfs_codecs [none]: the compressing codecs a default build has (CMakeLists.txt
+# CBFS_WITH_*), for the tests that loop over every codec; with "none" first too.
+cbfs_codecs() {
+    [[ ${1:-} == none ]] && printf 'none '
+    echo lz4 zstd xz bzip2
+}
+
+# cbfs_codec_variants: the mount options the POSIX tests run under, one word each:
+# codec=C for each codec, then zstd with the kernel's writeback_cache (which changes
+# the requests the daemon sees).
+cbfs_codec_variants() {
+    local c
+    for c in $(cbfs_codecs); do printf 'codec=%s ' "$c"; done
+    echo codec=zstd,writeback_cache
+}
+
+# cbfs_mount_fresh OPTS [MORE_OPTS]: a new store per variant: sets tag (OPTS as a
+# name: codec=zstd,writeback_cache -> zstd_writeback_cache), store=$T/store-$tag and
+# mnt=$T/mnt, creates the store and mounts it on mnt with OPTS(,MORE_OPTS).
+cbfs_mount_fresh() {
+    tag=${1#codec=}
+    tag=${tag//[=,]/_}
+    store=$T/store-$tag mnt=$T/mnt
+    mkdir -p "$store"
+    cbfs_mount "$store" "$mnt" "$1${2:+,$2}"
+}
+
 # ---------------------------------------------------------------- mounting
 
 # cbfs_expect_log_errors [ERE]: this test provokes warning/error lines; with ERE only

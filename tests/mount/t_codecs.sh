@@ -33,7 +33,7 @@ verify_all() { # MNT
     same_tree "$src/tree" "$m/tree"
 }
 
-for codec in none lz4 zstd xz bzip2; do
+for codec in $(cbfs_codecs none); do
     for bs in 64K default; do
         SECONDS=0
         store=$T/store-$codec-$bs mnt=$T/mnt

@@ -7,7 +7,7 @@
 # (non-durable data) but never a damaged block or an unloadable file.
 # Environment: CBFS_CRASH_CYCLES (default 20), CBFS_CRASH_SEED (default random, printed).
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
+cbfs_tool
 cycles=${CBFS_CRASH_CYCLES:-20}
 seed=${CBFS_CRASH_SEED:-$((RANDOM * 32768 + RANDOM))}
 RANDOM=$seed
@@ -35,7 +35,6 @@ nfsck=0
 fsck_crashed() {
     local when=$1 rc=0
     shift
-    [[ -x $CBFS ]] || return 0
     "$CBFS" fsck "$@" "$store" >"$T/fsck.out" 2>&1 || rc=$?
     nfsck=$((nfsck + 1))
     # e2fsck codes: 0 clean, 1 corrected, 4 left uncorrected; 8 is an operational error
@@ -104,6 +103,5 @@ find "$mnt" -type f -print0 | xargs -0 -r cat >/dev/null 2>"$T/cat.err" ||
 cbfs_umount "$mnt"
 fsck_crashed "at the end"
 ((lost == 0)) || fail "$lost durable bytes lost"
-[[ -x $CBFS ]] || note "no cbfs tool at $CBFS: fsck not run"
 note "cycles $cycles, bytes verified $verified, bytes lost $lost, ambiguous (unsynced at the crash) $ambiguous, fsck runs $nfsck, cycles without any sync before the crash $crashed_busy, $((SECONDS - t0)) s"
 pass "cycles $cycles, verified $verified B, lost $lost B"

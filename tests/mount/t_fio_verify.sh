@@ -42,7 +42,7 @@ fio_run() {
 }
 
 cd "$T"
-for codec in ${CBFS_FIO_CODECS:-lz4 zstd xz bzip2}; do
+for codec in ${CBFS_FIO_CODECS:-$(cbfs_codecs)}; do
     store=$T/store-$codec mnt=$T/mnt
     mkdir -p "$store"
     for variant in onefile manyfiles randwrite; do

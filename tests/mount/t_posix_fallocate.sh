@@ -6,18 +6,15 @@
 . "$(dirname "$0")/lib.sh"
 
 mkdir -p "$T/shadow"
-for opts in codec=lz4 codec=zstd codec=xz codec=bzip2 codec=zstd,writeback_cache; do
-    codec=${opts//[=,]/_}
-    store=$T/store-$codec mnt=$T/mnt
-    mkdir -p "$store"
-    cbfs_mount "$store" "$mnt" "$opts,block_size=64K"
-    python3 "$CBFS_TOOLS/posix_fallocate.py" "$mnt/f" "$T/shadow/$codec" 65536 7 \
-        >"$T/out" 2>&1 || fail "$codec: $(cat "$T/out")"
+for opts in $(cbfs_codec_variants); do
+    cbfs_mount_fresh "$opts" block_size=64K
+    python3 "$CBFS_TOOLS/posix_fallocate.py" "$mnt/f" "$T/shadow/$tag" 65536 7 \
+        >"$T/out" 2>&1 || fail "$tag: $(cat "$T/out")"
     cbfs_umount "$mnt"
     drop_caches
     cbfs_mount "$store" "$mnt"
-    same_file "$T/shadow/$codec" "$mnt/f"
-    check_eq "$(stat -c %s "$T/shadow/$codec")" "$(stat -c %s "$mnt/f")" "$codec: size after remount"
+    same_file "$T/shadow/$tag" "$mnt/f"
+    check_eq "$(stat -c %s "$T/shadow/$tag")" "$(stat -c %s "$mnt/f")" "$tag: size after remount"
     cbfs_umount "$mnt"
     note "$opts ok"
 done

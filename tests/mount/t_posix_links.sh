@@ -4,10 +4,8 @@
 # remaining names and the removed name is gone; content after a remount; every codec.
 . "$(dirname "$0")/lib.sh"
 
-for codec in lz4 zstd xz bzip2; do
-    store=$T/store-$codec mnt=$T/mnt
-    mkdir -p "$store"
-    cbfs_mount "$store" "$mnt" "codec=$codec,block_size=64K"
+for codec in $(cbfs_codecs); do
+    cbfs_mount_fresh "codec=$codec" block_size=64K
     python3 "$CBFS_TOOLS/posix_links.py" write "$mnt" "$T/shadow-$codec" 65536 >"$T/out" 2>&1 ||
         fail "$codec: $(cat "$T/out")"
     cbfs_umount "$mnt"

@@ -4,11 +4,9 @@
 # and private mappings read it; every codec, and once with writeback_cache.
 . "$(dirname "$0")/lib.sh"
 
-for opts in codec=lz4 codec=zstd codec=xz codec=bzip2 codec=zstd,writeback_cache; do
-    tag=${opts//[=,]/_}
-    store=$T/store-$tag mnt=$T/mnt
-    mkdir -p "$store" "$T/shadow-$tag"
-    cbfs_mount "$store" "$mnt" "$opts,block_size=64K"
+for opts in $(cbfs_codec_variants); do
+    cbfs_mount_fresh "$opts" block_size=64K
+    mkdir -p "$T/shadow-$tag"
     python3 "$CBFS_TOOLS/posix_mmap.py" write "$mnt" "$T/shadow-$tag" 65536 5 >"$T/out" 2>&1 ||
         fail "$opts: $(cat "$T/out")"
     cbfs_umount "$mnt"

@@ -7,13 +7,12 @@
 
 python3 "$CBFS_TOOLS/gendata.py" mixed 3M "$T/src.bin" 9
 head -c 200K /dev/urandom >"$T/patch.bin"
-for opts in codec=lz4 codec=zstd codec=xz codec=bzip2 codec=zstd,writeback_cache; do
-    codec=${opts//[=,]/_}
-    store=$T/store-$codec mnt=$T/mnt ref=$T/ref-$codec
-    mkdir -p "$store" "$ref"
-    cbfs_mount "$store" "$mnt" "$opts,block_size=64K"
+for opts in $(cbfs_codec_variants); do
+    cbfs_mount_fresh "$opts" block_size=64K
+    ref=$T/ref-$tag
+    mkdir -p "$ref"
     python3 "$CBFS_TOOLS/posix_open.py" "$mnt" "$ref" 65536 >"$T/out" 2>&1 ||
-        fail "$codec: $(cat "$T/out")"
+        fail "$tag: $(cat "$T/out")"
     # dd with O_DIRECT: write, read back cached, overwrite a range direct, both reads see it
     for d in "$mnt" "$ref"; do
         check dd if="$T/src.bin" of="$d/dd" bs=64K oflag=direct status=none

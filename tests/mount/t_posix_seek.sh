@@ -4,18 +4,15 @@
 # file is open, after close, and after a remount; every codec, and zstd with writeback_cache.
 . "$(dirname "$0")/lib.sh"
 
-for opts in codec=lz4 codec=zstd codec=xz codec=bzip2 codec=zstd,writeback_cache; do
-    codec=${opts//[=,]/_}
-    store=$T/store-$codec mnt=$T/mnt
-    mkdir -p "$store"
-    cbfs_mount "$store" "$mnt" "$opts,block_size=64K"
+for opts in $(cbfs_codec_variants); do
+    cbfs_mount_fresh "$opts" block_size=64K
     python3 "$CBFS_TOOLS/posix_seek.py" make "$mnt" 65536 >"$T/out" 2>&1 ||
-        fail "$codec: $(cat "$T/out")"
+        fail "$tag: $(cat "$T/out")"
     cbfs_umount "$mnt"
     drop_caches
     cbfs_mount "$store" "$mnt"
     python3 "$CBFS_TOOLS/posix_seek.py" check "$mnt" 65536 >"$T/out" 2>&1 ||
-        fail "$codec after remount: $(cat "$T/out")"
+        fail "$tag after remount: $(cat "$T/out")"
     cbfs_umount "$mnt"
     note "$opts ok"
 done

@@ -12,10 +12,9 @@ deleted_fds() { find "/proc/$1/fd" -type l -printf '%l\n' 2>/dev/null | grep -F 
 # store_files: regular files of the store outside .cbfs, as paths relative to it
 store_files() { (cd "$store" && find . -path ./.cbfs -prune -o -type f -print | LC_ALL=C sort | tr '\n' ' '); }
 
-for codec in lz4 zstd xz bzip2; do
-    store=$T/store-$codec mnt=$T/mnt
-    mkdir -p "$store" "$T/shadow-$codec"
-    cbfs_mount "$store" "$mnt" "codec=$codec,block_size=64K"
+for codec in $(cbfs_codecs); do
+    cbfs_mount_fresh "codec=$codec" block_size=64K
+    mkdir -p "$T/shadow-$codec"
     pid=${CBFS_PID[$mnt]}
     python3 "$CBFS_TOOLS/posix_unlink.py" unlinked "$mnt" 65536 >"$T/out" 2>&1 ||
         fail "$codec: $(cat "$T/out")"

@@ -3,13 +3,13 @@
 # size), Pareto marks, recommendations, valid --json; an invalid level or codec is a
 # usage error with the codec layer's message; --plot writes a PNG or says why not.
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 python3 "$CBFS_TOOLS/gendata.py" csv 3M "$T/sample.csv" 41
-check "$CBFS" bench --codecs lz4,zstd,xz,bzip2 --block-sizes 64K,256K --sample 1M "$T/sample.csv"
+codecs=$(cbfs_codecs)
+check "$CBFS" bench --codecs "${codecs// /,}" --block-sizes 64K,256K --sample 1M "$T/sample.csv"
 cp "$T/check.out" "$T/table"
-for c in lz4 zstd xz bzip2; do
+for c in $codecs; do
     for bs in 64K 256K; do
         grep -Eq "^$c +[0-9]+ +$bs +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+" "$T/table" ||
             fail "no row for $c $bs: $(cat "$T/table")"

@@ -3,8 +3,7 @@
 # original after overwrites, a sparse extension (holes read as zeros) and a partial
 # last block; --range gives the same bytes as dd; plain (codec=none) files are copied.
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 python3 "$CBFS_TOOLS/gendata.py" mixed $((1536 * 1024 + 4321)) "$T/src.bin" 21
 python3 "$CBFS_TOOLS/gendata.py" csv 200K "$T/patch.csv" 22
@@ -14,10 +13,8 @@ dd if="$T/patch.csv" of="$T/want.bin" bs=64K oflag=seek_bytes seek=100000 conv=n
 truncate -s $((3 * 1024 * 1024 + 99)) "$T/want.bin"
 echo tail >>"$T/want.bin"
 
-for codec in none lz4 zstd xz bzip2; do
-    store=$T/store-$codec mnt=$T/mnt
-    mkdir -p "$store"
-    cbfs_mount "$store" "$mnt" codec=$codec,block_size=64K
+for codec in $(cbfs_codecs none); do
+    cbfs_mount_fresh "codec=$codec" block_size=64K
     cp "$T/src.bin" "$mnt/f.bin"
     cp "$T/src.bin" "$mnt/orig.bin"
     dd if="$T/patch.csv" of="$mnt/f.bin" bs=64K oflag=seek_bytes seek=100000 conv=notrunc status=none

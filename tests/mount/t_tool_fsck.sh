@@ -4,8 +4,7 @@
 # them with --repair (1), is clean afterwards (0) and the mount reads every file back;
 # a damaged payload is reported with file and offset and left uncorrected (4).
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 # fsck_rc EXPECTED ARGS...: runs cbfs fsck, output in $T/fsck.out
 fsck_rc() {

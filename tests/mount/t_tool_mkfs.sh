@@ -3,8 +3,7 @@
 # codec options then uses (seen by `cbfs stat`); it refuses an initialised store (1),
 # a mounted one (1) and bad options (2).
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 store=$T/store mnt=$T/mnt
 check "$CBFS" mkfs -o codec=zstd:5,block_size=64K "$store"

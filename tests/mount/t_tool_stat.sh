@@ -3,8 +3,7 @@
 # bytes on disk, ratio = logical/physical, codec and block kinds are right, a codec=none
 # file is "plain", a path inside the mount maps to its store, bad paths are errors (2).
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"

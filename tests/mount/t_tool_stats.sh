@@ -3,8 +3,7 @@
 # and live from a mount when the daemon exposes it), shows totals, stage times and a
 # bottleneck verdict; --json is valid JSON; --watch redraws until interrupted.
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 # A writer limited by compression: 2 workers busy ~90% of 10 s.
 cat >"$T/cpu.txt" <<'S'

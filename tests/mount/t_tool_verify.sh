@@ -3,8 +3,7 @@
 # frame header byte, sidecar record byte, truncated data file) exits 1 and names the
 # damaged file and the byte offset of the damage.
 . "$(dirname "$0")/lib.sh"
-CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
-[[ -x $CBFS ]] || fail "tool not built: $CBFS"
+cbfs_tool
 
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"

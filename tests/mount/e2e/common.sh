@@ -13,8 +13,8 @@
 # user must be able to reach paths below $T (mktemp -d makes it 0700).
 chmod 755 "$T"
 
-# The cbfs tool, when built next to the daemon (used for `cbfs verify`, as the guides advise).
-CBFS_TOOL_BIN=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
+# The cbfs tool built beside the daemon ($CBFS: `cbfs verify`, as the guides advise).
+cbfs_tool
 
 # e2e_need CMD...: each command must exist (these tests never skip: CI installs
 # everything with scripts/deps.sh --test, so a missing tool is a failure).
@@ -87,15 +87,11 @@ e2e_report_restore() {
     echo "E2E $TEST_NAME $what: restore ${secs} s$extra"
 }
 
-# e2e_verify_store STORE: `cbfs verify STORE` (every frame read and checked), when the
-# cbfs tool has been built; the mount must be unmounted (the daemon holds the store lock).
+# e2e_verify_store STORE: `cbfs verify STORE` (every frame read and checked); the
+# mount must be unmounted (the daemon holds the store lock).
 e2e_verify_store() {
-    if [[ -x $CBFS_TOOL_BIN ]]; then
-        check "$CBFS_TOOL_BIN" verify "$1"
-        note "cbfs verify $1: ok"
-    else
-        note "cbfs tool not built ($CBFS_TOOL_BIN): store not verified with it"
-    fi
+    check "$CBFS" verify "$1"
+    note "cbfs verify $1: ok"
 }
 
 # e2e_free_port: a TCP port on 127.0.0.1 that nothing listens on right now.
