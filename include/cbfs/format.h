@@ -59,6 +59,15 @@ struct cbfs_frame_hdr {
     uint64_t file_id;    /* random id shared with the sidecar header */
 };
 
+/* The frame envelope: the first 12 bytes of every frame (skippable magic,
+ * skippable content size 56, frame magic). It tells a cbfs data file from any
+ * other file even when the rest of the header is damaged. */
+#define CBFS_FRAME_ENVELOPE_SIZE 12
+/* @return true if head (n bytes) starts with the frame envelope; false when
+ * n < CBFS_FRAME_ENVELOPE_SIZE. The one test of it: decode, the store's
+ * file classification and the fuzzers all call this. */
+bool cbfs_frame_is_envelope(const uint8_t *head, size_t n);
+
 void cbfs_frame_hdr_encode(const struct cbfs_frame_hdr *h, uint8_t out[CBFS_FRAME_HDR_SIZE]);
 /* @return CBFS_E_BAD_MAGIC (not a cbfs frame), CBFS_E_CORRUPT (header checksum),
  * CBFS_E_VERSION (newer header version or unknown flags). */
