@@ -19,6 +19,7 @@
     X(PERM, EPERM, "operation not permitted")                                           \
     X(NOENT, ENOENT, "no such file or directory")                                       \
     X(EXIST, EEXIST, "file exists")                                                     \
+    X(NAMETOOLONG, ENAMETOOLONG, "file name too long")                                  \
     X(BADF, EBADF, "bad file descriptor")                                               \
     X(BUSY, EBUSY, "store is busy (another cbfs daemon holds its lock)")                \
     X(NOTSUP, EOPNOTSUPP, "operation not supported")                                    \
