@@ -27,6 +27,11 @@
  * blocks while sequential writes are faster and a 4 KiB random read decodes
  * 4x less (docs/PERF.md, "Choosing the defaults"). */
 #define CBFS_BLOCK_DEFAULT (256u << 10)
+/* The block size rule, for every reader of a user's block size. */
+static inline bool cbfs_block_size_valid(uint64_t bs)
+{
+    return bs >= CBFS_BLOCK_MIN && bs <= CBFS_BLOCK_MAX && (bs & (bs - 1)) == 0;
+}
 /* The in-memory table is a dense array (40 bytes a block, 0.015% of the data
  * at 256 KiB), so a file holds at most 2^26 blocks: 16 TiB at the default
  * 256 KiB block size, 64 TiB at 1 MiB, 256 GiB at 4 KiB. A block past it is

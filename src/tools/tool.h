@@ -37,8 +37,6 @@ void tool_err(const char *sub, const char *fmt, ...) __attribute__((format(print
 void tool_json_str(FILE *f, const char *s);
 /* "1.5 GiB" style, into buf. @return buf. */
 const char *tool_fmt_bytes(uint64_t n, char *buf, size_t cap);
-/* Block size as mount options take it ("64K", "1M"). @return buf. */
-const char *tool_fmt_bsize(uint32_t bs, char *buf, size_t cap);
 /* True if arg is "-h" or "--help". */
 bool tool_is_help(const char *arg);
 /* Prints the usage text to stdout when asked for (--help: exit 0) or to
