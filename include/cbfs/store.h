@@ -76,9 +76,11 @@ cbfs_err cbfs_store_sidecar_name(const char *name, char *buf, size_t cap);
  * sidecar name, CBFS_E_NAMETOOLONG if the result does not fit cap. */
 cbfs_err cbfs_store_data_name(const char *sidecar, char *buf, size_t cap);
 
-/* @return true if the file open at fd (readable) starts with a frame
- * envelope (cbfs_frame_is_envelope). A short or unreadable file is not. */
-bool cbfs_store_has_frame_envelope(int fd);
+/* Reads the start of the file open at fd (readable): *framed = whether it
+ * starts with a frame envelope (cbfs_frame_is_envelope); a file shorter than
+ * one is not framed. @return a read error (then *framed is false): the caller
+ * decides, never a guess here. */
+cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed);
 
 /* @return true if dirfd is a store root: it holds a CBFS_STORE_DIR directory
  * (not a symlink). */

@@ -41,11 +41,12 @@ cbfs_err cbfs_store_data_name(const char *sidecar, char *buf, size_t cap)
     return CBFS_OK;
 }
 
-bool cbfs_store_has_frame_envelope(int fd)
+cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed)
 {
     uint8_t head[CBFS_FRAME_ENVELOPE_SIZE];
-    return cbfs_pread_full(fd, head, sizeof head, 0) == CBFS_OK &&
-           cbfs_frame_is_envelope(head, sizeof head);
+    const cbfs_err e = cbfs_pread_full(fd, head, sizeof head, 0);
+    *framed = e == CBFS_OK && cbfs_frame_is_envelope(head, sizeof head);
+    return e == CBFS_E_TRUNCATED ? CBFS_OK : e;
 }
 
 bool cbfs_store_is_root(int dirfd)

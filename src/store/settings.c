@@ -156,7 +156,8 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
     case CBFS_KIND_CODEC:
         return cbfs_codec_parse(val, &s->codec, &s->level, msg, cap);
     case CBFS_KIND_LEVEL:
-        if (!cbfs_setting_long(val, INT_MIN, INT_MAX, &n)) return cbfs_setting_refuse(r, val, msg, cap);
+        if (!cbfs_setting_long(val, INT_MIN, INT_MAX, &n))
+            return cbfs_setting_refuse(r, val, msg, cap);
         s->level_wanted = (int)n;
         return CBFS_OK;
     case CBFS_KIND_BLOCK:
@@ -316,7 +317,8 @@ void cbfs_settings_names(unsigned scope, char *buf, size_t cap)
     if (cap) buf[0] = '\0';
     for (size_t i = 0; i < CBFS_SET_COUNT_ && n < cap; i++) {
         if (!(cbfs_settings_table[i].scope & scope)) continue;
-        const int w = snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", cbfs_settings_table[i].name);
+        const int w =
+            snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", cbfs_settings_table[i].name);
         if (w < 0) break;
         n += (size_t)w;
     }

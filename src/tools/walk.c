@@ -375,7 +375,10 @@ cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf)
         e = cbfs_err_from_errno(errno);
         goto fail;
     }
-    tf->is_cbfs = tf->idx_fd >= 0 || cbfs_store_has_frame_envelope(tf->data_fd);
+    bool framed = false;
+    if (tf->idx_fd < 0 && (e = cbfs_store_has_frame_envelope(tf->data_fd, &framed)) != CBFS_OK)
+        goto fail;
+    tf->is_cbfs = tf->idx_fd >= 0 || framed;
     if (!tf->is_cbfs) return CBFS_OK;
     tf->load_err = cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep);
     if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {

@@ -324,7 +324,8 @@ Test(settings, help_shows_the_real_defaults_and_ranges)
     cr_assert_not_null(strstr(e, "from 0 to 256; default 0)"), "%s", e);
     free(e);
     e = help_entry(help, "cache_size=");
-    snprintf(want, sizeof want, "default %s)", cbfs_format_size(def.cache_bytes, size, sizeof size));
+    snprintf(want, sizeof want, "default %s)",
+             cbfs_format_size(def.cache_bytes, size, sizeof size));
     cr_assert_not_null(strstr(e, want), "%s", e);
     free(e);
     e = help_entry(help, "readahead=");

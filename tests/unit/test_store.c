@@ -165,14 +165,23 @@ Test(store_layout, file_with_envelope, .init = st_setup, .fini = st_teardown)
         st_write(cases[i].name, h, cases[i].len);
         const int fd = open(st_path(cases[i].name), O_RDONLY);
         cr_assert(fd >= 0);
-        cr_assert_eq(cbfs_store_has_frame_envelope(fd), cases[i].framed, "%s", cases[i].name);
+        bool framed = !cases[i].framed;
+        cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed), CBFS_OK);
+        cr_assert_eq(framed, cases[i].framed, "%s", cases[i].name);
         close(fd);
     }
     st_write("plain", "hello, world, plain text", 24);
     const int fd = open(st_path("plain"), O_RDONLY);
-    cr_assert_not(cbfs_store_has_frame_envelope(fd));
+    bool framed = true;
+    cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed), CBFS_OK);
+    cr_assert_not(framed);
     close(fd);
-    cr_assert_not(cbfs_store_has_frame_envelope(-1));
+    /* An error is reported, not taken for "plain". */
+    cr_assert_eq(cbfs_store_has_frame_envelope(-1, &framed), CBFS_E_BADF);
+    cr_assert_not(framed);
+    const int dir = open(st_dir, O_RDONLY | O_DIRECTORY);
+    cr_assert_neq(cbfs_store_has_frame_envelope(dir, &framed), CBFS_OK);
+    close(dir);
 }
 
 Test(store_layout, store_root_holds_a_metadata_directory, .init = st_setup, .fini = st_teardown)
