@@ -40,7 +40,7 @@ struct cbfs_setting {
     unsigned scope;
     enum cbfs_setting_kind kind;
     size_t off;        /* the field in struct cbfs_settings */
-    uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS */
+    uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS only */
     double def;        /* numeric kinds: the built-in default */
     const char *help;
 };
@@ -53,8 +53,8 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
     [CBFS_SET_LEVEL] = {"level", "N", CBFS_SCOPE_BOTH, CBFS_KIND_LEVEL, CBFS_F_(level_wanted),
                         0, 0, 0, "compression level, wins over codec=NAME:LEVEL"},
     [CBFS_SET_BLOCK_SIZE] = {"block_size", "SIZE", CBFS_SCOPE_BOTH, CBFS_KIND_BLOCK,
-                             CBFS_F_(block_size), CBFS_BLOCK_MIN, CBFS_BLOCK_MAX,
-                             CBFS_BLOCK_DEFAULT, "block size of new files"},
+                             CBFS_F_(block_size), 0, 0, CBFS_BLOCK_DEFAULT,
+                             "block size of new files"}, /* range: cbfs_block_size_valid */
     [CBFS_SET_WORKERS] = {"workers", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT, CBFS_F_(workers), 0,
                           256, 0, "compression threads, 0 = one per online CPU"},
     /* 64M is also the engine's own default for cache_bytes 0 (test_settings.c
