@@ -156,6 +156,13 @@ for name in t_bad_store t_corrupt t_posix_random t_posix_open t_enospc t_umount_
     CBFS_MOUNT_BIN=$REPO/build-asan/mount.cbfs run_mount_test "mount (asan)" "$name" "$LOGS/asan-$name.log"
 done
 
+# ---- resource limits are input too: the crash and ENOSPC cases again with a daemon whose
+# fd limit (soft and hard) is 256, as t_fd_limit uses (tests/mount/lib.sh CBFS_DAEMON_NOFILE)
+section "mount tests with the daemon's fd limit at 256"
+for name in t_crash t_enospc; do
+    CBFS_DAEMON_NOFILE=256 run_mount_test "mount (nofile 256)" "$name" "$LOGS/nofile-$name.log"
+done
+
 # ---- the perf suite's smoke run (a benchmark, not a test: this only proves it still
 # works; perf/run without --smoke prints the figures, docs/PERF.md)
 section "perf smoke: perf/run --smoke"

@@ -19,6 +19,7 @@
     X(PERM, EPERM, "operation not permitted")                                           \
     X(NOENT, ENOENT, "no such file or directory")                                       \
     X(EXIST, EEXIST, "file exists")                                                     \
+    X(NAMETOOLONG, ENAMETOOLONG, "file name too long")                                  \
     X(BADF, EBADF, "bad file descriptor")                                               \
     X(MFILE, EMFILE, "the cbfs daemon has too many open files (raise its LimitNOFILE)")  \
     X(NFILE, ENFILE, "too many open files in the system")                               \

@@ -27,6 +27,11 @@
  * blocks while sequential writes are faster and a 4 KiB random read decodes
  * 4x less (docs/PERF.md, "Choosing the defaults"). */
 #define CBFS_BLOCK_DEFAULT (256u << 10)
+/* The block size rule, for every reader of a user's block size. */
+static inline bool cbfs_block_size_valid(uint64_t bs)
+{
+    return bs >= CBFS_BLOCK_MIN && bs <= CBFS_BLOCK_MAX && (bs & (bs - 1)) == 0;
+}
 /* The in-memory table is a dense array (40 bytes a block, 0.015% of the data
  * at 256 KiB), so a file holds at most 2^26 blocks: 16 TiB at the default
  * 256 KiB block size, 64 TiB at 1 MiB, 256 GiB at 4 KiB. A block past it is
@@ -58,6 +63,15 @@ struct cbfs_frame_hdr {
     uint64_t hash;       /* XXH3-64 of the ulen uncompressed bytes (0 for SIZE) */
     uint64_t file_id;    /* random id shared with the sidecar header */
 };
+
+/* The frame envelope: the first 12 bytes of every frame (skippable magic,
+ * skippable content size 56, frame magic). It tells a cbfs data file from any
+ * other file even when the rest of the header is damaged. */
+#define CBFS_FRAME_ENVELOPE_SIZE 12
+/* @return true if head (n bytes) starts with the frame envelope; false when
+ * n < CBFS_FRAME_ENVELOPE_SIZE. The one test of it: decode, the store's
+ * file classification and the fuzzers all call this. */
+bool cbfs_frame_is_envelope(const uint8_t *head, size_t n);
 
 void cbfs_frame_hdr_encode(const struct cbfs_frame_hdr *h, uint8_t out[CBFS_FRAME_HDR_SIZE]);
 /* @return CBFS_E_BAD_MAGIC (not a cbfs frame), CBFS_E_CORRUPT (header checksum),

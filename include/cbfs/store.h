@@ -1,7 +1,13 @@
-/* The store directory's own metadata: STORE/.cbfs/ with the daemon lock (one
- * daemon per store) and store.conf (format version, uuid, the defaults chosen
- * at the first mount). Everything is reached relative to one O_PATH descriptor
- * on the store root, opened before an in-place mount hides the directory.
+/* The store: the directory that backs a mount. Two parts.
+ *
+ * Layout (layout.c): the one home of the rules that say which names in a
+ * store belong to cbfs and which files are cbfs files. The daemon, the cbfs
+ * tool and the fuzzers all call these; none spells a rule again.
+ *
+ * Metadata (store.c): STORE/.cbfs/ with the daemon lock (one daemon per
+ * store) and store.conf (format version, uuid, the defaults chosen at the
+ * first mount). Everything is reached relative to one O_PATH descriptor on the
+ * store root, opened before an in-place mount hides the directory.
  *
  * Typical use (the daemon's main):
  *   cbfs_store_open(path) -> cbfs_store_lock -> cbfs_store_read_conf
@@ -10,6 +16,7 @@
 #ifndef CBFS_STORE_H
 #define CBFS_STORE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,11 +24,69 @@
 
 #include "cbfs/codec.h"
 #include "cbfs/err.h"
+#include "cbfs/format.h"
 
-#define CBFS_STORE_DIR ".cbfs"          /* hidden from the mount; reserved name */
+#define CBFS_STORE_DIR ".cbfs"          /* in the store root only; see below */
 #define CBFS_STORE_CONF "store.conf"    /* inside CBFS_STORE_DIR */
 #define CBFS_STORE_LOCK "lock"          /* inside CBFS_STORE_DIR */
 #define CBFS_STORE_CONF_VERSION 1u      /* newest store.conf format this cbfs reads */
+
+/* ---- layout (layout.c) ----
+ *
+ * The rules (docs/FORMAT.md, "Store layout"):
+ *
+ * - CBFS_STORE_DIR is cbfs's only in the store root, the one place the daemon
+ *   keeps its metadata. There the mount hides it and refuses to create it,
+ *   whatever its type, and the tool skips it. Below the root ".cbfs" is an
+ *   ordinary name.
+ * - Every name that ends in CBFS_INDEX_SUFFIX, in any directory, is a sidecar
+ *   name: the sidecar of the data file named by the rest. ".cbfsidx" itself is
+ *   one too (the sidecar of no file, so always an orphan): one suffix test,
+ *   no exception. The mount hides and refuses all of them; the tool never
+ *   takes one for a data file and reports those whose data file is missing.
+ * - A data file name is at most CBFS_STORE_NAME_MAX bytes, so that its sidecar
+ *   name fits a directory entry (NAME_MAX).
+ * - A regular file is a cbfs (compressed) file when its sidecar exists, or
+ *   when its data starts with a frame envelope (the sidecar was lost and is
+ *   rebuilt from the frames). Any other regular file is plain. */
+
+#define CBFS_STORE_SUFFIX_LEN (sizeof CBFS_INDEX_SUFFIX - 1)
+#define CBFS_STORE_NAME_MAX (NAME_MAX - CBFS_STORE_SUFFIX_LEN) /* 247 */
+
+/* The rule in words, for messages that refuse a name. */
+#define CBFS_STORE_RESERVED_RULE                                                                  \
+    "\"" CBFS_STORE_DIR "\" in the store root and names ending in \"" CBFS_INDEX_SUFFIX        \
+    "\" are its own"
+
+/* @return true if name ends in CBFS_INDEX_SUFFIX (".cbfsidx" included). */
+bool cbfs_store_is_sidecar_name(const char *name);
+
+/* @return true for the names the mount hides from readdir and lookup and
+ * refuses to create: CBFS_STORE_DIR when in_root (name is an entry of the
+ * store root), sidecar names anywhere. */
+bool cbfs_store_name_hidden(const char *name, bool in_root);
+
+/* Writes the sidecar name of data file name (name + CBFS_INDEX_SUFFIX) into
+ * buf. @return CBFS_E_NAMETOOLONG if name is longer than CBFS_STORE_NAME_MAX
+ * or the result does not fit cap (nothing written then). */
+cbfs_err cbfs_store_sidecar_name(const char *name, char *buf, size_t cap);
+
+/* Writes the data file name of a sidecar name (the name without the suffix;
+ * "" for ".cbfsidx") into buf. @return CBFS_E_INVAL if sidecar is not a
+ * sidecar name, CBFS_E_NAMETOOLONG if the result does not fit cap. */
+cbfs_err cbfs_store_data_name(const char *sidecar, char *buf, size_t cap);
+
+/* Reads the start of the file open at fd (readable): *framed = whether it
+ * starts with a frame envelope (cbfs_frame_is_envelope); a file shorter than
+ * one is not framed. @return a read error (then *framed is false): the caller
+ * decides, never a guess here. */
+cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed);
+
+/* @return true if dirfd is a store root: it holds a CBFS_STORE_DIR directory
+ * (not a symlink). */
+bool cbfs_store_is_root(int dirfd);
+
+/* ---- metadata (store.c) ---- */
 
 /* The contents of store.conf. Text, one key=value per line, '#' comments;
  * unknown keys are ignored so newer minor additions stay readable. */

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "cbfs/err.h"
@@ -48,6 +49,13 @@ int cbfs_is_zero(const void *data, size_t len);
 /* Parses "123", "64K", "4M", "1G" (binary units) into *out.
  * @return CBFS_E_INVAL on syntax error or overflow. */
 cbfs_err cbfs_parse_size(const char *s, uint64_t *out);
+/* The reverse: n in the largest unit that divides it exactly ("256K", "16M",
+ * "1G", "1000"), as cbfs_parse_size reads it back. @return buf. */
+const char *cbfs_format_size(uint64_t n, char *buf, size_t cap);
+/* Prints text's words to out, the cursor being at column col, breaking lines
+ * before column 80 and indenting continuation lines by indent spaces; ends
+ * the line. For help texts. */
+void cbfs_print_wrapped(FILE *out, int col, int indent, const char *text);
 
 /* pread/pwrite that loop until len bytes moved. A short read at EOF is
  * CBFS_E_TRUNCATED for pread_full; EINTR is retried; other errors mapped. */

@@ -1,5 +1,7 @@
 /* Hashing, size parsing, full-length positional I/O and other small helpers. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -48,6 +50,36 @@ cbfs_err cbfs_parse_size(const char *s, uint64_t *out)
     if (shift && v > (UINT64_MAX >> shift)) return CBFS_E_INVAL;
     *out = (uint64_t)v << shift;
     return CBFS_OK;
+}
+
+const char *cbfs_format_size(uint64_t n, char *buf, size_t cap)
+{
+    static const char units[] = "KMGT";
+    int u = -1;
+    while (u < 3 && n && n % 1024 == 0) {
+        n /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, cap, "%" PRIu64, n);
+    else
+        snprintf(buf, cap, "%" PRIu64 "%c", n, units[u]);
+    return buf;
+}
+
+void cbfs_print_wrapped(FILE *out, int col, int indent, const char *text)
+{
+    for (const char *w = text; *w;) {
+        const size_t n = strcspn(w, " ");
+        if (n) {
+            if (col > indent && col + 1 + (int)n >= 80)
+                col = fprintf(out, "\n%*s", indent, "") - 1;
+            col += fprintf(out, "%s%.*s", col > indent ? " " : "", (int)n, w);
+        }
+        w += n;
+        w += strspn(w, " ");
+    }
+    fputc('\n', out);
 }
 
 cbfs_err cbfs_pread_full(int fd, void *buf, size_t len, uint64_t off)

@@ -13,7 +13,7 @@ enum {
     FH_SKIP_MAGIC = 0,
     FH_SKIP_SIZE = 4,
     FH_MAGIC = 8,
-    FH_VERSION = 12,
+    FH_VERSION = 12, /* == CBFS_FRAME_ENVELOPE_SIZE: the envelope ends here */
     FH_CODEC = 13,
     FH_FLAGS = 14,
     FH_LEVEL = 15,
@@ -48,12 +48,17 @@ void cbfs_frame_hdr_encode(const struct cbfs_frame_hdr *h, uint8_t out[CBFS_FRAM
     cbfs_put_le64(out + FH_CHECKSUM, cbfs_hash64(out, FH_CHECKSUM));
 }
 
+bool cbfs_frame_is_envelope(const uint8_t *head, size_t n)
+{
+    return n >= CBFS_FRAME_ENVELOPE_SIZE &&
+           cbfs_get_le32(head + FH_SKIP_MAGIC) == CBFS_SKIPPABLE_MAGIC &&
+           cbfs_get_le32(head + FH_SKIP_SIZE) == CBFS_SKIPPABLE_CONTENT &&
+           cbfs_get_le32(head + FH_MAGIC) == CBFS_FRAME_MAGIC;
+}
+
 cbfs_err cbfs_frame_hdr_decode(const uint8_t in[CBFS_FRAME_HDR_SIZE], struct cbfs_frame_hdr *h)
 {
-    if (cbfs_get_le32(in + FH_SKIP_MAGIC) != CBFS_SKIPPABLE_MAGIC ||
-        cbfs_get_le32(in + FH_SKIP_SIZE) != CBFS_SKIPPABLE_CONTENT ||
-        cbfs_get_le32(in + FH_MAGIC) != CBFS_FRAME_MAGIC)
-        return CBFS_E_BAD_MAGIC;
+    if (!cbfs_frame_is_envelope(in, CBFS_FRAME_HDR_SIZE)) return CBFS_E_BAD_MAGIC;
     if (cbfs_get_le64(in + FH_CHECKSUM) != cbfs_hash64(in, FH_CHECKSUM)) return CBFS_E_CORRUPT;
 
     struct cbfs_frame_hdr t;

@@ -1,6 +1,7 @@
-/* Bridge between the daemon's main (options, store lock, mounting: main.c,
- * options.c, store.c) and the FUSE low-level operations (ops*.c, inode.c).
- * Only src/fuse includes FUSE headers. */
+/* Bridge between the daemon's main (mounting: main.c, with the option parser
+ * and the store lock from the core, cbfs/options.h and cbfs/store.h) and the
+ * FUSE low-level operations (ops*.c, inode.c). Only src/fuse includes FUSE
+ * headers. */
 #ifndef CBFS_FUSE_H
 #define CBFS_FUSE_H
 

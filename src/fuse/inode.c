@@ -12,6 +12,7 @@
 
 #include "cbfs/format.h"
 #include "cbfs/log.h"
+#include "cbfs/store.h"
 #include "cbfs/util.h"
 #include "fuse/inode.h"
 
@@ -22,29 +23,21 @@ void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd)
 
 bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name)
 {
-    static const char suffix[] = CBFS_INDEX_SUFFIX;
-    const size_t n = strlen(name), s = sizeof suffix - 1;
-    if (dir == fs->root && strcmp(name, ".cbfs") == 0) return true;
-    return n >= s && memcmp(name + n - s, suffix, s) == 0;
+    return cbfs_store_name_hidden(name, dir == fs->root);
 }
 
 bool cbfs_name_reserved(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
                         const char *op)
 {
     if (!cbfs_name_hidden(fs, dir, name)) return false;
-    cbfs_log_info("%s '%s' refused: the name is reserved by cbfs (\".cbfs\" in the root and "
-                  "names ending in \"%s\" are its own)",
-                  op, name, CBFS_INDEX_SUFFIX);
+    cbfs_log_info("%s '%s' refused: the name is reserved by cbfs (" CBFS_STORE_RESERVED_RULE ")",
+                  op, name);
     return true;
 }
 
 int cbfs_sidecar_name(const char *name, char *buf, size_t cap)
 {
-    const size_t n = strlen(name), s = strlen(CBFS_INDEX_SUFFIX);
-    if (n + s > NAME_MAX || n + s + 1 > cap) return ENAMETOOLONG;
-    memcpy(buf, name, n);
-    memcpy(buf + n, CBFS_INDEX_SUFFIX, s + 1);
-    return 0;
+    return cbfs_err_errno(cbfs_store_sidecar_name(name, buf, cap));
 }
 
 /* ---- hash table (fs->lock held) ---- */
@@ -309,7 +302,6 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
 {
     char sc[NAME_MAX + 1], path[CBFS_PROCFD_MAX];
     struct stat st;
-    uint8_t head[12];
     int err;
 
     *kind = CBFS_KIND_PLAIN;
@@ -337,14 +329,11 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
     if (rfd == -1 && errno == EPERM)
         rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
     if (rfd == -1) return errno;
-    const ssize_t n = pread(rfd, head, sizeof head, 0);
-    err = errno;
+    bool framed;
+    const cbfs_err e = cbfs_store_has_frame_envelope(rfd, &framed);
     close(rfd);
-    if (n == -1) return err;
-    if (n == (ssize_t)sizeof head && cbfs_get_le32(head) == CBFS_SKIPPABLE_MAGIC &&
-        cbfs_get_le32(head + 4) == CBFS_FRAME_HDR_SIZE - 8 &&
-        cbfs_get_le32(head + 8) == CBFS_FRAME_MAGIC)
-        *kind = CBFS_KIND_COMPRESSED;
+    if (e) return cbfs_err_errno(e);
+    if (framed) *kind = CBFS_KIND_COMPRESSED;
     return 0;
 }
 

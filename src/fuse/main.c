@@ -16,10 +16,10 @@
 
 #include "cbfs/engine.h"
 #include "cbfs/log.h"
+#include "cbfs/options.h"
 #include "cbfs/store.h"
 #include "cbfs/version.h"
 #include "fuse/cbfs_fuse.h"
-#include "fuse/options.h"
 
 #define CBFS_PROG "mount.cbfs"
 #define CBFS_MAX_IDLE_THREADS 10
@@ -160,7 +160,7 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
     }
     if (!found) {
         if (o->readonly) return 0; /* nothing is written by a read-only mount */
-        cbfs_store_conf_init(&conf, o->codec, o->level, o->block_size);
+        cbfs_store_conf_init(&conf, o->set.codec, o->set.level, o->set.block_size);
         e = cbfs_store_write_conf(st, &conf);
         if (e) {
             cbfs_main_error("store %s: cannot write %s/%s: %s", path, CBFS_STORE_DIR,
@@ -287,11 +287,11 @@ int main(int argc, char *argv[])
     fuse_set_log_func(cbfs_main_fuse_log);
 
     const struct cbfs_engine_config ecfg = {
-        .block_size = o.block_size,
-        .workers = o.workers,
-        .cache_bytes = o.cache_bytes,
-        .readahead = o.readahead,
-        .inflight_bytes = o.inflight_bytes,
+        .block_size = o.set.block_size,
+        .workers = o.set.workers,
+        .cache_bytes = o.set.cache_bytes,
+        .readahead = o.set.readahead,
+        .inflight_bytes = o.set.inflight_bytes,
     };
     e = cbfs_engine_create(&ecfg, &eng);
     if (e) {
@@ -303,12 +303,12 @@ int main(int argc, char *argv[])
     const struct cbfs_fs_options fopt = {
         .store_fd = cbfs_store_fd(st),
         .store_path = store_path,
-        .codec = o.codec,
-        .level = o.level,
+        .codec = o.set.codec,
+        .level = o.set.level,
         .eng = eng,
         .readonly = o.readonly,
-        .attr_timeout = o.attr_timeout,
-        .writeback_cache = o.writeback_cache,
+        .attr_timeout = o.set.attr_timeout,
+        .writeback_cache = o.set.writeback_cache,
     };
     fs = cbfs_fs_new(&fopt);
     if (!fs) {
@@ -348,7 +348,7 @@ int main(int argc, char *argv[])
     }
     mounted = true;
     cbfs_log_info("mounted %s on %s%s (codec %s level %d, block size %u)", store_path, mnt_path,
-                  in_place ? " in place" : "", o.codec->name, o.level, o.block_size);
+                  in_place ? " in place" : "", o.set.codec->name, o.set.level, o.set.block_size);
     if (chdir("/") < 0) { /* keep no directory busy; paths are absolute */
     }
     if (notify_fd >= 0) {

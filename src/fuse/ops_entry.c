@@ -13,6 +13,7 @@
 
 #include "cbfs/format.h"
 #include "cbfs/log.h"
+#include "cbfs/store.h"
 #include "fuse/ops.h"
 
 void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -606,8 +607,7 @@ void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
         return;
     }
     /* every name needs room for its sidecar's suffix */
-    const unsigned long room = NAME_MAX - (sizeof CBFS_INDEX_SUFFIX - 1);
-    if (sv.f_namemax > room) sv.f_namemax = room;
+    if (sv.f_namemax > CBFS_STORE_NAME_MAX) sv.f_namemax = CBFS_STORE_NAME_MAX;
     fuse_reply_statfs(req, &sv);
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cbfs/pool.h"
+#include "cbfs/settings.h"
 #include "cbfs/util.h"
 #include "tools/tool.h"
 
@@ -154,7 +155,7 @@ static void tool_bench_opts(const struct tool_bench_row *r, char *buf, size_t ca
 {
     char bs[16];
     snprintf(buf, cap, "-o codec=%s,level=%d,block_size=%s", r->codec->name, r->level,
-             tool_fmt_bsize(r->block_size, bs, sizeof bs));
+             cbfs_format_size(r->block_size, bs, sizeof bs));
 }
 
 static void tool_bench_print(const struct tool_bench_row *rows, size_t n, double disk,
@@ -194,7 +195,7 @@ static void tool_bench_print(const struct tool_bench_row *rows, size_t n, double
            "COMP MB/s", "DECOMP MB/s", "CPU s/GB", "PARETO");
     for (size_t i = 0; i < n; i++)
         printf("%-6s %5d %6s %7.2f %10.1f %12.1f %9.2f  %s\n", rows[i].codec->name, rows[i].level,
-               tool_fmt_bsize(rows[i].block_size, bs, sizeof bs), rows[i].ratio, rows[i].cmbps,
+               cbfs_format_size(rows[i].block_size, bs, sizeof bs), rows[i].ratio, rows[i].cmbps,
                rows[i].dmbps, rows[i].cpu_s_per_gb, rows[i].pareto ? "*" : "");
     if (fast)
         printf("fastest that keeps up with %.0f MB/s of disk: %s (ratio %.2f, %.0f MB/s)\n", disk,
@@ -250,7 +251,7 @@ static bool tool_bench_plot(const struct tool_bench_row *rows, size_t n, const c
     char bs[16];
     for (size_t i = 0; i < n; i++)
         fprintf(g, "%.2f %.4f \"%s:%d/%s%s\"\n", rows[i].cmbps, rows[i].ratio, rows[i].codec->name,
-                rows[i].level, tool_fmt_bsize(rows[i].block_size, bs, sizeof bs),
+                rows[i].level, cbfs_format_size(rows[i].block_size, bs, sizeof bs),
                 rows[i].pareto ? "*" : "");
     fprintf(g, "EOD\nplot $d using 1:2 with points pt 7, $d using 1:2:3 with labels offset 0,1\n");
     if (pclose(g) != 0) {
@@ -307,13 +308,18 @@ static bool tool_bench_level(struct tool_bench_args *a, const char *item)
 
 static bool tool_bench_bsize(struct tool_bench_args *a, const char *item)
 {
-    uint64_t bs;
-    if (cbfs_parse_size(item, &bs) != CBFS_OK || bs < CBFS_BLOCK_MIN || bs > CBFS_BLOCK_MAX ||
-        (bs & (bs - 1)) || a->nbsizes == sizeof a->bsizes / sizeof a->bsizes[0]) {
-        tool_err("bench", "--block-sizes: '%s' is not a power of two from 4K to 16M", item);
+    struct cbfs_settings set;
+    char msg[160];
+    cbfs_settings_init(&set);
+    if (a->nbsizes == sizeof a->bsizes / sizeof a->bsizes[0]) {
+        tool_err("bench", "--block-sizes: at most %zu sizes", a->nbsizes);
         return false;
     }
-    a->bsizes[a->nbsizes++] = (uint32_t)bs;
+    if (cbfs_settings_set(&set, CBFS_SCOPE_STORE, "block_size", item, msg, sizeof msg)) {
+        tool_err("bench", "--block-sizes: %s", msg);
+        return false;
+    }
+    a->bsizes[a->nbsizes++] = set.block_size;
     return true;
 }
 

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,8 +60,8 @@ static bool tool_fsck_index_clean(const struct tool_file *tf)
  * data file's permissions. */
 static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool_file *tf)
 {
-    char side[4096];
-    cbfs_err e = tool_sidecar_name(name, side, sizeof side);
+    char side[NAME_MAX + 1];
+    cbfs_err e = cbfs_store_sidecar_name(name, side, sizeof side);
     if (e) return e;
     if (tf->load_err == CBFS_E_WRONG_FILE && unlinkat(dirfd, side, 0) != 0)
         return cbfs_err_from_errno(errno);

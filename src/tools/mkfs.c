@@ -8,63 +8,36 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cbfs/format.h"
+#include "cbfs/settings.h"
 #include "cbfs/store.h"
-#include "cbfs/util.h"
 #include "tools/tool.h"
 
 static const char tool_mkfs_help[] =
     "usage: cbfs mkfs [-o codec=C[:L],level=L,block_size=SIZE] STORE\n"
     "Initialises STORE (created if missing): STORE/.cbfs/store.conf records the\n"
     "default codec, level and block size of mounts that do not give them.\n"
-    "Defaults: codec=lz4, the codec's default level, block_size=256K.\n"
-    "exit status: 0 ok, 1 already initialised or mounted, 2 usage or I/O error\n";
+    "exit status: 0 ok, 1 already initialised or mounted, 2 usage or I/O error\n"
+    "options:\n";
 
-struct tool_mkfs_opts {
-    const struct cbfs_codec_ops *codec;
-    int level;
-    bool level_set;
-    uint32_t block_size;
-};
+static int tool_mkfs_usage(bool asked)
+{
+    FILE *const out = asked ? stdout : stderr;
+    fputs(tool_mkfs_help, out);
+    cbfs_settings_help(out, CBFS_SCOPE_STORE);
+    return asked ? TOOL_EXIT_OK : TOOL_EXIT_USAGE;
+}
 
-/* Parses "codec=zstd:3,level=5,block_size=64K" (modifies s). */
-static bool tool_mkfs_parse(char *s, struct tool_mkfs_opts *o)
+/* Applies "codec=zstd:3,level=5,block_size=64K" (modifies list). */
+static bool tool_mkfs_parse(char *list, struct cbfs_settings *set)
 {
     char msg[256];
     char *save = NULL;
-    for (char *kv = strtok_r(s, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+    for (char *kv = strtok_r(list, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *const val = strchr(kv, '=');
-        if (!val) {
-            tool_err("mkfs", "option '%s' wants a value (codec=, level=, block_size=)", kv);
-            return false;
-        }
-        *val = '\0';
-        const char *const v = val + 1;
-        if (strcmp(kv, "codec") == 0) {
-            if (cbfs_codec_parse(v, &o->codec, &o->level, msg, sizeof msg) != CBFS_OK) {
-                tool_err("mkfs", "%s", msg);
-                return false;
-            }
-            o->level_set = strchr(v, ':') != NULL || o->level_set;
-        } else if (strcmp(kv, "level") == 0) {
-            char *end;
-            const long l = strtol(v, &end, 10);
-            if (*end || end == v) {
-                tool_err("mkfs", "level=%s is not a number", v);
-                return false;
-            }
-            o->level = (int)l;
-            o->level_set = true;
-        } else if (strcmp(kv, "block_size") == 0) {
-            uint64_t bs;
-            if (cbfs_parse_size(v, &bs) != CBFS_OK || bs < CBFS_BLOCK_MIN || bs > CBFS_BLOCK_MAX ||
-                (bs & (bs - 1))) {
-                tool_err("mkfs", "block_size=%s: give a power of two from 4K to 16M", v);
-                return false;
-            }
-            o->block_size = (uint32_t)bs;
-        } else {
-            tool_err("mkfs", "unknown option '%s' (known: codec, level, block_size)", kv);
+        if (val) *val = '\0';
+        if (cbfs_settings_set(set, CBFS_SCOPE_STORE, kv, val ? val + 1 : NULL, msg,
+                              sizeof msg) != CBFS_OK) {
+            tool_err("mkfs", "%s", msg);
             return false;
         }
     }
@@ -74,22 +47,17 @@ static bool tool_mkfs_parse(char *s, struct tool_mkfs_opts *o)
 int tool_mkfs_main(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    struct tool_mkfs_opts o = {.block_size = CBFS_BLOCK_DEFAULT};
+    struct cbfs_settings set;
     char msg[256];
     int ch;
+    cbfs_settings_init(&set);
     optind = 1;
     while ((ch = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        if (ch != 'o') return tool_usage(tool_mkfs_help, ch == 'h');
-        if (!tool_mkfs_parse(optarg, &o)) return TOOL_EXIT_USAGE;
+        if (ch != 'o') return tool_mkfs_usage(ch == 'h');
+        if (!tool_mkfs_parse(optarg, &set)) return TOOL_EXIT_USAGE;
     }
-    if (optind + 1 != argc) return tool_usage(tool_mkfs_help, false);
-    if (!o.codec && cbfs_codec_by_name("lz4", &o.codec) != CBFS_OK &&
-        cbfs_codec_by_name("none", &o.codec) != CBFS_OK) {
-        tool_err("mkfs", "no default codec is built into this cbfs");
-        return TOOL_EXIT_USAGE;
-    }
-    if (!o.level_set) o.level = o.codec->default_level;
-    if (cbfs_codec_check_level(o.codec, o.level, msg, sizeof msg) != CBFS_OK) {
+    if (optind + 1 != argc) return tool_mkfs_usage(false);
+    if (cbfs_settings_resolve(&set, NULL, msg, sizeof msg) != CBFS_OK) {
         tool_err("mkfs", "%s", msg);
         return TOOL_EXIT_USAGE;
     }
@@ -139,7 +107,7 @@ int tool_mkfs_main(int argc, char **argv)
         rc = TOOL_EXIT_PROBLEMS;
         goto out;
     }
-    cbfs_store_conf_init(&conf, o.codec, o.level, o.block_size);
+    cbfs_store_conf_init(&conf, set.codec, set.level, set.block_size);
     e = cbfs_store_write_conf(st, &conf);
     if (e) {
         tool_err("mkfs", "%s: cannot write %s/%s: %s", path, CBFS_STORE_DIR, CBFS_STORE_CONF,

@@ -47,15 +47,6 @@ const char *tool_fmt_bytes(uint64_t n, char *buf, size_t cap)
     return buf;
 }
 
-const char *tool_fmt_bsize(uint32_t bs, char *buf, size_t cap)
-{
-    if (bs % (1u << 20) == 0)
-        snprintf(buf, cap, "%uM", bs >> 20);
-    else
-        snprintf(buf, cap, "%uK", bs >> 10);
-    return buf;
-}
-
 bool tool_is_help(const char *arg)
 {
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;

@@ -110,7 +110,7 @@ static void tool_stat_print(const struct tool_stat_ctx *c, const char *path, con
         return;
     }
     char bs[32] = "-";
-    if (r->block_size) tool_fmt_bsize(r->block_size, bs, sizeof bs);
+    if (r->block_size) cbfs_format_size(r->block_size, bs, sizeof bs);
     printf("%10s %10s %6.2f  %-14s %6s %8" PRIu64 " %8" PRIu64 " %6" PRIu64 " %6" PRIu64
            " %10s  %s\n",
            tool_fmt_bytes(r->logical, lg, sizeof lg), tool_fmt_bytes(phys, ph, sizeof ph),

@@ -37,8 +37,6 @@ void tool_err(const char *sub, const char *fmt, ...) __attribute__((format(print
 void tool_json_str(FILE *f, const char *s);
 /* "1.5 GiB" style, into buf. @return buf. */
 const char *tool_fmt_bytes(uint64_t n, char *buf, size_t cap);
-/* Block size as mount options take it ("64K", "1M"). @return buf. */
-const char *tool_fmt_bsize(uint32_t bs, char *buf, size_t cap);
 /* True if arg is "-h" or "--help". */
 bool tool_is_help(const char *arg);
 /* Prints the usage text to stdout when asked for (--help: exit 0) or to
@@ -56,7 +54,8 @@ struct tool_loc {
     char *display;    /* as the user gave it (a mapped path stays the user's) */
     bool is_dir;
     bool via_mount;   /* the path was inside a mounted cbfs, mapped to its store */
-    bool in_store;    /* the entry or a directory above it holds .cbfs/ */
+    bool in_store;    /* the entry or a directory above it is a store root */
+    bool at_root;     /* the entry is the store root itself (a directory) */
 };
 
 /* Resolves path: a path inside a mounted cbfs (fuse.cbfs in
@@ -80,8 +79,9 @@ typedef int (*tool_walk_fn)(void *arg, int dirfd, const char *name, const char *
                             enum tool_ent_kind kind);
 
 /* Visits loc: the file itself, or every entry below a directory, sorted by
- * name, not following symlinks, skipping .cbfs/ and sidecars (orphans are
- * reported as such). Errors reading a directory are printed (sub) and
+ * name, not following symlinks, skipping what the mount hides (cbfs/store.h:
+ * .cbfs in the store root, sidecar names; orphan sidecars are reported as
+ * such). Errors reading a directory are printed (sub) and
  * counted in *errors. @return the callback's nonzero value, else 0. */
 int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
               unsigned *errors);
@@ -118,8 +118,6 @@ cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf);
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
 bool tool_file_open_walked(int dirfd, const char *name, const char *display, const char *sub,
                            unsigned *errors, struct tool_file *tf);
-/* name + CBFS_INDEX_SUFFIX into buf. @return CBFS_E_INVAL if it does not fit. */
-cbfs_err tool_sidecar_name(const char *name, char *buf, size_t cap);
 void tool_file_close(struct tool_file *tf);
 
 /* Physical bytes: data file + sidecar. */

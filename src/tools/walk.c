@@ -1,7 +1,8 @@
 /* Finding files for the cbfs command: maps a user path (in a store, or inside
  * a mounted cbfs via /proc/self/mounts) to a store location, walks a store
- * tree (sorted, no symlinks followed, .cbfs/ and sidecars skipped), and opens
- * a data file with its sidecar and loaded index. */
+ * tree (sorted, no symlinks followed, the names the mount hides skipped: see
+ * the layout rules in cbfs/store.h), and opens a data file with its sidecar
+ * and loaded index. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,8 +72,10 @@ static bool tool_find_mount(const char *abs, char **store, const char **rest)
 }
 
 /* Maps abs inside a cbfs mount to the same path in its store (malloc'd in
- * *out), or leaves *out NULL when abs is not on a cbfs mount. */
-static cbfs_err tool_map_mount(const char *abs, char **out, char *msg, size_t cap)
+ * *out; the store root is its first *root_len bytes), or leaves *out NULL
+ * when abs is not on a cbfs mount. */
+static cbfs_err tool_map_mount(const char *abs, char **out, size_t *root_len, char *msg,
+                               size_t cap)
 {
     char *store = NULL;
     const char *rest = NULL;
@@ -101,22 +104,32 @@ static cbfs_err tool_map_mount(const char *abs, char **out, char *msg, size_t ca
         return CBFS_E_NOMEM;
     }
     snprintf(*out, len, "%s%s", real, rest);
+    *root_len = strlen(real);
     free(store);
     return CBFS_OK;
 }
 
-/* Does p, or a directory above it, hold a .cbfs/ directory? */
-static bool tool_in_store(const char *p)
+/* Finds the store root of absolute path p: the outermost of p and the
+ * directories above it that is a store root (cbfs_store_is_root). Outermost,
+ * because below the root ".cbfs" is an ordinary name that a user may have
+ * created through the mount. @return false if there is none, else true with
+ * the root's length in *root_len. */
+static bool tool_store_root(const char *p, size_t *root_len)
 {
     char dir[PATH_MAX];
+    bool found = false;
     snprintf(dir, sizeof dir, "%s", p);
     for (;;) {
-        char probe[PATH_MAX + sizeof "/" CBFS_STORE_DIR];
-        struct stat st;
-        snprintf(probe, sizeof probe, "%s/%s", strcmp(dir, "/") ? dir : "", CBFS_STORE_DIR);
-        if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode)) return true;
+        const int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (cbfs_store_is_root(fd)) {
+                found = true;
+                *root_len = strlen(dir);
+            }
+            close(fd);
+        }
         char *const slash = strrchr(dir, '/');
-        if (!slash || strcmp(dir, "/") == 0) return false;
+        if (!slash || strcmp(dir, "/") == 0) return found;
         if (slash == dir)
             dir[1] = '\0';
         else
@@ -132,25 +145,20 @@ bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbf
     return true;
 }
 
-static bool tool_is_sidecar(const char *name)
-{
-    const size_t n = strlen(name), s = sizeof CBFS_INDEX_SUFFIX - 1;
-    return n > s && strcmp(name + n - s, CBFS_INDEX_SUFFIX) == 0;
-}
-
 cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, size_t cap)
 {
     memset(loc, 0, sizeof *loc);
     loc->dirfd = -1;
     char abs[PATH_MAX];
     char *mapped = NULL;
+    size_t root_len = 0;
     cbfs_err e;
     if (!realpath(path, abs)) {
         e = cbfs_err_from_errno(errno);
         snprintf(msg, cap, "%s: %s", path, cbfs_err_str(e));
         return e;
     }
-    e = tool_map_mount(abs, &mapped, msg, cap);
+    e = tool_map_mount(abs, &mapped, &root_len, msg, cap);
     if (e) return e;
     const char *const p = mapped ? mapped : abs;
     struct stat st;
@@ -160,7 +168,8 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
         goto fail;
     }
     loc->via_mount = mapped != NULL;
-    loc->in_store = tool_in_store(p);
+    loc->in_store = loc->via_mount || tool_store_root(p, &root_len);
+    loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
     loc->display = strdup(path);
     if (!loc->display) goto nomem;
     if (S_ISDIR(st.st_mode)) {
@@ -169,7 +178,7 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
         loc->dirfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
     } else if (S_ISREG(st.st_mode)) {
         const char *const slash = strrchr(p, '/');
-        if (tool_is_sidecar(slash + 1)) {
+        if (cbfs_store_is_sidecar_name(slash + 1)) {
             snprintf(msg, cap, "%s is an index sidecar; name its data file instead", path);
             e = CBFS_E_INVAL;
             goto fail;
@@ -260,7 +269,9 @@ struct tool_walker {
     unsigned *errors;
 };
 
-static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *display)
+/* in_root: dirfd is the store root, where the store's metadata is hidden. */
+static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *display,
+                         bool in_root)
 {
     const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     char **names = NULL;
@@ -274,30 +285,33 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const char *const name = names[i];
+        const bool sidecar = cbfs_store_is_sidecar_name(name);
+        if (cbfs_store_name_hidden(name, in_root) && !sidecar) continue; /* .cbfs/ */
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", display, name);
         struct stat st;
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* raced away */
+        if (sidecar && !S_ISREG(st.st_mode)) continue; /* hidden by the mount too */
         if (S_ISDIR(st.st_mode)) {
-            if (strcmp(name, CBFS_STORE_DIR) == 0) continue;
             const int sub = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) {
                 tool_err(w->sub, "%s: %s", path, cbfs_err_str(cbfs_err_from_errno(errno)));
                 (*w->errors)++;
                 continue;
             }
-            rc = tool_walk_dir(w, sub, path);
+            rc = tool_walk_dir(w, sub, path, false);
             close(sub);
         } else if (S_ISREG(st.st_mode)) {
-            if (!tool_is_sidecar(name)) {
+            if (!sidecar) {
                 rc = w->fn(w->arg, dirfd, name, path, TOOL_ENT_FILE);
                 continue;
             }
-            /* A sidecar: only interesting when its data file is gone. */
+            /* A sidecar: only interesting when its data file is gone (".cbfsidx"
+             * names none, so it always is). */
             char data[NAME_MAX + 1];
-            snprintf(data, sizeof data, "%.*s", (int)(strlen(name) - strlen(CBFS_INDEX_SUFFIX)),
-                     name);
-            if (fstatat(dirfd, data, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+            if (cbfs_store_data_name(name, data, sizeof data) == CBFS_OK &&
+                (data[0] == '\0' ||
+                 (fstatat(dirfd, data, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)))
                 rc = w->fn(w->arg, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
         }
     }
@@ -311,7 +325,7 @@ int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void
 {
     if (!loc->is_dir) return fn(arg, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
     const struct tool_walker w = {.sub = sub, .fn = fn, .arg = arg, .errors = errors};
-    return tool_walk_dir(&w, loc->dirfd, loc->display);
+    return tool_walk_dir(&w, loc->dirfd, loc->display, loc->at_root);
 }
 
 unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *req)
@@ -334,30 +348,12 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
     return errors;
 }
 
-cbfs_err tool_sidecar_name(const char *name, char *buf, size_t cap)
-{
-    const int n = snprintf(buf, cap, "%s%s", name, CBFS_INDEX_SUFFIX);
-    return n < 0 || (size_t)n >= cap ? CBFS_E_INVAL : CBFS_OK;
-}
-
-/* Does the data file start with a cbfs frame envelope (skippable magic,
- * content size 56, "CBFR")? Decides cbfs vs plain when there is no sidecar,
- * even if that first frame is damaged. */
-static bool tool_starts_with_frame(int fd)
-{
-    uint8_t b[12];
-    if (cbfs_pread_full(fd, b, sizeof b, 0) != CBFS_OK) return false;
-    return cbfs_get_le32(b) == CBFS_SKIPPABLE_MAGIC &&
-           cbfs_get_le32(b + 4) == CBFS_FRAME_HDR_SIZE - 8 &&
-           cbfs_get_le32(b + 8) == CBFS_FRAME_MAGIC;
-}
-
 cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf)
 {
     memset(tf, 0, sizeof *tf);
     tf->idx_fd = -1;
-    char side[NAME_MAX + sizeof CBFS_INDEX_SUFFIX];
-    cbfs_err e = tool_sidecar_name(name, side, sizeof side);
+    char side[NAME_MAX + 1];
+    cbfs_err e = cbfs_store_sidecar_name(name, side, sizeof side);
     if (e) return e;
     const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
     tf->data_fd = openat(dirfd, name, flags);
@@ -379,7 +375,10 @@ cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf)
         e = cbfs_err_from_errno(errno);
         goto fail;
     }
-    tf->is_cbfs = tf->idx_fd >= 0 || tool_starts_with_frame(tf->data_fd);
+    bool framed = false;
+    if (tf->idx_fd < 0 && (e = cbfs_store_has_frame_envelope(tf->data_fd, &framed)) != CBFS_OK)
+        goto fail;
+    tf->is_cbfs = tf->idx_fd >= 0 || framed;
     if (!tf->is_cbfs) return CBFS_OK;
     tf->load_err = cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep);
     if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {

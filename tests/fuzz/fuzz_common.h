@@ -38,13 +38,6 @@ static inline void cbfs_fuzz_fix_checksum(uint8_t *p64)
     cbfs_put_le64(p64 + 56, cbfs_hash64(p64, 56));
 }
 
-/* @return 1 if p (64 bytes) starts like a frame header (magics only). */
-static inline int cbfs_fuzz_looks_like_frame(const uint8_t *p)
-{
-    return cbfs_get_le32(p) == CBFS_SKIPPABLE_MAGIC && cbfs_get_le32(p + 4) == 56 &&
-           cbfs_get_le32(p + 8) == CBFS_FRAME_MAGIC;
-}
-
 /* An anonymous in-memory file holding len bytes at offset 0, or -1. */
 static inline int cbfs_fuzz_memfd(const char *name, const void *buf, size_t len)
 {

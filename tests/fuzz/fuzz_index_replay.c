@@ -207,7 +207,7 @@ out:
 static int cbfs_fuzz_fix_frame_at(uint8_t *data, size_t dlen, uint64_t off)
 {
     if (off > dlen || dlen - off < CBFS_FRAME_HDR_SIZE) return 0;
-    if (!cbfs_fuzz_looks_like_frame(data + off)) return 0;
+    if (!cbfs_frame_is_envelope(data + off, dlen - off)) return 0;
     cbfs_fuzz_fix_checksum(data + off);
     return 1;
 }
@@ -259,8 +259,8 @@ static int cbfs_fuzz_names_huge_block(const uint8_t *side, size_t slen, const ui
     }
     for (size_t off = 0; dlen >= CBFS_FRAME_HDR_SIZE && off <= dlen - CBFS_FRAME_HDR_SIZE; off++) {
         const uint8_t *const f = data + off;
-        if (f[0] == 0x5C && cbfs_fuzz_looks_like_frame(f) && !(f[14] & CBFS_FRAME_SIZE) &&
-            cbfs_get_le64(f + 16) > CBFS_FUZZ_MAX_BLOCK)
+        if (f[0] == 0x5C && cbfs_frame_is_envelope(f, CBFS_FRAME_HDR_SIZE) &&
+            !(f[14] & CBFS_FRAME_SIZE) && cbfs_get_le64(f + 16) > CBFS_FUZZ_MAX_BLOCK)
             return 1;
     }
     return 0;

@@ -33,11 +33,23 @@ expect_refused 'level|range' -f -o codec=lz4,level=99 "$store" "$mnt"
 expect_refused 'block' -f -o block_size=3000 "$store" "$mnt"
 expect_refused 'block' -f -o block_size=64M "$store" "$mnt"
 expect_refused 'bogus' -f -o bogus_option=1 "$store" "$mnt"
+expect_refused 'workers=999.*0 to 256' -f -o workers=999 "$store" "$mnt"
+expect_refused 'readahead=x.*0 to 4096' -f -o readahead=x "$store" "$mnt"
+expect_refused 'attr_timeout=-1.*0 to 86400' -f -o attr_timeout=-1 "$store" "$mnt"
+expect_refused 'cache_size=lots.*size' -f -o cache_size=lots "$store" "$mnt"
+expect_refused 'writeback_cache.*no value' -f -o writeback_cache=1 "$store" "$mnt"
+expect_refused 'inflight.*block' -f -o block_size=64K,inflight=4K "$store" "$mnt"
+expect_refused 'none.*no levels' -f -o codec=none,level=3 "$store" "$mnt"
 expect_refused "$T/nostore" -f "$T/nostore" "$mnt"
 expect_refused "$T/nomnt" -f "$store" "$T/nomnt"
 expect_refused "plainfile|directory" -f "$store" "$T/plainfile"
 expect_refused 'zip' -o codec=zip "$store" "$mnt"   # daemonizing form too
 [[ ! -e $store/.cbfs/store.conf ]] || note "(store.conf was written by a refused mount)"
+
+# --help shows the real defaults (the first-mount block size is 256K)
+"$CBFS_MOUNT_BIN" --help >"$T/help.out" || fail "--help exited $?"
+grep -q 'default 256K' "$T/help.out" || fail "--help does not show block_size's default 256K"
+! grep -q '1M)' "$T/help.out" || fail "--help still shows a 1M default"
 
 # a second daemon on a locked store
 cbfs_mount "$store" "$mnt" codec=lz4

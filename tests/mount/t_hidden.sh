@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The store's bookkeeping is invisible and its names are reserved: no .cbfs or
-# *.cbfsidx through the mount, creating such names fails; compressed files have a
-# sidecar in the store, codec=none files do not.
+# The store's bookkeeping is invisible and its names are reserved: no .cbfs in the
+# root or *.cbfsidx anywhere through the mount, creating such names fails;
+# compressed files have a sidecar in the store, codec=none files do not. Below the
+# root ".cbfs" is an ordinary name, and the cbfs tool walks what the mount shows.
 . "$(dirname "$0")/lib.sh"
+CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
+[[ -x $CBFS ]] || fail "tool not built: $CBFS"
 
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
@@ -19,6 +22,7 @@ check_fails cat "$mnt/.cbfs/store.conf"
 check_fails stat "$mnt/.cbfs"
 check_fails stat "$mnt/a.cbfsidx"
 check_fails touch "$mnt/x.cbfsidx"
+check_fails touch "$mnt/sub/.cbfsidx"
 grep -qi 'not permitted' "$T/last.err" || fail "touch x.cbfsidx: expected EPERM, got: $(cat "$T/last.err")"
 [[ ! -e $store/x.cbfsidx ]] || fail "touch x.cbfsidx created it in the store"
 check_fails mv "$mnt/a" "$mnt/a.cbfsidx"
@@ -29,6 +33,10 @@ check_fails mkdir "$mnt/.cbfs"
 check_fails ln -s a "$mnt/l.cbfsidx"
 check_fails ln "$mnt/a" "$mnt/h.cbfsidx"
 check_fails sh -c "echo x > '$mnt/sub/y.cbfsidx'"
+mkdir "$mnt/sub/.cbfs"
+cp "$T/a.csv" "$mnt/sub/.cbfs/f"
+ls -a "$mnt/sub" | grep -qx .cbfs || fail "sub/.cbfs is not listed"
+same_file "$T/a.csv" "$mnt/sub/.cbfs/f"
 # the sidecar of a renamed file moves with it and stays hidden
 mv "$mnt/sub/b" "$mnt/sub/c"
 same_file "$T/a.csv" "$mnt/sub/c"
@@ -37,6 +45,21 @@ cbfs_umount "$mnt"
 [[ -f $store/a.cbfsidx ]] || fail "no sidecar for a compressed file in the store"
 [[ -f $store/sub/c.cbfsidx && ! -e $store/sub/b.cbfsidx ]] || fail "sidecar did not follow rename b -> c"
 [[ -f $store/.cbfs/store.conf ]] || fail "no .cbfs/store.conf in the store"
+[[ -f $store/sub/.cbfs/f.cbfsidx ]] || fail "sub/.cbfs/f is not a compressed file"
+# the tool follows the same rules: the root's .cbfs skipped, sub/.cbfs walked...
+for dir in "$store" "$store/sub"; do
+    check "$CBFS" verify "$dir"
+    grep -q '0 problem' "$T/check.out" || fail "verify $dir: $(cat "$T/check.out")"
+done
+check "$CBFS" verify --json "$store"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["files"]==3, d' "$T/check.out" ||
+    fail "verify does not count a, sub/c and sub/.cbfs/f: $(cat "$T/check.out")"
+# ...and a stray ".cbfsidx", hidden by the mount, is an orphan sidecar to it
+: >"$store/sub/.cbfsidx"
+check_fails "$CBFS" verify "$store"
+grep -q 'sub/.cbfsidx.*orphan' "$T/last.out" "$T/last.err" ||
+    fail "verify does not report sub/.cbfsidx as an orphan: $(cat "$T/last.out" "$T/last.err")"
+rm "$store/sub/.cbfsidx"
 
 cbfs_mount "$store" "$mnt" codec=none
 cp "$T/a.csv" "$mnt/p"

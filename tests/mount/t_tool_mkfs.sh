@@ -27,7 +27,7 @@ check "$CBFS" stat --json "$store/x.csv"
 python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["files"][0]; assert f["codecs"]=="zstd:5" and f["block_size"]==65536, f' \
     "$T/check.out" || fail "mount did not use the mkfs defaults: $(cat "$T/check.out")"
 
-for bad in codec=zip level=99 block_size=3K bogus=1 codec; do
+for bad in codec=zip level=99 level=99999999999 level=x block_size=3K bogus=1 workers=2 codec; do
     rc=0; "$CBFS" mkfs -o "$bad" "$T/other" >/dev/null 2>"$T/err" || rc=$?
     check_eq 2 "$rc" "mkfs -o $bad"
     [[ -s $T/err ]] || fail "mkfs -o $bad: no message"

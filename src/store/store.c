@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cbfs/format.h"
+#include "cbfs/settings.h"
 #include "cbfs/store.h"
 #include "cbfs/util.h"
 
@@ -135,11 +136,16 @@ fail:
     return e;
 }
 
-/* Known keys, kept as raw strings until the whole file is read: the version
- * must be judged before any other value is interpreted. */
+/* The file's own keys, and the settings lines, kept as raw strings until the
+ * whole file is read: the version must be judged before any other value is
+ * interpreted. */
 struct cbfs_store_raw {
-    char version[32], uuid[33], created[32], codec[32], level[32], block_size[32];
-    unsigned version_line, uuid_line, codec_line, level_line, block_size_line;
+    char version[32], uuid[33], created[32];
+    bool has_version, has_uuid;
+    struct {
+        char key[32], val[64];
+    } set[CBFS_SET_COUNT_]; /* settings lines (CBFS_SCOPE_STORE), one per key */
+    unsigned nset;
 };
 
 static void cbfs_store_trim(char **s)
@@ -152,28 +158,47 @@ static void cbfs_store_trim(char **s)
     *s = p;
 }
 
+/* Copies val into dst (cap bytes). @return false, with msg, if too long. */
+static bool cbfs_store_keep(char *dst, size_t cap, const char *key, const char *val, char *msg,
+                            size_t msg_cap)
+{
+    if (strlen(val) >= cap) {
+        snprintf(msg, msg_cap, "value of %s is too long", key);
+        return false;
+    }
+    memcpy(dst, val, strlen(val) + 1);
+    return true;
+}
+
+/* Files one key=value line. Unknown keys are ignored: later cbfs versions may
+ * add some. */
+static cbfs_err cbfs_store_line(struct cbfs_store_raw *raw, const char *key, const char *val,
+                                char *msg, size_t cap)
+{
+    bool ok = true;
+    if (strcmp(key, "format_version") == 0) {
+        ok = cbfs_store_keep(raw->version, sizeof raw->version, key, val, msg, cap);
+        raw->has_version = true;
+    } else if (strcmp(key, "uuid") == 0) {
+        ok = cbfs_store_keep(raw->uuid, sizeof raw->uuid, key, val, msg, cap);
+        raw->has_uuid = true;
+    } else if (strcmp(key, "created") == 0) {
+        ok = cbfs_store_keep(raw->created, sizeof raw->created, key, val, msg, cap);
+    } else if (cbfs_settings_known(key, CBFS_SCOPE_STORE)) {
+        unsigned i = 0; /* a key given again replaces its value */
+        while (i < raw->nset && strcmp(raw->set[i].key, key) != 0) i++;
+        ok = cbfs_store_keep(raw->set[i].key, sizeof raw->set[i].key, key, key, msg, cap) &&
+             cbfs_store_keep(raw->set[i].val, sizeof raw->set[i].val, key, val, msg, cap);
+        if (i == raw->nset) raw->nset++;
+    }
+    return ok ? CBFS_OK : CBFS_E_INVAL;
+}
+
 /* Splits the text into lines and files the known keys. */
 static cbfs_err cbfs_store_scan(char *text, struct cbfs_store_raw *raw, char *msg, size_t cap)
 {
-    static const struct {
-        const char *key;
-        size_t off, size, line_off;
-    } keys[] = {
-#define K_(name, field, line)                                                                 \
-    {name, offsetof(struct cbfs_store_raw, field), sizeof(((struct cbfs_store_raw *)0)->field), \
-     line}
-        K_("format_version", version, offsetof(struct cbfs_store_raw, version_line)),
-        K_("uuid", uuid, offsetof(struct cbfs_store_raw, uuid_line)),
-        K_("created", created, 0),
-        K_("codec", codec, offsetof(struct cbfs_store_raw, codec_line)),
-        K_("level", level, offsetof(struct cbfs_store_raw, level_line)),
-        K_("block_size", block_size, offsetof(struct cbfs_store_raw, block_size_line)),
-#undef K_
-    };
-    unsigned lineno = 0; /* counts non-empty lines; only used as "key seen" */
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        lineno++;
         cbfs_store_trim(&line);
         if (*line == '\0' || *line == '#') continue;
         char *eq = strchr(line, '=');
@@ -185,17 +210,8 @@ static cbfs_err cbfs_store_scan(char *text, struct cbfs_store_raw *raw, char *ms
         char *key = line, *val = eq + 1;
         cbfs_store_trim(&key);
         cbfs_store_trim(&val);
-        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-            if (strcmp(key, keys[i].key) != 0) continue;
-            char *dst = (char *)raw + keys[i].off;
-            if (strlen(val) >= keys[i].size) {
-                snprintf(msg, cap, "value of %s is too long", key);
-                return CBFS_E_INVAL;
-            }
-            memcpy(dst, val, strlen(val) + 1);
-            if (keys[i].line_off) *(unsigned *)((char *)raw + keys[i].line_off) = lineno;
-        }
-        /* Unknown keys are ignored: later cbfs versions may add some. */
+        const cbfs_err e = cbfs_store_line(raw, key, val, msg, cap);
+        if (e) return e;
     }
     return CBFS_OK;
 }
@@ -207,7 +223,7 @@ static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char 
     if (e) return e;
 
     char *end;
-    if (!raw.version_line) {
+    if (!raw.has_version) {
         snprintf(msg, cap, "format_version is missing");
         return CBFS_E_INVAL;
     }
@@ -230,7 +246,7 @@ static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char 
     }
     conf->format_version = (unsigned)ver;
 
-    if (raw.uuid_line) {
+    if (raw.has_uuid) {
         const size_t n = strlen(raw.uuid);
         if (n != 32 || strspn(raw.uuid, "0123456789abcdef") != 32) {
             snprintf(msg, cap, "uuid '%s' is not 32 lower-case hex digits", raw.uuid);
@@ -240,42 +256,18 @@ static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char 
     snprintf(conf->uuid, sizeof conf->uuid, "%s", raw.uuid);
     snprintf(conf->created, sizeof conf->created, "%s", raw.created);
 
-    /* Missing defaults fall back to the built-in ones (lz4, its default level, 256 KiB). */
-    const char *codec_name = raw.codec_line ? raw.codec : "lz4";
-    e = cbfs_codec_by_name(codec_name, &conf->codec);
-    if (e) {
-        char known[128];
-        cbfs_codec_list(known, sizeof known);
-        snprintf(msg, cap, "codec '%s' %s (this cbfs has: %s)", codec_name,
-                 e == CBFS_E_CODEC_MISSING ? "is not built into this cbfs" : "is unknown", known);
-        return e;
+    /* Missing defaults are the built-in ones, as at a first mount. */
+    struct cbfs_settings set;
+    cbfs_settings_init(&set);
+    for (unsigned i = 0; i < raw.nset; i++) {
+        e = cbfs_settings_set(&set, CBFS_SCOPE_STORE, raw.set[i].key, raw.set[i].val, msg, cap);
+        if (e) return e;
     }
-    conf->level = conf->codec->default_level;
-    if (raw.level_line) {
-        errno = 0;
-        const long lv = strtol(raw.level, &end, 10);
-        if (errno || end == raw.level || *end || lv < -1000000 || lv > 1000000) {
-            snprintf(msg, cap, "level '%s' is not a number", raw.level);
-            return CBFS_E_INVAL;
-        }
-        conf->level = (int)lv;
-        char why[160];
-        if (cbfs_codec_check_level(conf->codec, conf->level, why, sizeof why) != CBFS_OK) {
-            snprintf(msg, cap, "%s", why);
-            return CBFS_E_CODEC_LEVEL;
-        }
-    }
-    conf->block_size = CBFS_BLOCK_DEFAULT;
-    if (raw.block_size_line) {
-        uint64_t bs;
-        if (cbfs_parse_size(raw.block_size, &bs) != CBFS_OK || bs < CBFS_BLOCK_MIN ||
-            bs > CBFS_BLOCK_MAX || (bs & (bs - 1))) {
-            snprintf(msg, cap, "block_size '%s' is not a power of two in 4K..16M",
-                     raw.block_size);
-            return CBFS_E_INVAL;
-        }
-        conf->block_size = (uint32_t)bs;
-    }
+    e = cbfs_settings_resolve(&set, NULL, msg, cap);
+    if (e) return e;
+    conf->codec = set.codec;
+    conf->level = set.level;
+    conf->block_size = set.block_size;
     return CBFS_OK;
 }
 

@@ -1,17 +1,15 @@
 /* mount.cbfs argument parsing: positional STORE/MOUNTPOINT, -f/-d and the
- * mount(8) flags, and every -o option sorted into cbfs options, FUSE options
- * for libfuse, or fstab noise. Values are validated here, before anything is
- * opened or mounted, each failure described in one sentence. */
-#include <errno.h>
+ * mount(8) flags, and every -o option sorted into cbfs settings (parsed by
+ * settings.c), FUSE options for libfuse, or fstab noise. Values are validated
+ * here, before anything is opened or mounted, each failure described in one
+ * sentence. */
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cbfs/format.h"
+#include "cbfs/options.h"
 #include "cbfs/store.h"
 #include "cbfs/util.h"
-#include "fuse/options.h"
 
 /* Options handed to libfuse unchanged (kernel mount flags and libfuse's own).
  * ro/rw are not here: they set o->readonly and main passes "ro" once. */
@@ -58,36 +56,6 @@ static cbfs_err cbfs_options_add_fuse(struct cbfs_options *o, const char *opt)
     return cbfs_options_append(&o->fuse_opts, opt);
 }
 
-static cbfs_err cbfs_options_uint(const char *key, const char *val, unsigned min, unsigned max,
-                                  unsigned *out, char *msg, size_t cap)
-{
-    char *end;
-    errno = 0;
-    const unsigned long v = strtoul(val, &end, 10);
-    if (errno || end == val || *end || val[0] == '-' || v < min || v > max) {
-        snprintf(msg, cap, "%s=%s: give a whole number from %u to %u", key, val, min, max);
-        return CBFS_E_INVAL;
-    }
-    *out = (unsigned)v;
-    return CBFS_OK;
-}
-
-static cbfs_err cbfs_options_size(const char *key, const char *val, uint64_t *out, char *msg,
-                                  size_t cap)
-{
-    if (cbfs_parse_size(val, out) != CBFS_OK) {
-        snprintf(msg, cap, "%s=%s is not a size; write it like 64M or 1G", key, val);
-        return CBFS_E_INVAL;
-    }
-    return CBFS_OK;
-}
-
-/* Does the codec have a level worth choosing? (none has a single level) */
-static bool cbfs_codec_has_levels(const struct cbfs_codec_ops *c)
-{
-    return c->min_level < c->max_level;
-}
-
 /* One key[=value] item of an -o list (already unescaped). */
 static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, size_t cap)
 {
@@ -95,110 +63,28 @@ static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, 
     char *val = strchr(item, '=');
     if (val) *val++ = '\0';
     const char *key = item;
-    cbfs_err e;
+    if (cbfs_settings_known(key, CBFS_SCOPE_MOUNT))
+        return cbfs_settings_set(&o->set, CBFS_SCOPE_MOUNT, key, val, msg, cap);
 
-#define CBFS_NEED_VALUE()                                                                      \
-    do {                                                                                       \
-        if (!val || !*val) {                                                                   \
-            snprintf(msg, cap, "option %s needs a value (%s=...)", key, key);                  \
-            return CBFS_E_INVAL;                                                               \
-        }                                                                                      \
-    } while (0)
-#define CBFS_NO_VALUE()                                                                        \
-    do {                                                                                       \
-        if (val) {                                                                             \
-            snprintf(msg, cap, "option %s takes no value; write just '%s'", key, key);         \
-            return CBFS_E_INVAL;                                                               \
-        }                                                                                      \
-    } while (0)
-
-    if (strcmp(key, "codec") == 0) {
-        CBFS_NEED_VALUE();
-        e = cbfs_codec_parse(val, &o->codec, &o->level, msg, cap);
+    const bool fsname = strcmp(key, "fsname") == 0, subtype = strcmp(key, "subtype") == 0;
+    const bool flag = strcmp(key, "debug") == 0 || strcmp(key, "ro") == 0 ||
+                      strcmp(key, "rw") == 0 || CBFS_IN_LIST(key, cbfs_fuse_flags);
+    if (fsname || subtype || flag) {
+        const cbfs_err e = cbfs_settings_check_value(key, val, !flag, msg, cap);
         if (e) return e;
-        o->codec_set = true;
-        o->level_set = strchr(val, ':') != NULL;
-        return CBFS_OK;
-    }
-    if (strcmp(key, "level") == 0) {
-        CBFS_NEED_VALUE();
-        char *end;
-        errno = 0;
-        const long lv = strtol(val, &end, 10);
-        if (errno || end == val || *end || lv < -1000000 || lv > 1000000) {
-            snprintf(msg, cap, "level=%s is not a whole number", val);
-            return CBFS_E_INVAL;
-        }
-        o->level_pending = true;
-        o->level_pending_value = (int)lv;
-        return CBFS_OK;
-    }
-    if (strcmp(key, "block_size") == 0) {
-        CBFS_NEED_VALUE();
-        uint64_t bs;
-        if (cbfs_parse_size(val, &bs) != CBFS_OK || bs < CBFS_BLOCK_MIN || bs > CBFS_BLOCK_MAX ||
-            (bs & (bs - 1))) {
-            snprintf(msg, cap,
-                     "block_size=%s is not a power of two from 4K to 16M; use e.g. 64K, 1M or 4M",
-                     val);
-            return CBFS_E_INVAL;
-        }
-        o->block_size = (uint32_t)bs;
-        o->block_size_set = true;
-        return CBFS_OK;
-    }
-    if (strcmp(key, "workers") == 0) {
-        CBFS_NEED_VALUE();
-        return cbfs_options_uint(key, val, 0, CBFS_OPT_WORKERS_MAX, &o->workers, msg, cap);
-    }
-    if (strcmp(key, "readahead") == 0) {
-        CBFS_NEED_VALUE();
-        return cbfs_options_uint(key, val, 0, CBFS_OPT_READAHEAD_MAX, &o->readahead, msg, cap);
-    }
-    if (strcmp(key, "cache_size") == 0) {
-        CBFS_NEED_VALUE();
-        return cbfs_options_size(key, val, &o->cache_bytes, msg, cap);
-    }
-    if (strcmp(key, "inflight") == 0) {
-        CBFS_NEED_VALUE();
-        return cbfs_options_size(key, val, &o->inflight_bytes, msg, cap);
-    }
-    if (strcmp(key, "attr_timeout") == 0) {
-        CBFS_NEED_VALUE();
-        char *end;
-        errno = 0;
-        const double t = strtod(val, &end);
-        if (errno || end == val || *end || !isfinite(t) || t < 0 || t > 86400.0) {
-            snprintf(msg, cap, "attr_timeout=%s: give seconds from 0 to 86400, e.g. 1 or 0.5",
-                     val);
-            return CBFS_E_INVAL;
-        }
-        o->attr_timeout = t;
-        return CBFS_OK;
-    }
-    if (strcmp(key, "writeback_cache") == 0) {
-        CBFS_NO_VALUE();
-        o->writeback_cache = true;
-        return CBFS_OK;
     }
     if (strcmp(key, "debug") == 0) {
-        CBFS_NO_VALUE();
         o->debug = true;
         o->foreground = true;
         return CBFS_OK;
     }
     if (strcmp(key, "ro") == 0 || strcmp(key, "rw") == 0) {
-        CBFS_NO_VALUE();
         o->readonly = key[1] == 'o';
         return CBFS_OK;
     }
-    if (CBFS_IN_LIST(key, cbfs_fuse_flags)) {
-        CBFS_NO_VALUE();
-        return cbfs_options_add_fuse(o, key);
-    }
-    if (strcmp(key, "fsname") == 0 || strcmp(key, "subtype") == 0) {
-        CBFS_NEED_VALUE();
-        if (key[0] == 'f')
+    if (flag) return cbfs_options_add_fuse(o, key);
+    if (fsname || subtype) {
+        if (fsname)
             o->fsname_set = true;
         else
             o->subtype_set = true;
@@ -218,8 +104,6 @@ static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, 
     snprintf(msg, cap, "unknown mount option '%s'; see mount.cbfs(8) for the supported options",
              key);
     return CBFS_E_INVAL;
-#undef CBFS_NEED_VALUE
-#undef CBFS_NO_VALUE
 }
 
 /* Splits one -o argument at unescaped commas ("\," is a literal comma). */
@@ -248,25 +132,6 @@ static cbfs_err cbfs_options_list(struct cbfs_options *o, const char *list, char
     return e;
 }
 
-/* A pending level=N: check it against the codec it applies to, then make it
- * the level (it wins over codec=NAME:N, whatever the order). */
-static cbfs_err cbfs_options_apply_level(struct cbfs_options *o, char *msg, size_t cap)
-{
-    if (!cbfs_codec_has_levels(o->codec)) {
-        snprintf(msg, cap,
-                 "level=%d given, but codec %s has no levels; choose a codec with levels "
-                 "(e.g. codec=zstd) or drop level=",
-                 o->level_pending_value, o->codec->name);
-        return CBFS_E_CODEC_LEVEL;
-    }
-    const cbfs_err e = cbfs_codec_check_level(o->codec, o->level_pending_value, msg, cap);
-    if (e) return e;
-    o->level = o->level_pending_value;
-    o->level_set = true;
-    o->level_pending = false;
-    return CBFS_OK;
-}
-
 cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o, char *msg,
                             size_t msg_cap)
 {
@@ -282,8 +147,7 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
     int npos = 0;
 
     memset(o, 0, sizeof *o);
-    o->readahead = CBFS_OPT_READAHEAD_DEFAULT;
-    o->attr_timeout = CBFS_OPT_ATTR_TIMEOUT_DEFAULT;
+    cbfs_settings_init(&o->set);
     if (msg_cap) msg[0] = '\0';
 
     /* Leading '-': positionals come back in order as option 1, so the mount(8)
@@ -351,7 +215,8 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
 
     /* With codec= on the command line, level= is checked now; otherwise the
      * codec comes from store.conf and cbfs_options_resolve checks it. */
-    if (o->level_pending && o->codec_set && (e = cbfs_options_apply_level(o, msg, msg_cap)))
+    if ((o->set.given & (1u << CBFS_SET_CODEC)) &&
+        (e = cbfs_settings_check_level(&o->set, msg, msg_cap)))
         goto out;
     return CBFS_OK;
 out:
@@ -362,31 +227,7 @@ out:
 cbfs_err cbfs_options_resolve(struct cbfs_options *o, const struct cbfs_store_conf *conf,
                               char *msg, size_t msg_cap)
 {
-    cbfs_err e;
-    if (!o->codec_set) {
-        if (conf) {
-            o->codec = conf->codec;
-            o->level = conf->level;
-        } else {
-            e = cbfs_codec_by_name("lz4", &o->codec);
-            if (e) e = cbfs_codec_by_name("none", &o->codec);
-            if (e) {
-                snprintf(msg, msg_cap, "no default codec is built into this cbfs");
-                return e;
-            }
-            o->level = o->codec->id == CBFS_CODEC_LZ4 ? 1 : o->codec->default_level;
-        }
-    }
-    if (o->level_pending && (e = cbfs_options_apply_level(o, msg, msg_cap))) return e;
-    if (!o->block_size_set) o->block_size = conf ? conf->block_size : CBFS_BLOCK_DEFAULT;
-    if (o->inflight_bytes && o->inflight_bytes < o->block_size) {
-        snprintf(msg, msg_cap,
-                 "inflight=%llu bytes is less than one block (%u bytes); give at least the "
-                 "block size, or 0 for the default",
-                 (unsigned long long)o->inflight_bytes, o->block_size);
-        return CBFS_E_INVAL;
-    }
-    return CBFS_OK;
+    return cbfs_settings_resolve(&o->set, conf, msg, msg_cap);
 }
 
 cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_path, char **out)
@@ -425,6 +266,19 @@ cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_
     return CBFS_OK;
 }
 
+/* Prints title, the n words of list and extra, wrapped. */
+static void cbfs_options_words(FILE *out, const char *title, const char *const *list, size_t n,
+                               const char *extra)
+{
+    char text[512];
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof text; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s ", list[i]);
+    if (len < sizeof text) snprintf(text + len, sizeof text - len, "%s", extra);
+    cbfs_print_wrapped(out, fprintf(out, "%s", title), 2, text);
+}
+#define CBFS_OPTIONS_WORDS(out, title, list, extra)                                            \
+    cbfs_options_words((out), (title), (list), sizeof(list) / sizeof((list)[0]), (extra))
 void cbfs_options_usage(FILE *out, const char *prog)
 {
     fprintf(out,
@@ -439,24 +293,16 @@ void cbfs_options_usage(FILE *out, const char *prog)
             "  -s, -n, -v       accepted from mount(8) and ignored\n"
             "  -h, --help       this text;  -V, --version  the version\n"
             "\n"
-            "cbfs options (defaults come from STORE/.cbfs/store.conf):\n"
-            "  codec=none|lz4|zstd|xz|bzip2[:LEVEL]   codec for new files (first mount: lz4)\n"
-            "  level=N            compression level, checked against the codec's range\n"
-            "  block_size=SIZE    power of two, 4K..16M (first mount: 1M)\n"
-            "  workers=N          compression threads, 0..256 (0 = online CPUs)\n"
-            "  cache_size=SIZE    decompressed-block cache (default 64M)\n"
-            "  readahead=N        blocks decoded ahead of a sequential reader (default 8, 0 off)\n"
-            "  inflight=SIZE      bound on data waiting for compression (default: automatic)\n"
-            "  writeback_cache    let the kernel cache writes (default off)\n"
-            "  attr_timeout=SEC   kernel attribute cache time (default 1.0)\n"
-            "FUSE/kernel options: allow_other allow_root ro rw nosuid suid nodev dev noexec\n"
-            "  exec noatime atime sync async dirsync auto_unmount fsname= subtype=\n"
-            "fstab options dropped silently: defaults auto noauto user users nouser _netdev\n"
-            "  nofail relatime x-* comment=*\n"
-            "\n"
-            "Exit status: 0 after a clean unmount (or when the mount succeeded, for the\n"
-            "background form); 1 on any error. See mount.cbfs(8).\n",
-            prog, prog);
+            "cbfs options. codec, level and block_size default to what the store's\n"
+            "%s/%s records; the defaults shown are those of its first mount.\n",
+            prog, prog, CBFS_STORE_DIR, CBFS_STORE_CONF);
+    cbfs_settings_help(out, CBFS_SCOPE_MOUNT);
+    CBFS_OPTIONS_WORDS(out, "FUSE/kernel options: ro rw", cbfs_fuse_flags, "fsname= subtype=");
+    CBFS_OPTIONS_WORDS(out, "fstab options dropped silently:", cbfs_noise_flags,
+                       "user= x-* comment=*");
+    fprintf(out, "\n"
+                 "Exit status: 0 after a clean unmount (or when the mount succeeded, for the\n"
+                 "background form); 1 on any error. See mount.cbfs(8).\n");
 }
 
 void cbfs_options_free(struct cbfs_options *o)

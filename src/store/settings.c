@@ -1,0 +1,325 @@
+/* Settings: one table row per setting (name, where it may be given, value
+ * kind with its range, default, help line). Parsing, defaults, error messages
+ * and --help are all read from the table, so a range or a default is written
+ * once. See include/cbfs/settings.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbfs/format.h"
+#include "cbfs/settings.h"
+#include "cbfs/store.h"
+#include "cbfs/util.h"
+
+#define CBFS_SCOPE_BOTH (CBFS_SCOPE_STORE | CBFS_SCOPE_MOUNT)
+
+/* The codec of a store's first mount (or mkfs) when none is given. */
+#if CBFS_HAVE_LZ4
+#define CBFS_SETTINGS_CODEC "lz4"
+#else
+#define CBFS_SETTINGS_CODEC "none"
+#endif
+
+/* How a value is read; each kind has one parser and one "allowed" phrase. */
+enum cbfs_setting_kind {
+    CBFS_KIND_CODEC,   /* NAME[:LEVEL] -> codec + level */
+    CBFS_KIND_LEVEL,   /* int, checked against the codec later */
+    CBFS_KIND_BLOCK,   /* size, cbfs_block_size_valid -> uint32_t */
+    CBFS_KIND_UINT,    /* unsigned in min..max */
+    CBFS_KIND_SIZE,    /* cbfs_parse_size -> uint64_t */
+    CBFS_KIND_SECONDS, /* double in min..max */
+    CBFS_KIND_FLAG,    /* no value -> bool true */
+};
+
+struct cbfs_setting {
+    const char *name;
+    const char *arg; /* value placeholder in help; NULL for a flag */
+    unsigned scope;
+    enum cbfs_setting_kind kind;
+    size_t off;        /* the field in struct cbfs_settings */
+    uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS only */
+    double def;        /* numeric kinds: the built-in default */
+    const char *help;
+};
+
+#define CBFS_F_(field) offsetof(struct cbfs_settings, field)
+
+static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
+    [CBFS_SET_CODEC] = {"codec", "NAME[:LEVEL]", CBFS_SCOPE_BOTH, CBFS_KIND_CODEC,
+                        CBFS_F_(codec), 0, 0, 0, "codec for new files"},
+    [CBFS_SET_LEVEL] = {"level", "N", CBFS_SCOPE_BOTH, CBFS_KIND_LEVEL, CBFS_F_(level_wanted),
+                        0, 0, 0, "compression level, wins over codec=NAME:LEVEL"},
+    [CBFS_SET_BLOCK_SIZE] = {"block_size", "SIZE", CBFS_SCOPE_BOTH, CBFS_KIND_BLOCK,
+                             CBFS_F_(block_size), 0, 0, CBFS_BLOCK_DEFAULT,
+                             "block size of new files"}, /* range: cbfs_block_size_valid */
+    [CBFS_SET_WORKERS] = {"workers", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT, CBFS_F_(workers), 0,
+                          256, 0, "compression threads, 0 = one per online CPU"},
+    /* 64M is also the engine's own default for cache_bytes 0 (test_settings.c
+     * checks that they agree). */
+    [CBFS_SET_CACHE_SIZE] = {"cache_size", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
+                             CBFS_F_(cache_bytes), 0, 0, 64u << 20,
+                             "decompressed-block cache"},
+    [CBFS_SET_READAHEAD] = {"readahead", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
+                            CBFS_F_(readahead), 0, 4096, 8,
+                            "blocks decoded ahead of a sequential reader, 0 = off"},
+    [CBFS_SET_INFLIGHT] = {"inflight", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
+                           CBFS_F_(inflight_bytes), 0, 0, 0,
+                           "bound on data waiting for compression, at least one block, "
+                           "0 = automatic"},
+    [CBFS_SET_ATTR_TIMEOUT] = {"attr_timeout", "SEC", CBFS_SCOPE_MOUNT, CBFS_KIND_SECONDS,
+                               CBFS_F_(attr_timeout), 0, 86400, 1.0,
+                               "kernel attribute cache time"},
+    [CBFS_SET_WRITEBACK_CACHE] = {"writeback_cache", NULL, CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
+                                  CBFS_F_(writeback_cache), 0, 0, 0,
+                                  "let the kernel cache writes"},
+};
+
+#define CBFS_FIELD_(s, r, type) ((type *)((char *)(s) + (r)->off))
+
+/* What a setting accepts, as a phrase that fits "give ..." and help lines. */
+static void cbfs_setting_allowed(const struct cbfs_setting *r, char *buf, size_t cap)
+{
+    char lo[64], hi[24];
+    switch (r->kind) {
+    case CBFS_KIND_CODEC:
+        cbfs_codec_list(lo, sizeof lo);
+        snprintf(buf, cap, "one of %s, with :LEVEL for a level", lo);
+        break;
+    case CBFS_KIND_LEVEL: snprintf(buf, cap, "a whole number in the codec's range"); break;
+    case CBFS_KIND_BLOCK:
+        snprintf(buf, cap, "a power of two from %s to %s",
+                 cbfs_format_size(CBFS_BLOCK_MIN, lo, sizeof lo),
+                 cbfs_format_size(CBFS_BLOCK_MAX, hi, sizeof hi));
+        break;
+    case CBFS_KIND_UINT:
+        snprintf(buf, cap, "a whole number from %llu to %llu", (unsigned long long)r->min,
+                 (unsigned long long)r->max);
+        break;
+    case CBFS_KIND_SIZE: snprintf(buf, cap, "a size such as 64M or 1G"); break;
+    case CBFS_KIND_SECONDS:
+        snprintf(buf, cap, "seconds from %llu to %llu, e.g. 1 or 0.5",
+                 (unsigned long long)r->min, (unsigned long long)r->max);
+        break;
+    case CBFS_KIND_FLAG: snprintf(buf, cap, "no value"); break;
+    }
+}
+
+/* The value of r in s, as a user would write it. */
+static void cbfs_setting_show(const struct cbfs_setting *r, const struct cbfs_settings *s,
+                              char *buf, size_t cap)
+{
+    switch (r->kind) {
+    case CBFS_KIND_CODEC: snprintf(buf, cap, "%s", s->codec->name); break;
+    case CBFS_KIND_LEVEL: snprintf(buf, cap, "set by the codec"); break;
+    case CBFS_KIND_BLOCK: cbfs_format_size(s->block_size, buf, cap); break;
+    case CBFS_KIND_UINT: snprintf(buf, cap, "%u", *CBFS_FIELD_(s, r, const unsigned)); break;
+    case CBFS_KIND_SIZE: cbfs_format_size(*CBFS_FIELD_(s, r, const uint64_t), buf, cap); break;
+    case CBFS_KIND_SECONDS: snprintf(buf, cap, "%g", *CBFS_FIELD_(s, r, const double)); break;
+    case CBFS_KIND_FLAG:
+        snprintf(buf, cap, "%s", *CBFS_FIELD_(s, r, const bool) ? "on" : "off");
+        break;
+    }
+}
+
+/* "KEY=VAL: give ALLOWED" into msg. @return CBFS_E_INVAL. */
+static cbfs_err cbfs_setting_refuse(const struct cbfs_setting *r, const char *val, char *msg,
+                                    size_t cap)
+{
+    char allowed[128];
+    cbfs_setting_allowed(r, allowed, sizeof allowed);
+    snprintf(msg, cap, "%s=%s: give %s", r->name, val, allowed);
+    return CBFS_E_INVAL;
+}
+
+/* Strict whole number in [lo, hi]: digits, '-' only for a negative range. */
+static bool cbfs_setting_long(const char *val, long lo, long hi, long *out)
+{
+    if (!isdigit((unsigned char)val[0]) && !(val[0] == '-' && lo < 0)) return false;
+    char *end;
+    errno = 0;
+    const long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_settings *s,
+                                   const char *val, char *msg, size_t cap)
+{
+    long n;
+    uint64_t size;
+    char *end;
+    switch (r->kind) {
+    case CBFS_KIND_CODEC:
+        return cbfs_codec_parse(val, &s->codec, &s->level, msg, cap);
+    case CBFS_KIND_LEVEL:
+        if (!cbfs_setting_long(val, INT_MIN, INT_MAX, &n))
+            return cbfs_setting_refuse(r, val, msg, cap);
+        s->level_wanted = (int)n;
+        return CBFS_OK;
+    case CBFS_KIND_BLOCK:
+        if (cbfs_parse_size(val, &size) != CBFS_OK || !cbfs_block_size_valid(size))
+            return cbfs_setting_refuse(r, val, msg, cap);
+        s->block_size = (uint32_t)size;
+        return CBFS_OK;
+    case CBFS_KIND_UINT:
+        if (!cbfs_setting_long(val, (long)r->min, (long)r->max, &n))
+            return cbfs_setting_refuse(r, val, msg, cap);
+        *CBFS_FIELD_(s, r, unsigned) = (unsigned)n;
+        return CBFS_OK;
+    case CBFS_KIND_SIZE:
+        if (cbfs_parse_size(val, &size) != CBFS_OK) return cbfs_setting_refuse(r, val, msg, cap);
+        *CBFS_FIELD_(s, r, uint64_t) = size;
+        return CBFS_OK;
+    case CBFS_KIND_SECONDS: {
+        errno = 0;
+        const double t = strtod(val, &end);
+        if (errno || end == val || *end || !isfinite(t) || t < (double)r->min ||
+            t > (double)r->max)
+            return cbfs_setting_refuse(r, val, msg, cap);
+        *CBFS_FIELD_(s, r, double) = t;
+        return CBFS_OK;
+    }
+    case CBFS_KIND_FLAG:
+        *CBFS_FIELD_(s, r, bool) = true;
+        return CBFS_OK;
+    }
+    return CBFS_E_INVAL;
+}
+
+void cbfs_settings_init(struct cbfs_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    /* "none" is always built: the fallback cannot fail. */
+    if (cbfs_codec_by_name(CBFS_SETTINGS_CODEC, &s->codec) != CBFS_OK)
+        (void)cbfs_codec_by_name("none", &s->codec);
+    s->level = s->codec->default_level;
+    for (size_t i = 0; i < CBFS_SET_COUNT_; i++) {
+        const struct cbfs_setting *const r = &cbfs_settings_table[i];
+        switch (r->kind) {
+        case CBFS_KIND_BLOCK: s->block_size = (uint32_t)r->def; break;
+        case CBFS_KIND_UINT: *CBFS_FIELD_(s, r, unsigned) = (unsigned)r->def; break;
+        case CBFS_KIND_SIZE: *CBFS_FIELD_(s, r, uint64_t) = (uint64_t)r->def; break;
+        case CBFS_KIND_SECONDS: *CBFS_FIELD_(s, r, double) = r->def; break;
+        default: break; /* codec and level above; flags start off */
+        }
+    }
+}
+
+static const struct cbfs_setting *cbfs_settings_find(const char *key, unsigned scope)
+{
+    for (size_t i = 0; i < CBFS_SET_COUNT_; i++)
+        if ((cbfs_settings_table[i].scope & scope) && strcmp(cbfs_settings_table[i].name, key) == 0)
+            return &cbfs_settings_table[i];
+    return NULL;
+}
+
+bool cbfs_settings_known(const char *key, unsigned scope)
+{
+    return cbfs_settings_find(key, scope) != NULL;
+}
+
+cbfs_err cbfs_settings_check_value(const char *key, const char *val, bool wants_value,
+                                   char *msg, size_t msg_cap)
+{
+    if (wants_value && (!val || !*val)) {
+        snprintf(msg, msg_cap, "option %s needs a value (%s=...)", key, key);
+        return CBFS_E_INVAL;
+    }
+    if (!wants_value && val) {
+        snprintf(msg, msg_cap, "option %s takes no value; write just '%s'", key, key);
+        return CBFS_E_INVAL;
+    }
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_settings_set(struct cbfs_settings *s, unsigned scope, const char *key,
+                           const char *val, char *msg, size_t msg_cap)
+{
+    const struct cbfs_setting *const r = cbfs_settings_find(key, scope);
+    if (!r) {
+        char known[160];
+        cbfs_settings_names(scope, known, sizeof known);
+        snprintf(msg, msg_cap, "unknown option '%s' (known: %s)", key, known);
+        return CBFS_E_INVAL;
+    }
+    cbfs_err e = cbfs_settings_check_value(key, val, r->arg != NULL, msg, msg_cap);
+    if (e) return e;
+    e = cbfs_setting_parse(r, s, val, msg, msg_cap);
+    if (e) return e;
+    s->given |= 1u << (r - cbfs_settings_table);
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_settings_check_level(struct cbfs_settings *s, char *msg, size_t msg_cap)
+{
+    if (!(s->given & (1u << CBFS_SET_LEVEL))) return CBFS_OK;
+    const bool in_range =
+        s->level_wanted >= s->codec->min_level && s->level_wanted <= s->codec->max_level;
+    if (!in_range && s->codec->min_level == s->codec->max_level) {
+        snprintf(msg, msg_cap,
+                 "level=%d given, but codec %s has no levels; choose a codec with levels "
+                 "(e.g. codec=zstd) or drop level=",
+                 s->level_wanted, s->codec->name);
+        return CBFS_E_CODEC_LEVEL;
+    }
+    const cbfs_err e = cbfs_codec_check_level(s->codec, s->level_wanted, msg, msg_cap);
+    if (e) return e;
+    s->level = s->level_wanted;
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_settings_resolve(struct cbfs_settings *s, const struct cbfs_store_conf *conf,
+                               char *msg, size_t msg_cap)
+{
+    if (conf && !(s->given & (1u << CBFS_SET_CODEC))) {
+        s->codec = conf->codec;
+        s->level = conf->level;
+    }
+    if (conf && !(s->given & (1u << CBFS_SET_BLOCK_SIZE))) s->block_size = conf->block_size;
+    const cbfs_err e = cbfs_settings_check_level(s, msg, msg_cap);
+    if (e) return e;
+    if (s->inflight_bytes && s->inflight_bytes < s->block_size) {
+        snprintf(msg, msg_cap,
+                 "inflight=%llu bytes is less than one block (%u bytes); give at least the "
+                 "block size, or 0 for the default",
+                 (unsigned long long)s->inflight_bytes, s->block_size);
+        return CBFS_E_INVAL;
+    }
+    return CBFS_OK;
+}
+
+void cbfs_settings_help(FILE *out, unsigned scope)
+{
+    struct cbfs_settings def;
+    cbfs_settings_init(&def);
+    for (size_t i = 0; i < CBFS_SET_COUNT_; i++) {
+        const struct cbfs_setting *const r = &cbfs_settings_table[i];
+        if (!(r->scope & scope)) continue;
+        char key[48], allowed[128], shown[48], text[320];
+        snprintf(key, sizeof key, "%s%s%s", r->name, r->arg ? "=" : "", r->arg ? r->arg : "");
+        cbfs_setting_allowed(r, allowed, sizeof allowed);
+        cbfs_setting_show(r, &def, shown, sizeof shown);
+        if (r->kind == CBFS_KIND_FLAG)
+            snprintf(text, sizeof text, "%s (default %s)", r->help, shown);
+        else
+            snprintf(text, sizeof text, "%s (%s; default %s)", r->help, allowed, shown);
+        cbfs_print_wrapped(out, fprintf(out, "  %-19s ", key), 22, text);
+    }
+}
+
+void cbfs_settings_names(unsigned scope, char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (cap) buf[0] = '\0';
+    for (size_t i = 0; i < CBFS_SET_COUNT_ && n < cap; i++) {
+        if (!(cbfs_settings_table[i].scope & scope)) continue;
+        const int w =
+            snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", cbfs_settings_table[i].name);
+        if (w < 0) break;
+        n += (size_t)w;
+    }
+}

@@ -1,0 +1,343 @@
+/* Store tests: the layout rules (hidden names in the root and below, sidecar
+ * names and their length limits, the frame envelope that makes a file a cbfs
+ * file) and the metadata under .cbfs/ (lock, store.conf). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cbfs/format.h"
+#include "cbfs/store.h"
+#include "cbfs/util.h"
+
+static char st_dir[64];
+
+static void st_setup(void)
+{
+    snprintf(st_dir, sizeof st_dir, "/tmp/cbfs-store-XXXXXX");
+    cr_assert_not_null(mkdtemp(st_dir));
+}
+
+static void st_teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", st_dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* st_dir/rel, in a static buffer (one at a time). */
+static const char *st_path(const char *rel)
+{
+    static char p[256];
+    snprintf(p, sizeof p, "%s/%s", st_dir, rel);
+    return p;
+}
+
+static void st_write(const char *rel, const void *buf, size_t len)
+{
+    const int fd = open(st_path(rel), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0, "create %s: %s", rel, strerror(errno));
+    cr_assert_eq(cbfs_pwrite_full(fd, buf, len, 0), CBFS_OK);
+    close(fd);
+}
+
+/* ---- layout: names ---- */
+
+Test(store_layout, metadata_dir_hidden_only_in_the_root)
+{
+    cr_assert(cbfs_store_name_hidden(".cbfs", true));
+    cr_assert_not(cbfs_store_name_hidden(".cbfs", false));
+    cr_assert_not(cbfs_store_name_hidden(".cbfsx", true));
+    cr_assert_not(cbfs_store_name_hidden("cbfs", true));
+    cr_assert_not(cbfs_store_name_hidden(".cbf", true));
+    cr_assert_not(cbfs_store_name_hidden("", true));
+    cr_assert_not(cbfs_store_name_hidden("data.csv", true));
+    cr_assert_not(cbfs_store_name_hidden("data.csv", false));
+}
+
+Test(store_layout, sidecar_names_hidden_everywhere)
+{
+    static const char *const sidecars[] = {"a.cbfsidx", ".cbfsidx", "x.cbfsidx.cbfsidx",
+                                           "..cbfsidx", ".cbfs.cbfsidx"};
+    for (size_t i = 0; i < sizeof sidecars / sizeof sidecars[0]; i++) {
+        cr_assert(cbfs_store_is_sidecar_name(sidecars[i]), "%s", sidecars[i]);
+        cr_assert(cbfs_store_name_hidden(sidecars[i], true), "%s", sidecars[i]);
+        cr_assert(cbfs_store_name_hidden(sidecars[i], false), "%s", sidecars[i]);
+    }
+    static const char *const others[] = {"cbfsidx", "a.cbfsid",  "a.cbfsidx.bak", "a.CBFSIDX",
+                                         "a.cbfsid x", "a.cbfsidx ", "",          ".cbfs"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        cr_assert_not(cbfs_store_is_sidecar_name(others[i]), "%s", others[i]);
+        cr_assert_not(cbfs_store_name_hidden(others[i], false), "%s", others[i]);
+    }
+}
+
+Test(store_layout, sidecar_name_and_back)
+{
+    char buf[NAME_MAX + 1], data[NAME_MAX + 1];
+    cr_assert_eq(cbfs_store_sidecar_name("base.tar", buf, sizeof buf), CBFS_OK);
+    cr_assert_str_eq(buf, "base.tar" CBFS_INDEX_SUFFIX);
+    cr_assert(cbfs_store_is_sidecar_name(buf));
+    cr_assert_eq(cbfs_store_data_name(buf, data, sizeof data), CBFS_OK);
+    cr_assert_str_eq(data, "base.tar");
+    /* ".cbfsidx" is a sidecar name whose data file is the empty name: none. */
+    cr_assert_eq(cbfs_store_data_name(".cbfsidx", data, sizeof data), CBFS_OK);
+    cr_assert_str_eq(data, "");
+    cr_assert_eq(cbfs_store_data_name("base.tar", data, sizeof data), CBFS_E_INVAL);
+    cr_assert_eq(cbfs_store_data_name("base.tar.cbfsidx", data, 8), CBFS_E_NAMETOOLONG);
+    cr_assert_eq(cbfs_store_data_name("base.tar.cbfsidx", data, 9), CBFS_OK);
+}
+
+Test(store_layout, sidecar_name_length_limits)
+{
+    cr_assert_eq(CBFS_STORE_NAME_MAX + strlen(CBFS_INDEX_SUFFIX), NAME_MAX);
+    char name[NAME_MAX + 2], buf[NAME_MAX + 16];
+    memset(name, 'n', sizeof name);
+    name[CBFS_STORE_NAME_MAX] = '\0';
+    cr_assert_eq(cbfs_store_sidecar_name(name, buf, sizeof buf), CBFS_OK);
+    cr_assert_eq(strlen(buf), NAME_MAX);
+    /* The same name into a buffer one byte too small, then exactly right. */
+    memset(buf, 'x', sizeof buf);
+    cr_assert_eq(cbfs_store_sidecar_name(name, buf, NAME_MAX), CBFS_E_NAMETOOLONG);
+    cr_assert_eq(buf[0], 'x', "nothing is written on failure");
+    cr_assert_eq(cbfs_store_sidecar_name(name, buf, NAME_MAX + 1), CBFS_OK);
+    /* One byte longer: the sidecar would not fit a directory entry. */
+    name[CBFS_STORE_NAME_MAX] = 'n';
+    name[CBFS_STORE_NAME_MAX + 1] = '\0';
+    cr_assert_eq(cbfs_store_sidecar_name(name, buf, sizeof buf), CBFS_E_NAMETOOLONG);
+    cr_assert_eq(cbfs_store_sidecar_name("a", buf, 2), CBFS_E_NAMETOOLONG);
+    cr_assert_eq(cbfs_store_sidecar_name("a", buf, 10), CBFS_OK);
+    cr_assert_eq(cbfs_store_sidecar_name("a", buf, 9), CBFS_E_NAMETOOLONG);
+}
+
+/* ---- layout: file classification ---- */
+
+static void st_frame(uint8_t out[CBFS_FRAME_HDR_SIZE])
+{
+    const struct cbfs_frame_hdr h = {.version = 1, .codec = 1, .block = 0, .generation = 1,
+                                     .ulen = 100, .plen = 40, .hash = 7, .file_id = 9};
+    cbfs_frame_hdr_encode(&h, out);
+}
+
+Test(store_layout, frame_envelope_is_the_first_twelve_bytes)
+{
+    uint8_t h[CBFS_FRAME_HDR_SIZE];
+    st_frame(h);
+    cr_assert(cbfs_frame_is_envelope(h, sizeof h));
+    cr_assert(cbfs_frame_is_envelope(h, CBFS_FRAME_ENVELOPE_SIZE));
+    cr_assert_not(cbfs_frame_is_envelope(h, CBFS_FRAME_ENVELOPE_SIZE - 1));
+    cr_assert_not(cbfs_frame_is_envelope(h, 0));
+    for (size_t i = 0; i < CBFS_FRAME_ENVELOPE_SIZE; i++) {
+        uint8_t c[CBFS_FRAME_HDR_SIZE];
+        memcpy(c, h, sizeof c);
+        c[i] ^= 0x10;
+        cr_assert_not(cbfs_frame_is_envelope(c, sizeof c), "byte %zu flipped", i);
+        cr_assert_eq(cbfs_frame_hdr_decode(c, &(struct cbfs_frame_hdr){0}), CBFS_E_BAD_MAGIC);
+    }
+    /* Past the envelope a damaged header is still a cbfs frame (corrupt, not foreign). */
+    h[CBFS_FRAME_ENVELOPE_SIZE] ^= 0xFF;
+    cr_assert(cbfs_frame_is_envelope(h, sizeof h));
+    cr_assert_eq(cbfs_frame_hdr_decode(h, &(struct cbfs_frame_hdr){0}), CBFS_E_CORRUPT);
+    /* Another skippable frame (zstd's nibble 0) is not a cbfs frame. */
+    st_frame(h);
+    cbfs_put_le32(h, 0x184D2A50u);
+    cr_assert_not(cbfs_frame_is_envelope(h, sizeof h));
+}
+
+Test(store_layout, file_with_envelope, .init = st_setup, .fini = st_teardown)
+{
+    uint8_t h[CBFS_FRAME_HDR_SIZE];
+    st_frame(h);
+    static const struct {
+        const char *name;
+        size_t len;
+        bool framed;
+    } cases[] = {{"whole", CBFS_FRAME_HDR_SIZE, true},
+                 {"envelope", CBFS_FRAME_ENVELOPE_SIZE, true},
+                 {"short", CBFS_FRAME_ENVELOPE_SIZE - 1, false},
+                 {"empty", 0, false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        st_write(cases[i].name, h, cases[i].len);
+        const int fd = open(st_path(cases[i].name), O_RDONLY);
+        cr_assert(fd >= 0);
+        bool framed = !cases[i].framed;
+        cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed), CBFS_OK);
+        cr_assert_eq(framed, cases[i].framed, "%s", cases[i].name);
+        close(fd);
+    }
+    st_write("plain", "hello, world, plain text", 24);
+    const int fd = open(st_path("plain"), O_RDONLY);
+    bool framed = true;
+    cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed), CBFS_OK);
+    cr_assert_not(framed);
+    close(fd);
+    /* An error is reported, not taken for "plain". */
+    cr_assert_eq(cbfs_store_has_frame_envelope(-1, &framed), CBFS_E_BADF);
+    cr_assert_not(framed);
+    const int dir = open(st_dir, O_RDONLY | O_DIRECTORY);
+    cr_assert_neq(cbfs_store_has_frame_envelope(dir, &framed), CBFS_OK);
+    close(dir);
+}
+
+Test(store_layout, store_root_holds_a_metadata_directory, .init = st_setup, .fini = st_teardown)
+{
+    const int fd = open(st_dir, O_PATH | O_DIRECTORY);
+    cr_assert(fd >= 0);
+    cr_assert_not(cbfs_store_is_root(fd));
+    st_write(".cbfs", "", 0); /* a file of that name is not the metadata directory */
+    cr_assert_not(cbfs_store_is_root(fd));
+    cr_assert_eq(unlink(st_path(".cbfs")), 0);
+    cr_assert_eq(mkdir(st_path("elsewhere"), 0700), 0);
+    cr_assert_eq(symlink("elsewhere", st_path(".cbfs")), 0);
+    cr_assert_not(cbfs_store_is_root(fd), "a symlink is not followed");
+    cr_assert_eq(unlink(st_path(".cbfs")), 0);
+    cr_assert_eq(mkdir(st_path(".cbfs"), 0700), 0);
+    cr_assert(cbfs_store_is_root(fd));
+    close(fd);
+}
+
+/* ---- metadata: open, lock ---- */
+
+Test(store_meta, open_wants_an_existing_directory, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store *st = NULL;
+    cr_assert_eq(cbfs_store_open(st_path("missing"), &st), CBFS_E_NOENT);
+    st_write("file", "x", 1);
+    cr_assert_eq(cbfs_store_open(st_path("file"), &st), CBFS_E_INVAL);
+    cr_assert_eq(cbfs_store_open(st_dir, &st), CBFS_OK);
+    cr_assert(cbfs_store_fd(st) >= 0);
+    struct stat sb;
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR), &sb), -1, "open creates nothing");
+    cbfs_store_close(st);
+    cbfs_store_close(NULL);
+}
+
+Test(store_meta, one_lock_holder_and_its_pid, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store *a, *b;
+    pid_t holder = -1;
+    cr_assert_eq(cbfs_store_open(st_dir, &a), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock(a, false, &holder), CBFS_OK);
+    cr_assert_eq(holder, 0);
+    struct stat sb;
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR "/" CBFS_STORE_LOCK), &sb), 0);
+    cr_assert_eq(cbfs_store_open(st_dir, &b), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock(b, false, &holder), CBFS_E_BUSY);
+    cr_assert_eq(holder, getpid());
+    cbfs_store_close(b);
+    /* a created .cbfs/ and wrote no store.conf: close leaves no trace. */
+    cbfs_store_close(a);
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR), &sb), -1);
+    cr_assert_eq(errno, ENOENT);
+}
+
+Test(store_meta, metadata_that_is_not_a_directory, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store *st;
+    pid_t holder;
+    st_write(CBFS_STORE_DIR, "", 0);
+    cr_assert_eq(cbfs_store_open(st_dir, &st), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock(st, false, &holder), CBFS_E_INVAL);
+    cbfs_store_close(st);
+}
+
+/* ---- metadata: store.conf ---- */
+
+/* Locks st_dir (kept in *st) and reads its store.conf. */
+static cbfs_err st_read(struct cbfs_store **st, struct cbfs_store_conf *conf, bool *found,
+                        char *msg, size_t cap)
+{
+    pid_t holder;
+    cr_assert_eq(cbfs_store_open(st_dir, st), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock(*st, false, &holder), CBFS_OK);
+    return cbfs_store_read_conf(*st, conf, found, msg, cap);
+}
+
+Test(store_meta, conf_roundtrip, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store *st;
+    struct cbfs_store_conf conf, back;
+    bool found = true;
+    char msg[256];
+    cr_assert_eq(st_read(&st, &conf, &found, msg, sizeof msg), CBFS_OK);
+    cr_assert_not(found, "no store.conf yet");
+    const struct cbfs_codec_ops *none;
+    cr_assert_eq(cbfs_codec_by_name("none", &none), CBFS_OK);
+    cbfs_store_conf_init(&conf, none, 0, 64u << 10);
+    cr_assert_eq(conf.format_version, CBFS_STORE_CONF_VERSION);
+    cr_assert_eq(strlen(conf.uuid), 32);
+    cr_assert_eq(cbfs_store_write_conf(st, &conf), CBFS_OK);
+    cbfs_store_close(st);
+
+    cr_assert_eq(st_read(&st, &back, &found, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert(found);
+    cr_assert_str_eq(back.uuid, conf.uuid);
+    cr_assert_str_eq(back.created, conf.created);
+    cr_assert_eq(back.codec, none);
+    cr_assert_eq(back.level, 0);
+    cr_assert_eq(back.block_size, 64u << 10);
+    cbfs_store_close(st);
+    struct stat sb;
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR "/" CBFS_STORE_CONF), &sb), 0, "kept after close");
+}
+
+/* Writes text as store.conf, reads it back: @return the error, msg filled. */
+static cbfs_err st_conf(const char *text, struct cbfs_store_conf *conf, char *msg, size_t cap)
+{
+    cr_assert_eq(mkdir(st_path(CBFS_STORE_DIR), 0700), 0);
+    st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, text, strlen(text));
+    struct cbfs_store *st;
+    bool found;
+    const cbfs_err e = st_read(&st, conf, &found, msg, cap);
+    cr_assert_eq(found, e == CBFS_OK);
+    cbfs_store_close(st);
+    return e;
+}
+
+Test(store_meta, conf_defaults_and_unknown_keys, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store_conf conf;
+    char msg[256];
+    cr_assert_eq(st_conf("# comment\n\nformat_version = 1\nfuture_key=whatever\n", &conf, msg,
+                         sizeof msg),
+                 CBFS_OK, "%s", msg);
+    cr_assert_eq(conf.block_size, CBFS_BLOCK_DEFAULT);
+    cr_assert_not_null(conf.codec);
+    cr_assert_eq(conf.level, conf.codec->default_level);
+}
+
+Test(store_meta, conf_refusals, .init = st_setup, .fini = st_teardown)
+{
+    static const struct {
+        const char *text;
+        cbfs_err err;
+        const char *says; /* in the message */
+    } cases[] = {
+        {"codec=none\n", CBFS_E_INVAL, "format_version"},
+        {"format_version=x\n", CBFS_E_INVAL, "format_version"},
+        {"format_version=0\n", CBFS_E_INVAL, "format_version"},
+        {"format_version=2\n", CBFS_E_VERSION, "upgrade"},
+        {"format_version=1\njunk\n", CBFS_E_INVAL, "key=value"},
+        {"format_version=1\nuuid=XYZ\n", CBFS_E_INVAL, "uuid"},
+        {"format_version=1\ncodec=zip\n", CBFS_E_CODEC_UNKNOWN, "zip"},
+        {"format_version=1\ncodec=none\nlevel=3\n", CBFS_E_CODEC_LEVEL, "level"},
+        {"format_version=1\nlevel=abc\n", CBFS_E_INVAL, "level"},
+        {"format_version=1\nblock_size=3000\n", CBFS_E_INVAL, "block_size"},
+        {"format_version=1\nblock_size=32M\n", CBFS_E_INVAL, "block_size"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct cbfs_store_conf conf;
+        char msg[256] = "";
+        cr_assert_eq(st_conf(cases[i].text, &conf, msg, sizeof msg), cases[i].err, "%s: %s",
+                     cases[i].text, msg);
+        cr_assert_not_null(strstr(msg, cases[i].says), "%s: message '%s'", cases[i].text, msg);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s/%s", st_dir, CBFS_STORE_DIR);
+        cr_assert_eq(system(cmd), 0);
+    }
+}
