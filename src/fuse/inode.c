@@ -694,6 +694,24 @@ int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbf
     return err;
 }
 
+int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    char path[CBFS_PROCFD_MAX];
+    struct stat st;
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) return err;
+    if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
+        err = errno;
+    } else {
+        mode_t mode = st.st_mode & 07777 & ~(mode_t)S_ISUID;
+        if (mode & S_IXGRP) mode &= ~(mode_t)S_ISGID;
+        cbfs_procfd(path, fd);
+        if (mode != (st.st_mode & 07777) && chmod(path, mode) == -1) err = errno;
+    }
+    cbfs_inode_unpin(fs, inode);
+    return err;
+}
+
 void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[2])
 {
     struct timespec now;

@@ -20,6 +20,7 @@
 #include "cbfs/store.h"
 #include "cbfs/version.h"
 #include "fuse/cbfs_fuse.h"
+#include "fuse/channel.h"
 
 #define CBFS_PROG "mount.cbfs"
 #define CBFS_MAX_IDLE_THREADS 10
@@ -347,6 +348,11 @@ int main(int argc, char *argv[])
         goto out;
     }
     mounted = true;
+    const int cerr = cbfs_chan_attach(se);
+    if (cerr) {
+        cbfs_main_error("cannot hook the FUSE channel: %s", strerror(cerr));
+        goto out;
+    }
     cbfs_log_info("mounted %s on %s%s (codec %s level %d, block size %u)", store_path, mnt_path,
                   in_place ? " in place" : "", o.set.codec->name, o.set.level, o.set.block_size);
     if (chdir("/") < 0) { /* keep no directory busy; paths are absolute */

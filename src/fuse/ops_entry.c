@@ -14,6 +14,7 @@
 #include "cbfs/format.h"
 #include "cbfs/log.h"
 #include "cbfs/store.h"
+#include "fuse/channel.h"
 #include "fuse/ops.h"
 
 void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -148,6 +149,7 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     const int hfd = (h && !h->dir) ? h->fd : -1; /* real fd of a PLAIN file */
     char path[CBFS_PROCFD_MAX];
     struct stat st;
+    const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
 
     if (err) {
@@ -155,6 +157,10 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         return;
     }
     cbfs_procfd(path, fd);
+    /* KILLPRIV_V2: an unprivileged write, truncate or fallocate clears set-id
+     * bits, which the store would not do for the daemon (it has CAP_FSETID) */
+    if (kill && !(valid & FUSE_SET_ATTR_MODE) && (err = cbfs_inode_kill_suidgid(fs, inode)) != 0)
+        goto reply;
     if (valid & FUSE_SET_ATTR_MODE) {
         if ((hfd >= 0 ? fchmod(hfd, attr->st_mode) : chmod(path, attr->st_mode)) == -1) {
             err = errno;

@@ -10,6 +10,7 @@
 
 #include "cbfs/format.h"
 #include "cbfs/log.h"
+#include "fuse/channel.h"
 #include "fuse/ops.h"
 
 /* The open(2) flags that reach the store: O_DIRECT is accepted from callers
@@ -197,6 +198,7 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     struct stat st;
     int fd = -1;
 
+    const bool kill = cbfs_chan_take_kill(); /* O_TRUNC of an existing set-id file */
     if (cbfs_name_reserved(fs, dir, name, "create")) {
         fuse_reply_err(req, EPERM);
         return;
@@ -214,6 +216,7 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
             err = inode->type == S_IFDIR ? EISDIR : EEXIST;
         else
             err = cbfs_handle_open(fs, inode, fi->flags, &h);
+        if (err == 0 && kill) err = cbfs_inode_kill_suidgid(fs, inode);
         if (err == 0 && (fi->flags & O_TRUNC)) err = cbfs_inode_stat(fs, inode, &st);
         if (err) goto reply_err;
     } else if (err) {
@@ -242,16 +245,20 @@ void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
     struct cbfs_handle *h;
+    const bool kill = cbfs_chan_take_kill(); /* O_TRUNC of a set-id file */
 
     if (fs->opt.readonly && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
         fuse_reply_err(req, EROFS);
         return;
     }
-    const int err = cbfs_handle_open(fs, inode, fi->flags, &h);
+    int err = cbfs_handle_open(fs, inode, fi->flags, &h);
+    if (err == 0 && kill && (err = cbfs_inode_kill_suidgid(fs, inode)) != 0)
+        (void)cbfs_file_handle_close(fs, h);
     if (err) {
         fuse_reply_err(req, err);
         return;
     }
+    if (kill) cbfs_chan_inval_attr(ino);
     fi->fh = (uint64_t)(uintptr_t)h;
     if (fuse_reply_open(req, fi) != 0) (void)cbfs_file_handle_close(fs, h);
 }
@@ -288,7 +295,14 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                    struct fuse_file_info *fi)
 {
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
-    (void)ino;
+    if (cbfs_chan_take_kill()) {
+        const int err = cbfs_inode_kill_suidgid(cbfs_req_fs(req), h->inode);
+        if (err) {
+            fuse_reply_err(req, err);
+            return;
+        }
+        cbfs_chan_inval_attr(ino);
+    }
     if (!h->file) {
         const ssize_t n = pwrite(h->fd, buf, size, off);
         if (n == -1)

@@ -31,7 +31,7 @@ enum cbfs_setting_kind {
     CBFS_KIND_UINT,    /* unsigned in min..max */
     CBFS_KIND_SIZE,    /* cbfs_parse_size -> uint64_t */
     CBFS_KIND_SECONDS, /* double in min..max */
-    CBFS_KIND_FLAG,    /* no value -> bool true */
+    CBFS_KIND_FLAG,    /* bool: no value or on/yes/1 -> true, off/no/0 -> false */
 };
 
 struct cbfs_setting {
@@ -72,9 +72,11 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
     [CBFS_SET_ATTR_TIMEOUT] = {"attr_timeout", "SEC", CBFS_SCOPE_MOUNT, CBFS_KIND_SECONDS,
                                CBFS_F_(attr_timeout), 0, 86400, 1.0,
                                "kernel attribute cache time"},
-    [CBFS_SET_WRITEBACK_CACHE] = {"writeback_cache", NULL, CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
-                                  CBFS_F_(writeback_cache), 0, 0, 0,
-                                  "let the kernel cache writes"},
+    /* On by default since the engine seals out-of-order writeback in block
+     * order and KILLPRIV_V2 spares the per-write GETXATTR (docs/PERF.md). */
+    [CBFS_SET_WRITEBACK_CACHE] = {"writeback_cache", "[=on|off]", CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
+                                  CBFS_F_(writeback_cache), 0, 0, 1,
+                                  "let the kernel cache writes and send them in large pieces"},
 };
 
 #define CBFS_FIELD_(s, r, type) ((type *)((char *)(s) + (r)->off))
@@ -103,7 +105,7 @@ static void cbfs_setting_allowed(const struct cbfs_setting *r, char *buf, size_t
         snprintf(buf, cap, "seconds from %llu to %llu, e.g. 1 or 0.5",
                  (unsigned long long)r->min, (unsigned long long)r->max);
         break;
-    case CBFS_KIND_FLAG: snprintf(buf, cap, "no value"); break;
+    case CBFS_KIND_FLAG: snprintf(buf, cap, "no value (on), on or off"); break;
     }
 }
 
@@ -184,7 +186,12 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
         return CBFS_OK;
     }
     case CBFS_KIND_FLAG:
-        *CBFS_FIELD_(s, r, bool) = true;
+        if (!val || !strcmp(val, "on") || !strcmp(val, "yes") || !strcmp(val, "1"))
+            *CBFS_FIELD_(s, r, bool) = true;
+        else if (!strcmp(val, "off") || !strcmp(val, "no") || !strcmp(val, "0"))
+            *CBFS_FIELD_(s, r, bool) = false;
+        else
+            return cbfs_setting_refuse(r, val, msg, cap);
         return CBFS_OK;
     }
     return CBFS_E_INVAL;
@@ -204,7 +211,8 @@ void cbfs_settings_init(struct cbfs_settings *s)
         case CBFS_KIND_UINT: *CBFS_FIELD_(s, r, unsigned) = (unsigned)r->def; break;
         case CBFS_KIND_SIZE: *CBFS_FIELD_(s, r, uint64_t) = (uint64_t)r->def; break;
         case CBFS_KIND_SECONDS: *CBFS_FIELD_(s, r, double) = r->def; break;
-        default: break; /* codec and level above; flags start off */
+        case CBFS_KIND_FLAG: *CBFS_FIELD_(s, r, bool) = r->def != 0; break;
+        default: break; /* codec and level above */
         }
     }
 }
@@ -246,7 +254,10 @@ cbfs_err cbfs_settings_set(struct cbfs_settings *s, unsigned scope, const char *
         snprintf(msg, msg_cap, "unknown option '%s' (known: %s)", key, known);
         return CBFS_E_INVAL;
     }
-    cbfs_err e = cbfs_settings_check_value(key, val, r->arg != NULL, msg, msg_cap);
+    /* a flag takes a value or none */
+    cbfs_err e = r->kind == CBFS_KIND_FLAG ? CBFS_OK
+                                           : cbfs_settings_check_value(key, val, r->arg != NULL,
+                                                                       msg, msg_cap);
     if (e) return e;
     e = cbfs_setting_parse(r, s, val, msg, msg_cap);
     if (e) return e;
@@ -300,7 +311,8 @@ void cbfs_settings_help(FILE *out, unsigned scope)
         const struct cbfs_setting *const r = &cbfs_settings_table[i];
         if (!(r->scope & scope)) continue;
         char key[48], allowed[128], shown[48], text[320];
-        snprintf(key, sizeof key, "%s%s%s", r->name, r->arg ? "=" : "", r->arg ? r->arg : "");
+        snprintf(key, sizeof key, "%s%s%s", r->name,
+                 r->arg && r->kind != CBFS_KIND_FLAG ? "=" : "", r->arg ? r->arg : "");
         cbfs_setting_allowed(r, allowed, sizeof allowed);
         cbfs_setting_show(r, &def, shown, sizeof shown);
         if (r->kind == CBFS_KIND_FLAG)

@@ -46,7 +46,7 @@ Test(settings, builtin_defaults)
     cr_assert_eq(s.readahead, 8);
     cr_assert_eq(s.inflight_bytes, 0);
     cr_assert_eq(s.attr_timeout, 1.0);
-    cr_assert_not(s.writeback_cache);
+    cr_assert(s.writeback_cache); /* on by default: docs/PERF.md */
     cr_assert_eq(s.given, 0);
 }
 
@@ -98,9 +98,15 @@ Test(settings, valid_values)
     cr_assert_eq(s.inflight_bytes, 32u << 20);
     cr_assert_eq(set1(&s, CBFS_SCOPE_MOUNT, "attr_timeout", "2.5", msg, sizeof msg), CBFS_OK);
     cr_assert_eq(s.attr_timeout, 2.5);
+    cr_assert_eq(set1(&s, CBFS_SCOPE_MOUNT, "writeback_cache", "off", msg, sizeof msg), CBFS_OK);
+    cr_assert_not(s.writeback_cache);
+    cr_assert_eq(s.given, 1u << CBFS_SET_WRITEBACK_CACHE);
     cr_assert_eq(set1(&s, CBFS_SCOPE_MOUNT, "writeback_cache", NULL, msg, sizeof msg), CBFS_OK);
     cr_assert(s.writeback_cache);
-    cr_assert_eq(s.given, 1u << CBFS_SET_WRITEBACK_CACHE);
+    cr_assert_eq(set1(&s, CBFS_SCOPE_MOUNT, "writeback_cache", "no", msg, sizeof msg), CBFS_OK);
+    cr_assert_not(s.writeback_cache);
+    cr_assert_eq(set1(&s, CBFS_SCOPE_MOUNT, "writeback_cache", "on", msg, sizeof msg), CBFS_OK);
+    cr_assert(s.writeback_cache);
 }
 
 /* Each refusal names the option, the value and what is allowed. */
@@ -137,8 +143,8 @@ Test(settings, invalid_values_name_the_option_and_range)
         {"attr_timeout", "nan", CBFS_E_INVAL, "attr_timeout=nan"},
         {"attr_timeout", "inf", CBFS_E_INVAL, "attr_timeout=inf"},
         {"attr_timeout", "1s", CBFS_E_INVAL, "attr_timeout=1s"},
-        {"writeback_cache", "1", CBFS_E_INVAL, "takes no value"},
-        {"writeback_cache", "", CBFS_E_INVAL, "takes no value"},
+        {"writeback_cache", "maybe", CBFS_E_INVAL, "writeback_cache=maybe: give no value (on), on or off"},
+        {"writeback_cache", "", CBFS_E_INVAL, "give no value (on), on or off"},
         {"bogus", "1", CBFS_E_INVAL, "unknown option 'bogus'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -307,7 +313,7 @@ Test(settings, help_shows_the_real_defaults_and_ranges)
     char want[96], size[24];
     static const char *const keys[] = {"codec=", "level=",        "block_size=",
                                        "workers=", "cache_size=", "readahead=",
-                                       "inflight=", "attr_timeout=", "writeback_cache "};
+                                       "inflight=", "attr_timeout=", "writeback_cache[=on|off] "};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) free(help_entry(help, keys[i]));
 
     char *e = help_entry(help, "codec=");
@@ -336,8 +342,8 @@ Test(settings, help_shows_the_real_defaults_and_ranges)
     snprintf(want, sizeof want, "default %g)", def.attr_timeout);
     cr_assert_not_null(strstr(e, want), "%s", e);
     free(e);
-    e = help_entry(help, "writeback_cache ");
-    cr_assert_not_null(strstr(e, "(default off)"), "%s", e);
+    e = help_entry(help, "writeback_cache[=on|off] ");
+    cr_assert_not_null(strstr(e, "(default on)"), "%s", e);
     free(e);
     for (const char *l = help; (l = strchr(l, '\n')) && l[1]; l++)
         cr_assert_leq(strcspn(l + 1, "\n"), 79, "help line too long: %.*s", 100, l + 1);

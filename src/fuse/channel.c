@@ -1,0 +1,118 @@
+/* The /dev/fuse channel under libfuse. libfuse 3.14 (Debian 12's) cannot
+ * negotiate FUSE_HANDLE_KILLPRIV_V2, and without it the kernel asks the
+ * daemon for security.capability before every write(2) into the page cache:
+ * one round trip per 8 KiB write of tar or mysqldump, which cost more than
+ * the write itself (perf: dd bs=8K spent its time in cap_inode_need_killpriv
+ * waiting for GETXATTR). With it the kernel marks the superblock SB_NOSEC and
+ * checks each inode once. So cbfs reads and writes the channel itself
+ * (fuse_session_custom_io): it adds the flag to the INIT reply when the
+ * kernel offers it, and it passes on what 3.14 drops from requests: the
+ * kill-suid/sgid flags of WRITE, OPEN and SETATTR, which become the daemon's job
+ * under KILLPRIV_V2 (see cbfs_chan_take_kill). Everything else is a plain
+ * read/writev on the same fd, exactly what libfuse does without hooks. */
+#include <errno.h>
+#include <linux/fuse.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "cbfs/log.h"
+#include "fuse/channel.h"
+
+/* The INIT request's unique id and whether the kernel offered KILLPRIV_V2;
+ * written by the thread that reads INIT, read by the one replying to it,
+ * which is the same (libfuse answers INIT in the thread that read it). */
+static _Thread_local uint64_t cbfs_chan_init_unique;
+static _Thread_local bool cbfs_chan_init_v2;
+/* The request this thread read last asked to kill suid/sgid. */
+static _Thread_local bool cbfs_chan_kill;
+static _Atomic bool cbfs_chan_v2; /* negotiated; set once, before any other request */
+static struct fuse_session *cbfs_chan_se; /* set by cbfs_chan_attach, before the loop */
+
+static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
+{
+    (void)userdata;
+    const ssize_t n = read(fd, buf, len);
+    cbfs_chan_kill = false;
+    if (n < (ssize_t)sizeof(struct fuse_in_header)) return n;
+    const struct fuse_in_header *in = buf;
+    const char *arg = (const char *)buf + sizeof *in;
+    const size_t alen = (size_t)n - sizeof *in;
+    switch (in->opcode) {
+    case FUSE_INIT:
+        if (alen >= offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
+            const struct fuse_init_in *ii = (const void *)arg;
+            cbfs_chan_init_unique = in->unique;
+            cbfs_chan_init_v2 = (ii->flags & FUSE_HANDLE_KILLPRIV_V2) != 0;
+        }
+        break;
+    case FUSE_WRITE:
+        if (alen >= sizeof(struct fuse_write_in))
+            cbfs_chan_kill = (((const struct fuse_write_in *)(const void *)arg)->write_flags &
+                              FUSE_WRITE_KILL_SUIDGID) != 0;
+        break;
+    case FUSE_SETATTR: /* 3.14 masks FATTR_KILL_SUIDGID out of the valid bits it passes */
+        if (alen >= sizeof(struct fuse_setattr_in))
+            cbfs_chan_kill = (((const struct fuse_setattr_in *)(const void *)arg)->valid &
+                              FATTR_KILL_SUIDGID) != 0;
+        break;
+    case FUSE_OPEN:
+    case FUSE_CREATE:
+        /* open_flags sits at the same place in fuse_open_in and fuse_create_in */
+        if (alen >= sizeof(struct fuse_open_in))
+            cbfs_chan_kill = (((const struct fuse_open_in *)(const void *)arg)->open_flags &
+                              FUSE_OPEN_KILL_SUIDGID) != 0;
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+static ssize_t cbfs_chan_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+    (void)userdata;
+    if (cbfs_chan_init_unique && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
+        iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) {
+        const struct fuse_out_header *out = iov[0].iov_base;
+        if (out->unique == cbfs_chan_init_unique && out->error == 0) {
+            struct fuse_init_out *io = iov[1].iov_base;
+            if (cbfs_chan_init_v2) {
+                io->flags |= FUSE_HANDLE_KILLPRIV_V2;
+                io->flags &= ~(uint32_t)FUSE_HANDLE_KILLPRIV; /* v2 replaces it */
+                cbfs_chan_v2 = true;
+            }
+            cbfs_log_debug("fuse init: handle_killpriv_v2 %s", cbfs_chan_v2 ? "on" : "not offered");
+            cbfs_chan_init_unique = 0;
+        }
+    }
+    return writev(fd, iov, count);
+}
+
+int cbfs_chan_attach(struct fuse_session *se)
+{
+    static const struct fuse_custom_io io = {.read = cbfs_chan_read, .writev = cbfs_chan_writev};
+    const int r = fuse_session_custom_io(se, &io, fuse_session_fd(se));
+    if (r == 0) cbfs_chan_se = se;
+    return r < 0 ? -r : 0;
+}
+
+void cbfs_chan_inval_attr(fuse_ino_t ino)
+{
+    /* offset -1: attributes only, no page cache work, so it is safe from the
+     * handler of a request on the same inode */
+    if (cbfs_chan_se) (void)fuse_lowlevel_notify_inval_inode(cbfs_chan_se, ino, -1, 0);
+}
+
+bool cbfs_chan_killpriv_v2(void)
+{
+    return cbfs_chan_v2;
+}
+
+bool cbfs_chan_take_kill(void)
+{
+    const bool k = cbfs_chan_kill;
+    cbfs_chan_kill = false;
+    return k;
+}

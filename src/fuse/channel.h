@@ -1,0 +1,24 @@
+/* The daemon's own hooks on the /dev/fuse channel (channel.c): negotiates
+ * FUSE_HANDLE_KILLPRIV_V2, which libfuse 3.14 cannot, and hands the ops the
+ * kill-suid/sgid request flags 3.14 drops. */
+#ifndef CBFS_FUSE_CHANNEL_H
+#define CBFS_FUSE_CHANNEL_H
+
+#include <stdbool.h>
+
+#include "fuse/cbfs_fuse.h"
+
+/* Reads and writes se's channel through cbfs's hooks from here on. Call after
+ * fuse_session_mount, before the loop. @return 0 or errno. */
+int cbfs_chan_attach(struct fuse_session *se);
+/* true once INIT negotiated FUSE_HANDLE_KILLPRIV_V2: the daemon then clears
+ * suid/sgid itself where the kernel asks (cbfs_chan_take_kill). */
+bool cbfs_chan_killpriv_v2(void);
+/* true if the request this thread is serving (WRITE, OPEN, CREATE, SETATTR) asks
+ * the daemon to kill suid/sgid (the caller lacks CAP_FSETID); clears it. */
+bool cbfs_chan_take_kill(void);
+/* Tells the kernel that ino's attributes changed behind its back (a kill of
+ * set-id bits during a WRITE or OPEN, whose replies carry no attributes). */
+void cbfs_chan_inval_attr(fuse_ino_t ino);
+
+#endif
