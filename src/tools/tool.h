@@ -29,6 +29,11 @@ int tool_stats_main(int argc, char **argv);
 int tool_mkfs_main(int argc, char **argv);
 int tool_fsck_main(int argc, char **argv);
 
+struct cbfs_stats;
+/* Prints n samples, s[i] read from mount point mnts[i], in the Prometheus text
+ * format (prom.c): one HELP/TYPE pair per metric, one line per mount. */
+void tool_stats_prometheus(char *const *mnts, const struct cbfs_stats *s, size_t n);
+
 /* ---- messages (out.c) ---- */
 
 /* "cbfs SUB: message\n" on stderr. */
