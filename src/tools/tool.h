@@ -48,6 +48,15 @@ bool tool_is_help(const char *arg);
  * stderr after a usage error (exit 2). @return the exit code. */
 int tool_usage(const char *text, bool asked);
 
+/* --plot: starts gnuplot writing a width x height PNG (pngcairo, text not
+ * "enhanced") to png. @return the pipe for the rest of the script, or NULL
+ * after a message for sub (gnuplot missing: which package to install). */
+FILE *tool_gnuplot_open(const char *sub, const char *png, int width, int height);
+/* Ends the script. @return false after a message if gnuplot failed. */
+bool tool_gnuplot_close(const char *sub, FILE *g, const char *png);
+/* Writes s as a gnuplot double-quoted string literal (for the script, not data). */
+void tool_gnuplot_str(FILE *g, const char *s);
+
 /* ---- locating files (walk.c) ---- */
 
 /* A user path resolved to a store: dirfd is an O_PATH descriptor on the
