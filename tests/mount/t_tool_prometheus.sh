@@ -3,7 +3,8 @@
 # `promtool check metrics` (from a file and live from two mounts in one document), every
 # field of user.cbfs.stats becomes a metric in base units (ns -> seconds, exactly), a
 # mount without counters fails the whole run with nothing on stdout; the alert rules in
-# mount-helpers/cbfs.rules.yml load and fire (promtool test rules) when they should.
+# mount-helpers/cbfs.rules.yml load, fire (promtool test rules) when they should, and are
+# the ones docs/OPERATIONS.md shows.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
@@ -89,6 +90,12 @@ cbfs_umount "$T/m2"
 # the alert rules load, and fire on a store at 5% free and on a stale textfile only
 rules=$CBFS_REPO/mount-helpers/cbfs.rules.yml
 check promtool check rules "$rules"
+# docs/OPERATIONS.md quotes the rules: every expression it shows is the file's
+grep -o 'expr: .*' "$CBFS_REPO/docs/OPERATIONS.md" >"$T/doc-exprs"
+(($(wc -l <"$T/doc-exprs") == 2)) || fail "OPERATIONS.md shows $(wc -l <"$T/doc-exprs") alert expressions, not 2"
+while read -r e; do
+    grep -qF -- "$e" "$rules" || fail "OPERATIONS.md's '$e' is not in cbfs.rules.yml"
+done <"$T/doc-exprs"
 cp "$rules" "$T/cbfs.rules.yml"
 cat >"$T/rules-test.yml" <<'Y'
 rule_files: [cbfs.rules.yml]
