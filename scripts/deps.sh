@@ -34,7 +34,8 @@ declare -A PKGS=(
              attr fio python3 util-linux procps psmisc coreutils tar"
     [fuzz]="clang libclang-rt-14-dev"
     [test]="postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
-            mariadb-backup sqlite3 rsync acl man-db strace"
+            mariadb-backup sqlite3 rsync acl man-db strace dpkg-dev lintian apt systemd
+            prometheus gnuplot-nox"
     [perf]="gnuplot-nox btrfs-progs btrfs-compsize"
     [corpus]="postgresql-15 postgresql-client-15 python3-pip"
 )
@@ -76,6 +77,13 @@ needs() {
     done
     for c in initdb pg_ctl postgres psql pg_basebackup pg_verifybackup pg_dump pg_restore pgbench; do
         need test file "/usr/lib/postgresql/15/bin/$c" "tests/mount/t_e2e_pg.sh"
+    done
+
+    # the package, the systemd unit and the monitoring examples (scripts/package.sh,
+    # tests/mount/t_package.sh, t_systemd_units.sh, t_tool_prometheus.sh, t_tool_stat.sh)
+    for c in cpack dpkg-buildflags dpkg-parsechangelog dpkg-shlibdeps lintian apt-get man \
+             systemd-analyze promtool gnuplot; do
+        need test cmd "$c" "the package, unit and monitoring tests"
     done
 
     for c in gnuplot mkfs.btrfs compsize fio python3; do need perf cmd "$c" "perf/run"; done

@@ -208,45 +208,12 @@ static void tool_bench_print(const struct tool_bench_row *rows, size_t n, double
         printf("smallest: %s (ratio %.2f, %.0f MB/s)\n", o2, small->ratio, small->cmbps);
 }
 
-/* Finds gnuplot on PATH. */
-static bool tool_have_gnuplot(void)
-{
-    const char *const path = getenv("PATH");
-    if (!path) return false;
-    char *const dup = strdup(path);
-    bool found = false;
-    char *save = NULL;
-    for (char *d = dup ? strtok_r(dup, ":", &save) : NULL; d && !found;
-         d = strtok_r(NULL, ":", &save)) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/gnuplot", d);
-        found = access(p, X_OK) == 0;
-    }
-    free(dup);
-    return found;
-}
-
 /* @return false (after a message) if the plot could not be written. */
 static bool tool_bench_plot(const struct tool_bench_row *rows, size_t n, const char *png)
 {
-    if (!tool_have_gnuplot()) {
-        tool_err("bench", "--plot: gnuplot is not installed (apt install gnuplot-nox); "
-                 "no plot written to %s", png);
-        return false;
-    }
-    FILE *const g = popen("gnuplot", "w");
-    if (!g) {
-        tool_err("bench", "--plot: cannot run gnuplot: %s",
-                 cbfs_err_str(cbfs_err_from_errno(errno)));
-        return false;
-    }
-    fprintf(g, "set terminal pngcairo size 900,600\nset output ");
-    fputc('"', g);
-    for (const char *p = png; *p; p++) {
-        if (*p == '"' || *p == '\\') fputc('\\', g);
-        fputc(*p, g);
-    }
-    fprintf(g, "\"\nset xlabel 'compress MB/s'\nset ylabel 'ratio'\nset logscale x\nset grid\n"
+    FILE *const g = tool_gnuplot_open("bench", png, 900, 600);
+    if (!g) return false;
+    fprintf(g, "set xlabel 'compress MB/s'\nset ylabel 'ratio'\nset logscale x\nset grid\n"
                "set key off\n$d << EOD\n");
     char bs[16];
     for (size_t i = 0; i < n; i++)
@@ -254,11 +221,7 @@ static bool tool_bench_plot(const struct tool_bench_row *rows, size_t n, const c
                 rows[i].level, cbfs_format_size(rows[i].block_size, bs, sizeof bs),
                 rows[i].pareto ? "*" : "");
     fprintf(g, "EOD\nplot $d using 1:2 with points pt 7, $d using 1:2:3 with labels offset 0,1\n");
-    if (pclose(g) != 0) {
-        tool_err("bench", "--plot: gnuplot failed; no plot written to %s", png);
-        return false;
-    }
-    return true;
+    return tool_gnuplot_close("bench", g, png);
 }
 
 struct tool_bench_args {

@@ -1,9 +1,12 @@
 /* Output helpers of the cbfs command: error lines, JSON string literals,
- * human-readable byte counts and usage text. Kept together so every
- * subcommand prints the same way. */
+ * human-readable byte counts, usage text and gnuplot charts. Kept together so
+ * every subcommand prints the same way. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/tool.h"
 
@@ -56,4 +59,59 @@ int tool_usage(const char *text, bool asked)
 {
     fputs(text, asked ? stdout : stderr);
     return asked ? TOOL_EXIT_OK : TOOL_EXIT_USAGE;
+}
+
+/* Finds gnuplot on PATH. */
+static bool tool_have_gnuplot(void)
+{
+    const char *const path = getenv("PATH");
+    if (!path) return false;
+    char *const dup = strdup(path);
+    bool found = false;
+    char *save = NULL;
+    for (char *d = dup ? strtok_r(dup, ":", &save) : NULL; d && !found;
+         d = strtok_r(NULL, ":", &save)) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/gnuplot", d);
+        found = access(p, X_OK) == 0;
+    }
+    free(dup);
+    return found;
+}
+
+void tool_gnuplot_str(FILE *g, const char *s)
+{
+    fputc('"', g);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', g);
+        fputc(*s, g);
+    }
+    fputc('"', g);
+}
+
+FILE *tool_gnuplot_open(const char *sub, const char *png, int width, int height)
+{
+    if (!tool_have_gnuplot()) {
+        tool_err(sub, "--plot: gnuplot is not installed (apt install gnuplot-nox); "
+                      "no plot written to %s", png);
+        return NULL;
+    }
+    FILE *const g = popen("gnuplot", "w");
+    if (!g) {
+        tool_err(sub, "--plot: cannot run gnuplot: %s", cbfs_err_str(cbfs_err_from_errno(errno)));
+        return NULL;
+    }
+    fprintf(g, "set terminal pngcairo size %d,%d noenhanced\nset output ", width, height);
+    tool_gnuplot_str(g, png);
+    fputc('\n', g);
+    return g;
+}
+
+bool tool_gnuplot_close(const char *sub, FILE *g, const char *png)
+{
+    if (pclose(g) != 0) {
+        tool_err(sub, "--plot: gnuplot failed; no plot written to %s", png);
+        return false;
+    }
+    return true;
 }

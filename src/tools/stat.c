@@ -1,24 +1,38 @@
 /* `cbfs stat`: per stored file and in total, logical vs physical size (data
  * file + sidecar), ratio, codecs and levels seen, block size, block kinds
  * (compressed / raw / hole) and garbage (superseded frames). Reads indexes
- * and at most one frame header per codec; never decodes payloads. */
+ * and at most one frame header per codec; never decodes payloads. --plot
+ * draws logical vs physical size and the codec mix per file or directory. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cbfs/util.h"
 #include "tools/tool.h"
 
 static const char tool_stat_help[] =
-    "usage: cbfs stat [--json] PATH...\n"
+    "usage: cbfs stat [--json] [--plot FILE.png] PATH...\n"
     "Sizes, compression ratio, codecs, block kinds and garbage of stored files.\n"
     "PATH: a file or directory in a store (recursive), or a path inside a mounted cbfs.\n"
-    "  --json   one JSON document on stdout\n"
+    "  --json          one JSON document on stdout\n"
+    "  --plot FILE     PNG chart: logical vs physical size and codec mix per file, or per\n"
+    "                  directory when there are more than 24 files (needs gnuplot)\n"
     "exit status: 0 ok, 1 a file's index could not be loaded, 2 usage or I/O error\n";
+
+/* How a logical byte is stored (the codec mix): compressed with codec id i
+ * (i <= CBFS_CODEC_MAX_ID), then these. */
+enum {
+    TOOL_MIX_RAW = CBFS_CODEC_MAX_ID + 1, /* a block that did not compress, stored verbatim */
+    TOOL_MIX_HOLE,                        /* all zeros, no payload */
+    TOOL_MIX_PLAIN,                       /* a plain file (codec=none, or never cbfs) */
+    TOOL_MIX_N
+};
 
 struct tool_stat_row {
     uint64_t logical, data_bytes, index_bytes;
+    uint64_t mix[TOOL_MIX_N]; /* logical bytes by how they are stored */
     uint64_t blocks, compressed, raw, hole;
     uint64_t dead_frames, dead_bytes;
     uint32_t block_size;           /* 0: plain file, or mixed in totals */
@@ -26,11 +40,20 @@ struct tool_stat_row {
     int level[CBFS_CODEC_MAX_ID + 1]; /* first level seen per codec */
 };
 
+/* A file kept for --plot. */
+struct tool_stat_item {
+    char *path;
+    struct tool_stat_row r;
+};
+
 struct tool_stat_ctx {
     bool json;
     unsigned nfiles, errors, bad;
     uint64_t cbfs_files;
     struct tool_stat_row total;
+    const char *plot;              /* --plot PNG, or NULL */
+    struct tool_stat_item *items;  /* the files, for the plot */
+    size_t nitems, cap;
 };
 
 /* Counts block kinds and codecs; reads one frame header per codec for its
@@ -45,12 +68,17 @@ static void tool_stat_scan(const struct tool_file *tf, struct tool_stat_row *r)
     r->dead_bytes = idx->dead_bytes;
     for (uint64_t b = 0; b < r->blocks; b++) {
         const struct cbfs_index_entry *const e = cbfs_index_get(idx, b);
+        const uint64_t off = b * idx->block_size;
+        const uint64_t len = idx->size - off < idx->block_size ? idx->size - off : idx->block_size;
         if (!e || (e->flags & CBFS_FRAME_HOLE)) {
             r->hole++;
+            r->mix[TOOL_MIX_HOLE] += len;
         } else if (e->flags & CBFS_FRAME_RAW) {
             r->raw++;
+            r->mix[TOOL_MIX_RAW] += len;
         } else {
             r->compressed++;
+            r->mix[e->codec <= CBFS_CODEC_MAX_ID ? e->codec : TOOL_MIX_RAW] += len;
             if (e->codec <= CBFS_CODEC_MAX_ID && !(r->codec_mask & (1u << e->codec))) {
                 struct cbfs_frame_hdr h;
                 r->codec_mask |= 1u << e->codec;
@@ -129,6 +157,7 @@ static void tool_stat_add(struct tool_stat_row *t, const struct tool_stat_row *r
     t->hole += r->hole;
     t->dead_frames += r->dead_frames;
     t->dead_bytes += r->dead_bytes;
+    for (unsigned k = 0; k < TOOL_MIX_N; k++) t->mix[k] += r->mix[k];
     for (unsigned c = 0; c <= CBFS_CODEC_MAX_ID; c++)
         if ((r->codec_mask & (1u << c)) && !(t->codec_mask & (1u << c))) t->level[c] = r->level[c];
     t->codec_mask |= r->codec_mask;
@@ -136,6 +165,26 @@ static void tool_stat_add(struct tool_stat_row *t, const struct tool_stat_row *r
         t->block_size = r->block_size;
     else if (t->block_size != r->block_size)
         t->block_size = 0;
+}
+
+/* Keeps a copy of a file's row for --plot (a damaged file has nothing to show). */
+static void tool_stat_keep(struct tool_stat_ctx *c, const char *display,
+                           const struct tool_stat_row *r)
+{
+    if (r->logical == 0 && r->data_bytes == 0) return;
+    if (c->nitems == c->cap) {
+        const size_t cap = c->cap ? 2 * c->cap : 64;
+        struct tool_stat_item *const v = realloc(c->items, cap * sizeof *v);
+        if (!v) goto nomem;
+        c->items = v, c->cap = cap;
+    }
+    char *const path = strdup(display);
+    if (!path) goto nomem;
+    c->items[c->nitems++] = (struct tool_stat_item){.path = path, .r = *r};
+    return;
+nomem:
+    tool_err("stat", "%s: %s; left out of the plot", display, cbfs_err_str(CBFS_E_NOMEM));
+    c->errors++;
 }
 
 static int tool_stat_one(void *arg, int dirfd, const char *name, const char *display,
@@ -152,6 +201,7 @@ static int tool_stat_one(void *arg, int dirfd, const char *name, const char *dis
     const char *what = "plain";
     if (!tf.is_cbfs) {
         r.logical = r.data_bytes;
+        r.mix[TOOL_MIX_PLAIN] = r.logical;
     } else if (tf.load_err) {
         tool_err("stat", "%s: cannot load the index: %s (try cbfs verify)", display,
                  cbfs_err_str(tf.load_err));
@@ -166,13 +216,196 @@ static int tool_stat_one(void *arg, int dirfd, const char *name, const char *dis
     c->nfiles++;
     tool_stat_print(c, display, what, &r);
     tool_file_close(&tf);
+    if (c->plot) tool_stat_keep(c, display, &r);
     return 0;
+}
+
+/* ---- --plot ---- */
+
+#define TOOL_PLOT_ROWS 24  /* bars per chart; more files are shown per directory */
+#define TOOL_PLOT_LABEL 32 /* characters of a path shown under its bar */
+
+/* Length of the directory part ("a/b/") of p. */
+static size_t tool_plot_dirlen(const char *p)
+{
+    const char *const slash = strrchr(p, '/');
+    return slash ? (size_t)(slash - p) + 1 : 0;
+}
+
+static int tool_plot_by_dir(const void *a, const void *b)
+{
+    const char *const x = ((const struct tool_stat_item *)a)->path;
+    const char *const y = ((const struct tool_stat_item *)b)->path;
+    const size_t nx = tool_plot_dirlen(x), ny = tool_plot_dirlen(y);
+    const int d = strncmp(x, y, nx < ny ? nx : ny);
+    return d ? d : (nx > ny) - (nx < ny);
+}
+
+static int tool_plot_by_size(const void *a, const void *b)
+{
+    const uint64_t x = ((const struct tool_stat_item *)a)->r.logical;
+    const uint64_t y = ((const struct tool_stat_item *)b)->r.logical;
+    return (x < y) - (x > y);
+}
+
+/* Turns c->items into at most TOOL_PLOT_ROWS bars: the files themselves, or
+ * one bar per directory holding files, the smallest directories merged into
+ * one "(N more directories)" bar. Paths lose the directory all of them share,
+ * which goes to where. */
+static void tool_plot_group(struct tool_stat_ctx *c, char *where, size_t where_cap)
+{
+    const char *const first = c->items[0].path;
+    size_t pre = strlen(first);
+    for (size_t i = 1; i < c->nitems; i++) {
+        size_t k = 0;
+        while (k < pre && c->items[i].path[k] == first[k]) k++;
+        pre = k;
+    }
+    while (pre && first[pre - 1] != '/') pre--; /* a whole directory */
+    snprintf(where, where_cap, "%.*s", (int)(pre ? pre : 1), pre ? first : ".");
+    for (size_t i = 0; i < c->nitems; i++)
+        memmove(c->items[i].path, c->items[i].path + pre, strlen(c->items[i].path + pre) + 1);
+    if (c->nitems <= TOOL_PLOT_ROWS) return;
+    qsort(c->items, c->nitems, sizeof *c->items, tool_plot_by_dir);
+    size_t n = 0;
+    for (size_t i = 0; i < c->nitems; i++) {
+        struct tool_stat_item *const it = &c->items[i];
+        it->path[tool_plot_dirlen(it->path)] = '\0'; /* "a/b/", or "" at the top */
+        if (!it->path[0]) strcpy(it->path, "./");     /* room: a file name was there */
+        if (n && strcmp(c->items[n - 1].path, it->path) == 0) {
+            tool_stat_add(&c->items[n - 1].r, &it->r, false);
+            free(it->path);
+        } else {
+            c->items[n++] = *it;
+        }
+    }
+    c->nitems = n;
+    if (n <= TOOL_PLOT_ROWS) return;
+    qsort(c->items, n, sizeof *c->items, tool_plot_by_size);
+    struct tool_stat_item *const rest = &c->items[TOOL_PLOT_ROWS - 1];
+    for (size_t i = TOOL_PLOT_ROWS; i < n; i++) {
+        tool_stat_add(&rest->r, &c->items[i].r, false);
+        free(c->items[i].path);
+    }
+    c->nitems = TOOL_PLOT_ROWS;
+    char label[48];
+    snprintf(label, sizeof label, "(%zu more directories)", n - TOOL_PLOT_ROWS + 1);
+    char *const dup = strdup(label);
+    if (dup) free(rest->path), rest->path = dup; /* else the bar keeps its first name */
+}
+
+static const char *tool_plot_mix_name(unsigned k, char *buf, size_t cap)
+{
+    if (k == TOOL_MIX_RAW) return "raw (did not compress)";
+    if (k == TOOL_MIX_HOLE) return "holes (zeros)";
+    if (k == TOOL_MIX_PLAIN) return "plain files";
+    const struct cbfs_codec_ops *const ops = cbfs_codec_by_id(k);
+    if (ops)
+        snprintf(buf, cap, "%s", ops->name);
+    else
+        snprintf(buf, cap, "codec %u", k);
+    return buf;
+}
+
+/* A bar's label as gnuplot data: quoted strings there take no escapes, so a
+ * double quote becomes a single one; a long path keeps its end. */
+static void tool_plot_label(FILE *g, const struct tool_stat_item *it)
+{
+    const size_t n = strlen(it->path);
+    const char *p = it->path;
+    fputc('"', g);
+    if (n > TOOL_PLOT_LABEL) {
+        fputs("...", g);
+        p += n - (TOOL_PLOT_LABEL - 3);
+    }
+    for (; *p; p++) fputc(*p == '"' ? '\'' : (unsigned char)*p < 0x20 ? '?' : *p, g);
+    fprintf(g, " (%.1fx)\"", tool_stat_ratio(&it->r));
+}
+
+/* Top: logical and physical size per bar; bottom: the codec mix, as shares of
+ * each bar's logical bytes. @return false after a message. */
+static bool tool_stat_plot(struct tool_stat_ctx *c)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    static const char *const colors[TOOL_MIX_N] = {"#999933", "#66ccee", "#4477aa", "#228833",
+                                                   "#ccbb44", "#ee6677", "#bbbbbb", "#aa3377"};
+    if (c->nitems == 0) {
+        tool_err("stat", "--plot: no file to show; nothing written to %s", c->plot);
+        return false;
+    }
+    char where[512], title[768], lg[32], ph[32], name[24];
+    tool_plot_group(c, where, sizeof where);
+    uint64_t max = 0;
+    unsigned used = 0; /* mix kinds present */
+    for (size_t i = 0; i < c->nitems; i++) {
+        const struct tool_stat_row *const r = &c->items[i].r;
+        const uint64_t phys = r->data_bytes + r->index_bytes;
+        if (r->logical > max) max = r->logical;
+        if (phys > max) max = phys;
+        for (unsigned k = 0; k < TOOL_MIX_N; k++) used |= r->mix[k] ? 1u << k : 0;
+    }
+    size_t longest = 0; /* label characters, for the room below the bars */
+    for (size_t i = 0; i < c->nitems; i++) {
+        const size_t n = strlen(c->items[i].path);
+        if (n > longest) longest = n;
+    }
+    longest = (longest > TOOL_PLOT_LABEL ? TOOL_PLOT_LABEL : longest) + 7;
+    double div = 1;
+    unsigned u = 0;
+    while ((double)max / div >= 1024 && u + 1 < sizeof units / sizeof units[0]) div *= 1024, u++;
+    const int width = c->nitems > 12 ? 900 + 50 * (int)(c->nitems - 12) : 900;
+    FILE *const g = tool_gnuplot_open("stat", c->plot, width, 1000);
+    if (!g) return false;
+    fputs("$d << EOD\n", g);
+    for (size_t i = 0; i < c->nitems; i++) {
+        const struct tool_stat_row *const r = &c->items[i].r;
+        tool_plot_label(g, &c->items[i]);
+        fprintf(g, " %.3f %.3f", (double)r->logical / div,
+                (double)(r->data_bytes + r->index_bytes) / div);
+        for (unsigned k = 0; k < TOOL_MIX_N; k++)
+            if (used & (1u << k))
+                fprintf(g, " %.2f",
+                        r->logical ? 100.0 * (double)r->mix[k] / (double)r->logical : 0);
+        fputc('\n', g);
+    }
+    snprintf(title, sizeof title, "cbfs stat %s: %u files, %s stored in %s (ratio %.2f)", where,
+             c->nfiles, tool_fmt_bytes(c->total.logical, lg, sizeof lg),
+             tool_fmt_bytes(c->total.data_bytes + c->total.index_bytes, ph, sizeof ph),
+             tool_stat_ratio(&c->total));
+    fputs("EOD\nset multiplot title ", g);
+    tool_gnuplot_str(g, title);
+    /* the same margins in both panels keep each bar under its pair */
+    fprintf(g, "\nset style data histograms\nset style fill solid 0.9 border -1\n"
+               "set boxwidth 0.85 relative\nset grid ytics\nset key outside top center horizontal\n"
+               "set lmargin 12\nset rmargin 4\nset origin 0,0.5\nset size 1,0.45\n"
+               "set title 'logical vs physical size'\nset style histogram clustered gap 1\n"
+               "set ylabel '%s'\nset yrange [0:*]\nset offsets 0,0,graph 0.08,0\nunset xtics\n"
+               "plot $d using 2 title 'logical' lc rgb '#332288', "
+               "'' using 3 title 'physical (data file + index)' lc rgb '#ee7733'\n"
+               "set origin 0,0\nset size 1,0.5\nset offsets 0,0,0,0\n"
+               "set title 'codec mix: how the logical bytes are stored'\n"
+               "set style histogram rowstacked\nset yrange [0:100]\n"
+               "set ylabel '%% of logical bytes'\n"
+               "set xtics rotate by 40 right nomirror\nset bmargin %d\nplot ",
+            units[u], 2 + (int)(longest * 2 / 5));
+    int col = 4;
+    for (unsigned k = 0; k < TOOL_MIX_N; k++) {
+        if (!(used & (1u << k))) continue;
+        fprintf(g, "%s$d using %d%s title ", col > 4 ? ", " : "", col, col == 4 ? ":xtic(1)" : "");
+        tool_gnuplot_str(g, tool_plot_mix_name(k, name, sizeof name));
+        fprintf(g, " lc rgb '%s'", colors[k]);
+        col++;
+    }
+    fputs("\nunset multiplot\n", g);
+    return tool_gnuplot_close("stat", g, c->plot);
 }
 
 int tool_stat_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"plot", required_argument, NULL, 'p'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     struct tool_stat_ctx c;
     memset(&c, 0, sizeof c);
     int ch;
@@ -180,6 +413,8 @@ int tool_stat_main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (ch == 'j')
             c.json = true;
+        else if (ch == 'p')
+            c.plot = optarg;
         else
             return tool_usage(tool_stat_help, ch == 'h');
     }
@@ -201,6 +436,9 @@ int tool_stat_main(int argc, char **argv)
     } else if (c.nfiles > 1) {
         tool_stat_print(&c, NULL, "total", &c.total);
     }
+    if (c.plot && !tool_stat_plot(&c)) c.errors++;
+    for (size_t i = 0; i < c.nitems; i++) free(c.items[i].path);
+    free(c.items);
     if (c.errors) return TOOL_EXIT_USAGE;
     return c.bad ? TOOL_EXIT_PROBLEMS : TOOL_EXIT_OK;
 }

@@ -1,7 +1,8 @@
 /* `cbfs stats`: live counters of a running mount, read from the xattr
  * user.cbfs.stats on the mount root (struct cbfs_stats, decoded by the core).
  * Shows totals, rates between two samples, time per pipeline stage, and a
- * one-line verdict naming the bottleneck; --watch redraws like top. */
+ * one-line verdict naming the bottleneck; --watch redraws like top;
+ * --prometheus prints the counters of one or more mounts for monitoring. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -17,9 +18,12 @@
 
 static const char tool_stats_help[] =
     "usage: cbfs stats [--watch [SECS]] [--json] [--input FILE] MOUNTPOINT\n"
+    "       cbfs stats --prometheus [--input FILE] MOUNTPOINT...\n"
     "Live counters of a running cbfs mount and the current bottleneck.\n"
     "  --watch [SECS]  redraw every SECS seconds (default 1) until Ctrl-C\n"
     "  --json          JSON (one document per sample with --watch)\n"
+    "  --prometheus    the counters in the Prometheus text format, labelled by mount\n"
+    "                  point (for node_exporter's textfile collector)\n"
     "  --input FILE    read the counters from FILE instead of the mount (testing)\n"
     "exit status: 0 ok, 2 usage error or no counters (not a cbfs mount)\n";
 
@@ -171,6 +175,36 @@ static void tool_stats_json(const struct cbfs_stats *s, const struct tool_view *
     printf("}\n");
 }
 
+/* The first sample of mnt; on failure prints why. @return true if read. */
+static bool tool_stats_read_first(const char *mnt, const char *input, struct cbfs_stats *s)
+{
+    char msg[256];
+    const cbfs_err e = tool_stats_read(mnt, input, s, msg, sizeof msg);
+    if (e == CBFS_E_NOTSUP)
+        tool_err("stats", "%s has no %s attribute: is it the root of a running cbfs mount?", mnt,
+                 CBFS_XATTR_STATS);
+    else if (e)
+        tool_err("stats", "%s: %s", input ? input : mnt, msg);
+    return e == CBFS_OK;
+}
+
+/* --prometheus: one sample of each mount, no interval (the counters are
+ * totals; Prometheus computes the rates). All or nothing: a textfile that
+ * silently lacks a mount would look like a healthy one. */
+static int tool_stats_prom_main(char *const *mnts, size_t n, const char *input)
+{
+    struct cbfs_stats *const s = calloc(n, sizeof *s);
+    if (!s) {
+        tool_err("stats", "%s", cbfs_err_str(CBFS_E_NOMEM));
+        return TOOL_EXIT_USAGE;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) ok = tool_stats_read_first(mnts[i], input, &s[i]) && ok;
+    if (ok) tool_stats_prometheus(mnts, s, n);
+    free(s);
+    return ok ? TOOL_EXIT_OK : TOOL_EXIT_USAGE;
+}
+
 static volatile sig_atomic_t tool_stats_stop;
 
 static void tool_stats_sigint(int sig)
@@ -184,9 +218,10 @@ int tool_stats_main(int argc, char **argv)
     static const struct option opts[] = {{"watch", optional_argument, NULL, 'w'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"input", required_argument, NULL, 'i'},
+                                         {"prometheus", no_argument, NULL, 'P'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool json = false, watch = false;
+    bool json = false, watch = false, prom = false;
     double secs = 1.0;
     const char *input = NULL;
     int ch;
@@ -194,6 +229,8 @@ int tool_stats_main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (ch == 'j') {
             json = true;
+        } else if (ch == 'P') {
+            prom = true;
         } else if (ch == 'i') {
             input = optarg;
         } else if (ch == 'w') {
@@ -215,19 +252,17 @@ int tool_stats_main(int argc, char **argv)
             return tool_usage(tool_stats_help, ch == 'h');
         }
     }
+    if (prom) {
+        if (watch || json || optind == argc || (input && optind + 1 != argc))
+            return tool_usage(tool_stats_help, false);
+        return tool_stats_prom_main(argv + optind, (size_t)(argc - optind), input);
+    }
     if (optind + 1 != argc) return tool_usage(tool_stats_help, false);
     const char *const mnt = argv[optind];
     struct cbfs_stats cur, prev;
     char msg[256];
-    cbfs_err e = tool_stats_read(mnt, input, &cur, msg, sizeof msg);
-    if (e) {
-        if (e == CBFS_E_NOTSUP)
-            tool_err("stats", "%s has no %s attribute: is it the root of a running cbfs mount?",
-                     mnt, CBFS_XATTR_STATS);
-        else
-            tool_err("stats", "%s: %s", input ? input : mnt, msg);
-        return TOOL_EXIT_USAGE;
-    }
+    if (!tool_stats_read_first(mnt, input, &cur)) return TOOL_EXIT_USAGE;
+    cbfs_err e;
     struct sigaction sa = {.sa_handler = tool_stats_sigint};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

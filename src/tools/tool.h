@@ -29,6 +29,11 @@ int tool_stats_main(int argc, char **argv);
 int tool_mkfs_main(int argc, char **argv);
 int tool_fsck_main(int argc, char **argv);
 
+struct cbfs_stats;
+/* Prints n samples, s[i] read from mount point mnts[i], in the Prometheus text
+ * format (prom.c): one HELP/TYPE pair per metric, one line per mount. */
+void tool_stats_prometheus(char *const *mnts, const struct cbfs_stats *s, size_t n);
+
 /* ---- messages (out.c) ---- */
 
 /* "cbfs SUB: message\n" on stderr. */
@@ -42,6 +47,15 @@ bool tool_is_help(const char *arg);
 /* Prints the usage text to stdout when asked for (--help: exit 0) or to
  * stderr after a usage error (exit 2). @return the exit code. */
 int tool_usage(const char *text, bool asked);
+
+/* --plot: starts gnuplot writing a width x height PNG (pngcairo, text not
+ * "enhanced") to png. @return the pipe for the rest of the script, or NULL
+ * after a message for sub (gnuplot missing: which package to install). */
+FILE *tool_gnuplot_open(const char *sub, const char *png, int width, int height);
+/* Ends the script. @return false after a message if gnuplot failed. */
+bool tool_gnuplot_close(const char *sub, FILE *g, const char *png);
+/* Writes s as a gnuplot double-quoted string literal (for the script, not data). */
+void tool_gnuplot_str(FILE *g, const char *s);
 
 /* ---- locating files (walk.c) ---- */
 

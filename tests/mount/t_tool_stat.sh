@@ -59,6 +59,41 @@ check "$CBFS" stat "$store"
 grep -q 'TOTAL' "$T/check.out" || fail "no TOTAL row: $(cat "$T/check.out")"
 grep -q 'zstd:3' "$T/check.out" || fail "codec not shown: $(cat "$T/check.out")"
 
+# --plot: a PNG with one bar per file (few files), per directory (more than 24 files),
+# at most 24 bars (more directories). The image width tells how many bars it has:
+# 900 px up to 12 bars, 50 px more per bar beyond.
+png_size() { # FILE -> "WIDTH HEIGHT" from a valid PNG header, or the test fails
+    python3 - "$1" <<'PY' || fail "$1: not a PNG"
+import struct, sys
+b = open(sys.argv[1], "rb").read(24)
+assert b[:8] == b"\x89PNG\r\n\x1a\n" and b[12:16] == b"IHDR", b
+print(*struct.unpack(">II", b[16:24]))
+PY
+}
+cbfs_mount "$store" "$mnt" codec=lz4
+mkdir "$mnt/lz4" "$mnt/many"
+cp "$T/a.csv" "$mnt/lz4/a.csv"
+for i in $(seq 0 29); do
+    mkdir -p "$mnt/many/d$((i % 6))"
+    head -c $((100000 + i * 5000)) "$T/a.csv" >"$mnt/many/d$((i % 6))/f$i.csv"
+done
+cbfs_umount "$mnt"
+check "$CBFS" stat --plot "$T/files.png" "$store/a.csv" "$store/plain.csv" "$store/sub" "$store/lz4"
+check_eq "900 1000" "$(png_size "$T/files.png")" "--plot of 4 files: size"
+check "$CBFS" stat --plot "$T/dirs.png" "$store"
+grep -q 'many/d5/f29.csv' "$T/check.out" || fail "--plot: the table lost its rows"
+check_eq "900 1000" "$(png_size "$T/dirs.png")" "--plot of 34 files in 9 directories: size"
+check "$CBFS" stat --plot "$T/flat.png" "$store/many/d0"
+(($(grep -c 'f[0-9]*.csv' "$T/check.out") == 5)) || fail "d0: $(cat "$T/check.out")"
+check_eq "900 1000" "$(png_size "$T/flat.png")" "--plot of 5 files"
+for i in $(seq 0 29); do mkdir -p "$store/wide/x$i" && cp "$T/b.bin" "$store/wide/x$i/"; done
+check "$CBFS" stat --plot "$T/wide.png" "$store/wide"  # plain files, put in the store directly
+check_eq "$((900 + 50 * 12)) 1000" "$(png_size "$T/wide.png")" "--plot of 30 directories (24 bars)"
+rc=0
+"$CBFS" stat --plot "$T/nowhere/x.png" "$store/a.csv" >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "--plot into a missing directory"
+grep -q 'gnuplot failed' "$T/err" || fail "--plot into a missing directory: $(cat "$T/err")"
+
 # errors: not a store, a sidecar, a missing path -> exit 2 with a message
 mkdir -p "$T/notastore" && echo hello >"$T/notastore/x"
 for bad in "$T/notastore" "$store/a.csv.cbfsidx" "$T/missing"; do
