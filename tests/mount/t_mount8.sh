@@ -9,7 +9,7 @@
 made=()
 cleanup_links() { for l in "${made[@]}"; do rm -f "$l"; done; }
 # our links first, then the harness's cleanup with the exit status it expects
-trap 'rc=$?; cleanup_links; (exit $rc); cbfs_cleanup' EXIT
+trap 'rc=$?; cleanup_links; set +e; (exit $rc); cbfs_cleanup' EXIT  # set +e: a failing (exit rc) must not skip the cleanup
 for l in /sbin/mount.cbfs /sbin/mount.fuse.cbfs; do
     if [[ ! -e $l ]]; then ln -s "$CBFS_MOUNT_BIN" "$l" && made+=("$l"); fi
 done
