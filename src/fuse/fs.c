@@ -90,7 +90,6 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
     if (!fs->store_path) goto fail_fs;
     fs->opt.store_path = fs->store_path;
     if (pthread_mutex_init(&fs->lock, NULL) != 0) goto fail_path;
-    fs->handles.next = fs->handles.prev = &fs->handles;
     const int err = cbfs_itable_init(fs);
     if (err) {
         cbfs_log_err("cannot set up the inode table on '%s': %s", fs->store_path, strerror(err));
@@ -112,16 +111,7 @@ int cbfs_fs_free(struct cbfs_fs *fs)
 {
     int ret = 0;
     if (!fs) return 0;
-    /* Handles the kernel never released (aborted connection): close them,
-     * which flushes compressed files, so nothing written is lost. */
-    while (fs->handles.next != &fs->handles) {
-        struct cbfs_handle *const h = fs->handles.next;
-        if (h->dir) {
-            cbfs_dir_handle_close(fs, h);
-        } else if (cbfs_file_handle_close(fs, h) != 0) {
-            ret = -1;
-        }
-    }
+    if (cbfs_handle_close_all(fs) != 0) ret = -1;
     cbfs_itable_free(fs);
     pthread_mutex_destroy(&fs->lock);
     free(fs->store_path);

@@ -765,22 +765,3 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file)
     inode->size_valid = false;
     pthread_mutex_unlock(&inode->lock);
 }
-
-void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h)
-{
-    pthread_mutex_lock(&fs->lock);
-    h->next = fs->handles.next;
-    h->prev = &fs->handles;
-    fs->handles.next->prev = h;
-    fs->handles.next = h;
-    pthread_mutex_unlock(&fs->lock);
-}
-
-void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h)
-{
-    pthread_mutex_lock(&fs->lock);
-    h->prev->next = h->next;
-    h->next->prev = h->prev;
-    h->next = h->prev = NULL;
-    pthread_mutex_unlock(&fs->lock);
-}

@@ -23,7 +23,6 @@
 #ifndef CBFS_FUSE_INODE_H
 #define CBFS_FUSE_INODE_H
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -71,22 +70,10 @@ struct cbfs_inode {
                                  not set); put back after the engine writes the store */
 };
 
-/* An open file or directory (fi->fh). Listed in fs->handles so that
- * cbfs_fs_free can close what the kernel never released. */
-struct cbfs_handle {
-    struct cbfs_handle *next, *prev; /* protected by fs->lock */
-    struct cbfs_inode *inode;        /* holds one ref */
-    int fd;                          /* PLAIN file: real fd; directory: dirfd(dp) */
-    struct cbfs_file *file;          /* COMPRESSED: inode->file, on an open reference */
-    int flags;                       /* open(2) flags as the caller gave them */
-    bool dir;
-    bool append;                     /* O_APPEND that the FS must honour itself */
-    /* Directories only; the kernel serialises readdir on one handle. */
-    DIR *dp;
-    struct dirent *entry;            /* read from dp but not yet returned */
-    off_t offset;                    /* d_off cookie of the next entry */
-};
+struct cbfs_handle; /* an open file or directory: fuse/handle.h */
 
+/* The filesystem: options, the inode table and the list of open handles.
+ * cbfs_fs_new creates it (fs.c), one per session. */
 struct cbfs_fs {
     struct cbfs_fs_options opt; /* immutable after cbfs_fs_new */
     char *store_path;           /* owned copy of opt.store_path ("" if none) */
@@ -100,7 +87,8 @@ struct cbfs_fs {
     pthread_mutex_t lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */
     size_t nbuckets, count;      /* protected by lock */
-    struct cbfs_handle handles;  /* protected by lock: list head of open handles */
+    struct cbfs_handle *handles; /* protected by lock: open handles, linked through their
+                                    next/prev (handle.c); NULL if none */
 };
 
 /* ---- table (inode.c) ---- */
@@ -109,10 +97,6 @@ struct cbfs_fs {
 int cbfs_itable_init(struct cbfs_fs *fs);
 /* Frees every inode (engine state must already be closed). */
 void cbfs_itable_free(struct cbfs_fs *fs);
-
-/* Open handles list (fs->handles), for cbfs_fs_free. */
-void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h);
-void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h);
 
 /* Maps a FUSE node id to its inode. */
 struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino);

@@ -7,6 +7,7 @@
 #define CBFS_FUSE_OPS_H
 
 #include "cbfs/stats.h"
+#include "fuse/handle.h"
 #include "fuse/inode.h"
 
 static inline struct cbfs_fs *cbfs_req_fs(fuse_req_t req)
@@ -73,8 +74,6 @@ void cbfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                          struct fuse_file_info *fi);
 void cbfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void cbfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-/* Closes a directory handle (releasedir, cbfs_fs_free). */
-void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
 
 /* ops_file.c */
 void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -87,9 +86,6 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-/* Closes a file handle (release, cbfs_fs_free). @return 0 or the errno of a
- * failed final close of the engine state (already logged). */
-int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
 
 /* ops_space.c */
 void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
