@@ -44,7 +44,7 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
     fs->store_path = strdup(opt->store_path ? opt->store_path : "");
     if (!fs->store_path) goto fail_fs;
     fs->opt.store_path = fs->store_path;
-    if (pthread_mutex_init(&fs->lock, NULL) != 0) goto fail_path;
+    cbfs_mutex_init(&fs->lock);
     const int err = cbfs_itable_init(fs);
     if (err) {
         cbfs_log_err("cannot set up the inode table on '%s': %s", fs->store_path, strerror(err));
@@ -54,8 +54,7 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
 
 fail_table:
     cbfs_itable_free(fs);
-    pthread_mutex_destroy(&fs->lock);
-fail_path:
+    cbfs_mutex_destroy(&fs->lock);
     free(fs->store_path);
 fail_fs:
     free(fs);
@@ -68,7 +67,7 @@ int cbfs_fs_free(struct cbfs_fs *fs)
     if (!fs) return 0;
     if (cbfs_handle_close_all(fs) != 0) ret = -1;
     cbfs_itable_free(fs);
-    pthread_mutex_destroy(&fs->lock);
+    cbfs_mutex_destroy(&fs->lock);
     free(fs->store_path);
     free(fs);
     return ret;

@@ -10,24 +10,24 @@
 
 static void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h)
 {
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     h->prev = NULL;
     h->next = fs->handles;
     if (fs->handles) fs->handles->prev = h;
     fs->handles = h;
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
 }
 
 static void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h)
 {
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     if (h->prev)
         h->prev->next = h->next;
     else
         fs->handles = h->next;
     if (h->next) h->next->prev = h->prev;
     h->next = h->prev = NULL;
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
 }
 
 int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,

@@ -2,10 +2,18 @@
  * kernel holds a reference to, keyed by the store's (st_dev, st_ino), with an
  * O_PATH fd and, for compressed files, the engine state shared by all handles.
  *
- * Lock order (left before right, never the reverse; never two inode locks):
+ * Locks of src/fuse. This is the one place their order is written; the
+ * other files point here. Left before right, never the reverse; never two
+ * inode locks:
  *
  *     inode->lock  ->  fs->lock  ->  fs->fdc.lock
- *     inode->lock  ->  engine locks (file->lock, cache, pool; see engine.h)
+ *     inode->lock  ->  engine locks (file->lock, cache, pool; see cbfs/engine.h)
+ *
+ * Each field says which lock protects it: inode->lock the per-inode state,
+ * fs->lock the table, refs and locations and the open-handles list
+ * (handle.h), fs->fdc.lock the fd cache's LRU (fdcache.h). All three are
+ * struct cbfs_mutex: a function documented "X held" checks it with
+ * cbfs_assert_held() (live in test builds: CBFS_ASSERTS).
  *
  * fs->lock blocks on nothing but fs->fdc.lock (a leaf), and does no I/O other
  * than closing O_PATH fds; no engine calls. inode->lock may be held across
@@ -23,11 +31,11 @@
 #ifndef CBFS_FUSE_INODE_H
 #define CBFS_FUSE_INODE_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "cbfs/mutex.h"
 #include "fuse/cbfs_fuse.h"
 #include "fuse/fdcache.h"
 
@@ -54,7 +62,7 @@ struct cbfs_inode {
     char *name;                /* the name there (malloc'd); NULL with parent */
 
     /* Protected by lock. */
-    pthread_mutex_t lock;
+    struct cbfs_mutex lock;
     bool has_idx;            /* COMPRESSED: idx is the sidecar (any hard link of the
                                 file reaches the same one); false if missing */
     struct cbfs_storeobj idx; /* pinned, unpinned and replaced only under lock */
@@ -84,7 +92,7 @@ struct cbfs_fs {
 
     struct cbfs_fdcache fdc;    /* O_PATH fds of every inode's objects (own lock) */
 
-    pthread_mutex_t lock;
+    struct cbfs_mutex lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */
     size_t nbuckets, count;      /* protected by lock */
     struct cbfs_handle *handles; /* protected by lock: open handles, linked through their

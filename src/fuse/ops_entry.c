@@ -78,7 +78,7 @@ static void cbfs_sidecar_setattr(struct cbfs_fs *fs, struct cbfs_inode *inode,
     int ifd = -1;
     if (inode->kind != CBFS_KIND_COMPRESSED) return;
     if (!(valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) return;
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     const int err = cbfs_inode_idx_pin(fs, inode, &ifd);
     if (err && err != ENOENT)
         cbfs_log_warn("cannot reach the sidecar of inode %llu to change its owner or mode: %s",
@@ -98,7 +98,7 @@ static void cbfs_sidecar_setattr(struct cbfs_fs *fs, struct cbfs_inode *inode,
                           (unsigned long long)inode->ino, strerror(errno));
     }
     if (ifd >= 0) cbfs_inode_idx_unpin(fs, inode);
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
 }
 
 /* Truncates/extends a compressed file through its (possibly temporary)
@@ -127,12 +127,12 @@ static int cbfs_compressed_truncate(struct cbfs_fs *fs, struct cbfs_inode *inode
 static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     struct cbfs_file *file = NULL;
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     if (inode->file && inode->writable) {
         file = inode->file;
         inode->opens++;
     }
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     if (!file) return 0;
     const cbfs_err e = cbfs_file_flush(file);
     const int cerr = cbfs_inode_file_put(fs, inode); /* last one if a release raced */
@@ -380,7 +380,7 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     if (linkat(AT_FDCWD, path, dirfd, newname, AT_SYMLINK_FOLLOW) == -1) return errno;
     if (!compressed) return 0;
     /* hard links share one sidecar, so the file works under any name */
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     err = cbfs_inode_idx_pin(fs, inode, &ifd);
     if (err == 0) {
         cbfs_procfd(path, ifd);
@@ -390,7 +390,7 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     } else if (err == ENOENT) {
         err = 0; /* no sidecar (lost): rebuilt from the frames at the next open */
     }
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     if (err) (void)unlinkat(dirfd, newname, 0);
     return err;
 }
