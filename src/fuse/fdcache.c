@@ -109,6 +109,18 @@ static size_t cbfs_fdcache_evict(struct cbfs_fdcache *c, size_t keep)
     return n;
 }
 
+/* c->lock held. Makes o (fd open, unpinned) the most recently used idle fd,
+ * then closes the oldest ones beyond the cap. */
+static void cbfs_fdcache_lru_add(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
+{
+    cbfs_assert_held(&c->lock);
+    o->prev = c->lru.prev;
+    o->next = &c->lru;
+    c->lru.prev->next = o;
+    c->lru.prev = o;
+    cbfs_fdcache_evict(c, c->cap);
+}
+
 bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
 {
     if (err != EMFILE && err != ENFILE) return false;
@@ -139,11 +151,7 @@ int cbfs_storeobj_init(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int fd,
     }
     cbfs_mutex_lock(&c->lock);
     c->open++;
-    o->prev = c->lru.prev;
-    o->next = &c->lru;
-    c->lru.prev->next = o;
-    c->lru.prev = o;
-    cbfs_fdcache_evict(c, c->cap);
+    cbfs_fdcache_lru_add(c, o);
     cbfs_mutex_unlock(&c->lock);
     return 0;
 }
@@ -207,12 +215,6 @@ void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
     if (!o->fh) return;
     cbfs_mutex_lock(&c->lock);
     assert(o->pins > 0 && o->fd >= 0);
-    if (--o->pins == 0) {
-        o->prev = c->lru.prev;
-        o->next = &c->lru;
-        c->lru.prev->next = o;
-        c->lru.prev = o;
-        cbfs_fdcache_evict(c, c->cap);
-    }
+    if (--o->pins == 0) cbfs_fdcache_lru_add(c, o);
     cbfs_mutex_unlock(&c->lock);
 }

@@ -206,6 +206,11 @@ struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino)
     return (struct cbfs_inode *)(uintptr_t)ino;
 }
 
+fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode)
+{
+    return inode == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)inode;
+}
+
 int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
 {
     return cbfs_storeobj_pin(&fs->fdc, &inode->obj, fd);

@@ -106,8 +106,10 @@ int cbfs_itable_init(struct cbfs_fs *fs);
 /* Frees every inode (engine state must already be closed). */
 void cbfs_itable_free(struct cbfs_fs *fs);
 
-/* Maps a FUSE node id to its inode. */
+/* Maps a FUSE node id to its inode, and back (the root is FUSE_ROOT_ID, any
+ * other inode its address). */
 struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino);
+fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
 
 /* Pins the O_PATH fd of inode's store object: *fd stays valid until
  * cbfs_inode_unpin (the caller holds a ref on inode meanwhile). @return 0 or

@@ -273,6 +273,19 @@ static bool cbfs_pin_dir(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *
     return err == 0;
 }
 
+/* Pins dir's fd for op (a name for log lines), which creates name in it,
+ * after refusing a name cbfs reserves (EPERM); on failure replies the error.
+ * @return true if pinned. */
+static bool cbfs_pin_dir_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+                             const char *name, const char *op, int *dirfd)
+{
+    if (cbfs_name_reserved(fs, dir, name, op)) {
+        fuse_reply_err(req, EPERM);
+        return false;
+    }
+    return cbfs_pin_dir(req, fs, dir, dirfd);
+}
+
 static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
                                int dirfd, const char *name, mode_t mode)
 {
@@ -300,11 +313,7 @@ void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd;
-    if (cbfs_name_reserved(fs, dir, name, "mknod")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, name, "mknod", &dirfd)) return;
     if (S_ISREG(mode))
         cbfs_mknod_regular(req, fs, dir, dirfd, name, mode);
     else if (mknodat(dirfd, name, mode, rdev) == -1)
@@ -336,11 +345,7 @@ void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd, err;
-    if (cbfs_name_reserved(fs, dir, name, "mkdir")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, name, "mkdir", &dirfd)) return;
     if (mkdirat(dirfd, name, mode & 07777) == -1)
         fuse_reply_err(req, errno);
     else if ((err = cbfs_mkdir_inherit(dirfd, name)) != 0)
@@ -355,11 +360,7 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd;
-    if (cbfs_name_reserved(fs, dir, name, "symlink")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, name, "symlink", &dirfd)) return;
     if (symlinkat(link, dirfd, name) == -1)
         fuse_reply_err(req, errno);
     else
@@ -403,11 +404,7 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
     struct stat st;
     int fd, dirfd, err;
 
-    if (cbfs_name_reserved(fs, dir, newname, "link")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, newname, "link", &dirfd)) return;
     err = cbfs_inode_pin(fs, inode, &fd);
     if (err == 0) {
         err = cbfs_link_at(fs, inode, fd, dirfd, newname);
@@ -450,7 +447,9 @@ static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
     return 0;
 }
 
-void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink, or rmdir if is_dir, of name in parent; replies. Hidden names do
+ * not exist. */
+static void cbfs_remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, bool is_dir)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
@@ -461,24 +460,20 @@ void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
-    const int err = cbfs_unlink_at(fs, dir, dirfd, name);
+    const int err = is_dir ? (unlinkat(dirfd, name, AT_REMOVEDIR) == -1 ? errno : 0)
+                           : cbfs_unlink_at(fs, dir, dirfd, name);
     cbfs_inode_unpin(fs, dir);
     fuse_reply_err(req, err);
 }
 
+void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    cbfs_remove_name(req, parent, name, false);
+}
+
 void cbfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct cbfs_fs *const fs = cbfs_req_fs(req);
-    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    int dirfd;
-    if (cbfs_name_hidden(fs, dir, name)) {
-        fuse_reply_err(req, ENOENT);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
-    const int err = unlinkat(dirfd, name, AT_REMOVEDIR) == -1 ? errno : 0;
-    cbfs_inode_unpin(fs, dir);
-    fuse_reply_err(req, err);
+    cbfs_remove_name(req, parent, name, true);
 }
 
 /* What rename needs to know about one side. */

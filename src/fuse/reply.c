@@ -10,7 +10,7 @@ void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const s
                      struct fuse_entry_param *e)
 {
     memset(e, 0, sizeof *e);
-    e->ino = inode == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)inode;
+    e->ino = cbfs_inode_nodeid(fs, inode);
     e->attr = *st;
     e->attr_timeout = fs->opt.attr_timeout;
     e->entry_timeout = fs->opt.attr_timeout;
