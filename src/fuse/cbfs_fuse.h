@@ -1,7 +1,6 @@
-/* Bridge between the daemon's main (mounting: main.c, with the option parser
- * and the store lock from the core) and the filesystem it serves: the state
- * (fs.c) and the ops table (ops_table.c). Only src/fuse includes FUSE headers.
- * Layout and lock order of src/fuse: docs/ENGINE.md, fuse/inode.h. */
+/* Bridge between the daemon's main (main.c) and the filesystem it serves:
+ * the state (fs.c) and the ops table (ops_table.c). Only src/fuse includes
+ * FUSE headers; its layout: docs/ENGINE.md, its lock order: fuse/inode.h. */
 #ifndef CBFS_FUSE_H
 #define CBFS_FUSE_H
 

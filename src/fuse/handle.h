@@ -1,7 +1,6 @@
 /* Open files and directories (fi->fh): struct cbfs_handle, the one
- * constructor both kinds use, the list of open handles (fs->handles) and the
- * close functions, so that cbfs_fs_free can close what the kernel never
- * released. fs->lock guards the list; the lock order is in fuse/inode.h. */
+ * constructor both kinds use, the list of open handles that cbfs_fs_free
+ * closes, and the close functions. Lock order: fuse/inode.h. */
 #ifndef CBFS_FUSE_HANDLE_H
 #define CBFS_FUSE_HANDLE_H
 
