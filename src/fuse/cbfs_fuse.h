@@ -1,7 +1,6 @@
-/* Bridge between the daemon's main (mounting: main.c, with the option parser
- * and the store lock from the core, cbfs/options.h and cbfs/store.h) and the
- * FUSE low-level operations (ops*.c, inode.c). Only src/fuse includes FUSE
- * headers. */
+/* Bridge between the daemon's main (main.c) and the filesystem it serves:
+ * the state (fs.c) and the ops table (ops_table.c). Only src/fuse includes
+ * FUSE headers; its layout: docs/ENGINE.md, its lock order: fuse/inode.h. */
 #ifndef CBFS_FUSE_H
 #define CBFS_FUSE_H
 
@@ -27,7 +26,8 @@ struct cbfs_fs_options {
 
 struct cbfs_fs;
 
-/* The low-level operations table; its userdata is a struct cbfs_fs. */
+/* The low-level operations table (ops_table.c); its userdata is a struct
+ * cbfs_fs. */
 const struct fuse_lowlevel_ops *cbfs_fs_ops(void);
 
 /* Creates the filesystem state (inode table with the root inode). The options

@@ -46,7 +46,7 @@ int cbfs_fdcache_init(struct cbfs_fdcache *c, int root_fd, size_t cap)
     memset(c, 0, sizeof *c);
     c->cap = cap;
     c->lru.next = c->lru.prev = &c->lru;
-    if (pthread_mutex_init(&c->lock, NULL) != 0) return ENOMEM;
+    cbfs_mutex_init(&c->lock);
     /* Probe with the root itself: name_to_handle_at fails where the store
      * filesystem cannot export handles, open_by_handle_at where the daemon
      * lacks CAP_DAC_READ_SEARCH. */
@@ -79,12 +79,13 @@ void cbfs_fdcache_destroy(struct cbfs_fdcache *c)
 {
     assert(c->open == 0 && c->lru.next == &c->lru);
     if (c->mount_fd >= 0) close(c->mount_fd);
-    pthread_mutex_destroy(&c->lock);
+    cbfs_mutex_destroy(&c->lock);
 }
 
-/* c->lock held. */
-static void cbfs_fdcache_lru_remove(struct cbfs_storeobj *o)
+/* c->lock held. Takes o off the LRU (it is pinned, or its fd is closed). */
+static void cbfs_fdcache_lru_remove(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
 {
+    cbfs_assert_held(&c->lock);
     o->prev->next = o->next;
     o->next->prev = o->prev;
     o->prev = o->next = NULL;
@@ -95,10 +96,11 @@ static void cbfs_fdcache_lru_remove(struct cbfs_storeobj *o)
 static size_t cbfs_fdcache_evict(struct cbfs_fdcache *c, size_t keep)
 {
     size_t n = 0;
+    cbfs_assert_held(&c->lock);
     while (c->open > keep && c->lru.next != &c->lru) {
         struct cbfs_storeobj *const o = c->lru.next;
         assert(o->pins == 0 && o->fh && o->fd >= 0);
-        cbfs_fdcache_lru_remove(o);
+        cbfs_fdcache_lru_remove(c, o);
         close(o->fd);
         o->fd = -1;
         c->open--;
@@ -107,12 +109,24 @@ static size_t cbfs_fdcache_evict(struct cbfs_fdcache *c, size_t keep)
     return n;
 }
 
+/* c->lock held. Makes o (fd open, unpinned) the most recently used idle fd,
+ * then closes the oldest ones beyond the cap. */
+static void cbfs_fdcache_lru_add(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
+{
+    cbfs_assert_held(&c->lock);
+    o->prev = c->lru.prev;
+    o->next = &c->lru;
+    c->lru.prev->next = o;
+    c->lru.prev = o;
+    cbfs_fdcache_evict(c, c->cap);
+}
+
 bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
 {
     if (err != EMFILE && err != ENFILE) return false;
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     const size_t n = cbfs_fdcache_evict(c, 0);
-    pthread_mutex_unlock(&c->lock);
+    cbfs_mutex_unlock(&c->lock);
     return n > 0;
 }
 
@@ -135,27 +149,23 @@ int cbfs_storeobj_init(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int fd,
         o->fh = NULL;
         return 0;
     }
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     c->open++;
-    o->prev = c->lru.prev;
-    o->next = &c->lru;
-    c->lru.prev->next = o;
-    c->lru.prev = o;
-    cbfs_fdcache_evict(c, c->cap);
-    pthread_mutex_unlock(&c->lock);
+    cbfs_fdcache_lru_add(c, o);
+    cbfs_mutex_unlock(&c->lock);
     return 0;
 }
 
 void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
 {
     if (o->fh) {
-        pthread_mutex_lock(&c->lock);
+        cbfs_mutex_lock(&c->lock);
         assert(o->pins == 0);
         if (o->fd >= 0) {
-            cbfs_fdcache_lru_remove(o);
+            cbfs_fdcache_lru_remove(c, o);
             c->open--;
         }
-        pthread_mutex_unlock(&c->lock);
+        cbfs_mutex_unlock(&c->lock);
         free(o->fh);
         o->fh = NULL;
     }
@@ -169,14 +179,14 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
         *fd = o->fd;
         return o->fd >= 0 ? 0 : EBADF;
     }
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     if (o->fd >= 0) {
-        if (o->pins++ == 0) cbfs_fdcache_lru_remove(o);
+        if (o->pins++ == 0) cbfs_fdcache_lru_remove(c, o);
         *fd = o->fd;
-        pthread_mutex_unlock(&c->lock);
+        cbfs_mutex_unlock(&c->lock);
         return 0;
     }
-    pthread_mutex_unlock(&c->lock);
+    cbfs_mutex_unlock(&c->lock);
 
     /* Reopen outside the lock: reconnecting a directory handle walks up the
      * store's tree. */
@@ -185,10 +195,10 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
         nfd = open_by_handle_at(c->mount_fd, o->fh, O_PATH | O_CLOEXEC);
     if (nfd == -1) return errno;
 
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     if (o->fd >= 0) { /* a concurrent pin reopened it first */
         close(nfd);
-        if (o->pins == 0) cbfs_fdcache_lru_remove(o);
+        if (o->pins == 0) cbfs_fdcache_lru_remove(c, o);
     } else {
         o->fd = nfd;
         c->open++;
@@ -196,21 +206,15 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
     o->pins++;
     *fd = o->fd;
     cbfs_fdcache_evict(c, c->cap);
-    pthread_mutex_unlock(&c->lock);
+    cbfs_mutex_unlock(&c->lock);
     return 0;
 }
 
 void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
 {
     if (!o->fh) return;
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     assert(o->pins > 0 && o->fd >= 0);
-    if (--o->pins == 0) {
-        o->prev = c->lru.prev;
-        o->next = &c->lru;
-        c->lru.prev->next = o;
-        c->lru.prev = o;
-        cbfs_fdcache_evict(c, c->cap);
-    }
-    pthread_mutex_unlock(&c->lock);
+    if (--o->pins == 0) cbfs_fdcache_lru_add(c, o);
+    cbfs_mutex_unlock(&c->lock);
 }

@@ -1,6 +1,9 @@
-/* Store objects the daemon can reach without holding an fd for each: every
- * object the kernel knows keeps a file handle (name_to_handle_at) and an
- * O_PATH fd that lives in a bounded LRU while nobody uses it; a later use
+/* The fd cache behind the inode table: store objects the daemon can reach
+ * without holding an fd for each, through a bounded LRU of O_PATH fds that
+ * are reopened by file handle after eviction.
+ *
+ * Every object the kernel knows keeps a file handle (name_to_handle_at) and
+ * an O_PATH fd that lives in the LRU while nobody uses it; a later use
  * reopens it with open_by_handle_at. So the daemon's fds are bounded by the
  * cache size plus what callers hold open, not by how many inodes the kernel
  * caches (a `ls -lR` of a backup tree, or pg_basebackup's thousands of
@@ -12,15 +15,17 @@
  * whole life, as before: correct, just unbounded.
  *
  * Locking: c->lock protects the fields marked so; it is a leaf (nothing is
- * called under it but close() of O_PATH fds). fh is set by cbfs_storeobj_init
- * and freed by cbfs_storeobj_release; callers keep those two and every pin
- * from racing each other (the inode table's own rules do that). */
+ * called under it but close() of O_PATH fds; lock order: fuse/inode.h). fh
+ * is set by cbfs_storeobj_init and freed by cbfs_storeobj_release; callers
+ * keep those two and every pin from racing each other (the inode table's own
+ * rules do that). */
 #ifndef CBFS_FUSE_FDCACHE_H
 #define CBFS_FUSE_FDCACHE_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "cbfs/mutex.h"
 
 struct file_handle;
 
@@ -38,7 +43,7 @@ struct cbfs_fdcache {
     int mount_id;            /* its mount: handles of other mounts are not used */
     bool handles;            /* open_by_handle_at works on this store for this daemon */
     size_t cap;              /* most evictable fds kept open while idle */
-    pthread_mutex_t lock;
+    struct cbfs_mutex lock;
     size_t open;             /* protected by lock: open fds of objects with a handle */
     struct cbfs_storeobj lru; /* protected by lock: list head, least recently used first */
 };

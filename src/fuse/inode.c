@@ -49,8 +49,9 @@ static size_t cbfs_itable_slot(const struct cbfs_fs *fs, dev_t dev, ino_t ino)
     return (size_t)(h >> 32) & (fs->nbuckets - 1);
 }
 
-static struct cbfs_inode *cbfs_itable_find(const struct cbfs_fs *fs, dev_t dev, ino_t ino)
+static struct cbfs_inode *cbfs_itable_find(struct cbfs_fs *fs, dev_t dev, ino_t ino)
 {
+    cbfs_assert_held(&fs->lock);
     struct cbfs_inode *p = fs->buckets[cbfs_itable_slot(fs, dev, ino)];
     while (p && !(p->ino == ino && p->dev == dev)) p = p->hnext;
     return p;
@@ -60,6 +61,7 @@ static struct cbfs_inode *cbfs_itable_find(const struct cbfs_fs *fs, dev_t dev, 
  * denser (chains get longer, nothing breaks). */
 static void cbfs_itable_grow(struct cbfs_fs *fs)
 {
+    cbfs_assert_held(&fs->lock);
     const size_t n = fs->nbuckets * 2;
     struct cbfs_inode **b = calloc(n, sizeof *b);
     if (!b) return;
@@ -82,6 +84,7 @@ static void cbfs_itable_grow(struct cbfs_fs *fs)
 
 static void cbfs_itable_insert(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
+    cbfs_assert_held(&fs->lock);
     if (fs->count >= fs->nbuckets) cbfs_itable_grow(fs);
     const size_t s = cbfs_itable_slot(fs, inode->dev, inode->ino);
     inode->hnext = fs->buckets[s];
@@ -91,6 +94,7 @@ static void cbfs_itable_insert(struct cbfs_fs *fs, struct cbfs_inode *inode)
 
 static void cbfs_itable_remove(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
+    cbfs_assert_held(&fs->lock);
     struct cbfs_inode **pp = &fs->buckets[cbfs_itable_slot(fs, inode->dev, inode->ino)];
     while (*pp != inode) pp = &(*pp)->hnext;
     *pp = inode->hnext;
@@ -109,7 +113,7 @@ static void cbfs_inode_destroy(struct cbfs_fs *fs, struct cbfs_inode *inode)
     if (inode->has_idx) cbfs_storeobj_release(&fs->fdc, &inode->idx);
     cbfs_storeobj_release(&fs->fdc, &inode->obj);
     free(inode->name);
-    pthread_mutex_destroy(&inode->lock);
+    cbfs_mutex_destroy(&inode->lock);
     free(inode);
 }
 
@@ -119,14 +123,14 @@ static struct cbfs_inode *cbfs_inode_alloc(struct cbfs_fs *fs, int fd, const str
                                            bool pinned_for_life)
 {
     struct cbfs_inode *inode = calloc(1, sizeof *inode);
-    if (!inode || pthread_mutex_init(&inode->lock, NULL) != 0) {
-        free(inode);
+    if (!inode) {
         close(fd);
         return NULL;
     }
+    cbfs_mutex_init(&inode->lock);
     inode->idx.fd = -1;
     if (cbfs_storeobj_init(&fs->fdc, &inode->obj, fd, pinned_for_life) != 0) {
-        pthread_mutex_destroy(&inode->lock);
+        cbfs_mutex_destroy(&inode->lock);
         free(inode);
         return NULL;
     }
@@ -141,6 +145,7 @@ static struct cbfs_inode *cbfs_inode_alloc(struct cbfs_fs *fs, int fd, const str
  * its own ref on its location directory, and so on up. */
 static void cbfs_inode_unref_locked(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n)
 {
+    cbfs_assert_held(&fs->lock);
     while (inode) {
         assert(inode->refs >= n);
         inode->refs -= n;
@@ -171,7 +176,9 @@ int cbfs_itable_init(struct cbfs_fs *fs)
     }
     fs->root = cbfs_inode_alloc(fs, fd, &st, true);
     if (!fs->root) return ENOMEM;
+    cbfs_mutex_lock(&fs->lock); /* no other thread yet: for the table's contract */
     cbfs_itable_insert(fs, fs->root);
+    cbfs_mutex_unlock(&fs->lock);
     return 0;
 }
 
@@ -199,6 +206,11 @@ struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino)
     return (struct cbfs_inode *)(uintptr_t)ino;
 }
 
+fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode)
+{
+    return inode == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)inode;
+}
+
 int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
 {
     return cbfs_storeobj_pin(&fs->fdc, &inode->obj, fd);
@@ -218,45 +230,45 @@ int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, m
 
 void cbfs_inode_ref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n)
 {
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     inode->refs += n;
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
 }
 
 void cbfs_inode_unref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n)
 {
     if (!inode || n == 0) return;
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     cbfs_inode_unref_locked(fs, inode, n);
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
 }
 
 struct cbfs_inode *cbfs_inode_find(struct cbfs_fs *fs, dev_t dev, ino_t ino)
 {
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     struct cbfs_inode *const inode = cbfs_itable_find(fs, dev, ino);
     if (inode) inode->refs++;
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
     return inode;
 }
 
 int cbfs_inode_set_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
                             struct cbfs_inode *dir, const char *name)
 {
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     const bool same = inode->parent == dir && inode->name && strcmp(inode->name, name) == 0;
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
     if (same) return 0;
     char *const copy = strdup(name);
     if (!copy) return ENOMEM;
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     struct cbfs_inode *const old = inode->parent;
     free(inode->name);
     inode->name = copy;
     inode->parent = dir;
     dir->refs++;
     if (old) cbfs_inode_unref_locked(fs, old, 1);
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
     return 0;
 }
 
@@ -264,7 +276,7 @@ int cbfs_inode_get_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
                             struct cbfs_inode **dir, char *buf, size_t cap)
 {
     int err = 0;
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     if (!inode->parent) {
         err = ENOENT;
     } else if (strlen(inode->name) >= cap) {
@@ -274,21 +286,21 @@ int cbfs_inode_get_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
         *dir = inode->parent;
         (*dir)->refs++;
     }
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
     return err;
 }
 
 void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
                                struct cbfs_inode *dir, const char *name)
 {
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     if (inode->parent == dir && inode->name && strcmp(inode->name, name) == 0) {
         free(inode->name);
         inode->name = NULL;
         inode->parent = NULL;
         cbfs_inode_unref_locked(fs, dir, 1);
     }
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
 }
 
 /* Decides PLAIN or COMPRESSED for a regular file named name in dirfd (fd: its
@@ -343,10 +355,10 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
 static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
                              const struct stat *st, struct cbfs_inode **out)
 {
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     struct cbfs_inode *inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
     if (inode) inode->refs++;
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
     if (inode) {
         close(fd);
         *out = inode;
@@ -375,7 +387,7 @@ static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, in
         }
         fresh->has_idx = true;
     }
-    pthread_mutex_lock(&fs->lock);
+    cbfs_mutex_lock(&fs->lock);
     inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
     if (inode) {
         inode->refs++;
@@ -383,7 +395,7 @@ static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, in
         cbfs_itable_insert(fs, fresh);
         inode = fresh;
     }
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&fs->lock);
     if (inode != fresh) cbfs_inode_destroy(fs, fresh);
     *out = inode;
     return 0;
@@ -425,12 +437,14 @@ fail:
 
 int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
 {
+    cbfs_assert_held(&inode->lock);
     if (!inode->has_idx) return ENOENT;
     return cbfs_storeobj_pin(&fs->fdc, &inode->idx, fd);
 }
 
 void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
+    cbfs_assert_held(&inode->lock);
     cbfs_storeobj_unpin(&fs->fdc, &inode->idx);
 }
 
@@ -440,6 +454,7 @@ static int cbfs_inode_idx_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int
 {
     char path[CBFS_PROCFD_MAX];
     int pfd;
+    cbfs_assert_held(&inode->lock);
     *fd = -1;
     if (!inode->has_idx) return 0;
     int err = cbfs_inode_idx_pin(fs, inode, &pfd);
@@ -463,6 +478,7 @@ static int cbfs_inode_peek_size(struct cbfs_fs *fs, struct cbfs_inode *inode, in
     char path[CBFS_PROCFD_MAX], logname[PATH_MAX];
     const char *why;
     int err, ifd = -1;
+    cbfs_assert_held(&inode->lock);
     cbfs_procfd(path, fd);
     const int dfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
     if (dfd == -1) {
@@ -495,7 +511,7 @@ static int cbfs_inode_stat_compressed(struct cbfs_fs *fs, struct cbfs_inode *ino
     struct stat ist;
     uint64_t size = 0;
     int err = 0, ifd;
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     if (inode->file) {
         size = cbfs_file_size(inode->file);
     } else if (inode->size_valid) {
@@ -514,7 +530,7 @@ static int cbfs_inode_stat_compressed(struct cbfs_fs *fs, struct cbfs_inode *ino
             err = errno;
         cbfs_inode_idx_unpin(fs, inode);
     }
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     if (err == 0) st->st_size = (off_t)size;
     return err;
 }
@@ -562,6 +578,7 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     struct stat st;
     int err, dirfd;
 
+    cbfs_assert_held(&inode->lock);
     if (inode->has_idx) return cbfs_inode_idx_open(fs, inode, writable ? O_RDWR : O_RDONLY, ifd);
     *ifd = -1;
     if (!writable) return 0;
@@ -633,6 +650,8 @@ static int cbfs_inode_file_open(struct cbfs_fs *fs, struct cbfs_inode *inode, in
     int err, dfd, ifd = -1;
     bool writable = !fs->opt.readonly;
 
+    cbfs_assert_held(&inode->lock);
+    assert(!inode->file);
     cbfs_procfd(path, fd);
 retry:
     dfd = cbfs_fs_openat(fs, AT_FDCWD, path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
@@ -682,14 +701,14 @@ int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbf
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
     if (err) return err;
     assert(inode->kind == CBFS_KIND_COMPRESSED);
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     if (inode->file) {
         inode->opens++;
     } else {
         err = cbfs_inode_file_open(fs, inode, fd);
     }
     if (err == 0) *file = inode->file;
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     cbfs_inode_unpin(fs, inode);
     return err;
 }
@@ -716,20 +735,21 @@ void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     if (inode->file) {
         if (!inode->times_set) inode->times[0].tv_nsec = inode->times[1].tv_nsec = UTIME_OMIT;
         for (int i = 0; i < 2; i++)
             if (tv[i].tv_nsec != UTIME_OMIT) inode->times[i] = tv[i].tv_nsec == UTIME_NOW ? now : tv[i];
         inode->times_set = true;
     }
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
 }
 
 /* inode->lock held. */
 static int cbfs_inode_restore_times_locked(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     int fd, err;
+    cbfs_assert_held(&inode->lock);
     if (!inode->times_set) return 0;
     if ((err = cbfs_inode_pin(fs, inode, &fd)) != 0) return err;
     if (utimensat(fd, "", inode->times, AT_EMPTY_PATH) == -1) err = errno;
@@ -739,16 +759,16 @@ static int cbfs_inode_restore_times_locked(struct cbfs_fs *fs, struct cbfs_inode
 
 int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     const int err = cbfs_inode_restore_times_locked(fs, inode);
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     return err;
 }
 
 int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     int err = 0;
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     assert(inode->opens > 0 && inode->file);
     if (--inode->opens == 0) {
         struct cbfs_file *const f = inode->file;
@@ -769,36 +789,17 @@ int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
                           (unsigned long long)inode->ino, strerror(terr));
         inode->times_set = false;
     }
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     return err;
 }
 
 void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file)
 {
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     assert(!inode->file && inode->opens == 0);
     inode->file = file;
     inode->opens = 1;
     inode->writable = true;
     inode->size_valid = false;
-    pthread_mutex_unlock(&inode->lock);
-}
-
-void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h)
-{
-    pthread_mutex_lock(&fs->lock);
-    h->next = fs->handles.next;
-    h->prev = &fs->handles;
-    fs->handles.next->prev = h;
-    fs->handles.next = h;
-    pthread_mutex_unlock(&fs->lock);
-}
-
-void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h)
-{
-    pthread_mutex_lock(&fs->lock);
-    h->prev->next = h->next;
-    h->next->prev = h->prev;
-    h->next = h->prev = NULL;
-    pthread_mutex_unlock(&fs->lock);
+    cbfs_mutex_unlock(&inode->lock);
 }

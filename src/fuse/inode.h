@@ -2,10 +2,18 @@
  * kernel holds a reference to, keyed by the store's (st_dev, st_ino), with an
  * O_PATH fd and, for compressed files, the engine state shared by all handles.
  *
- * Lock order (left before right, never the reverse; never two inode locks):
+ * Locks of src/fuse. This is the one place their order is written; the
+ * other files point here. Left before right, never the reverse; never two
+ * inode locks:
  *
  *     inode->lock  ->  fs->lock  ->  fs->fdc.lock
- *     inode->lock  ->  engine locks (file->lock, cache, pool; see engine.h)
+ *     inode->lock  ->  engine locks (file->lock, cache, pool; see cbfs/engine.h)
+ *
+ * Each field says which lock protects it: inode->lock the per-inode state,
+ * fs->lock the table, refs and locations and the open-handles list
+ * (handle.h), fs->fdc.lock the fd cache's LRU (fdcache.h). All three are
+ * struct cbfs_mutex: a function documented "X held" checks it with
+ * cbfs_assert_held() (live in test builds: CBFS_ASSERTS).
  *
  * fs->lock blocks on nothing but fs->fdc.lock (a leaf), and does no I/O other
  * than closing O_PATH fds; no engine calls. inode->lock may be held across
@@ -23,12 +31,11 @@
 #ifndef CBFS_FUSE_INODE_H
 #define CBFS_FUSE_INODE_H
 
-#include <dirent.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "cbfs/mutex.h"
 #include "fuse/cbfs_fuse.h"
 #include "fuse/fdcache.h"
 
@@ -55,7 +62,7 @@ struct cbfs_inode {
     char *name;                /* the name there (malloc'd); NULL with parent */
 
     /* Protected by lock. */
-    pthread_mutex_t lock;
+    struct cbfs_mutex lock;
     bool has_idx;            /* COMPRESSED: idx is the sidecar (any hard link of the
                                 file reaches the same one); false if missing */
     struct cbfs_storeobj idx; /* pinned, unpinned and replaced only under lock */
@@ -71,22 +78,10 @@ struct cbfs_inode {
                                  not set); put back after the engine writes the store */
 };
 
-/* An open file or directory (fi->fh). Listed in fs->handles so that
- * cbfs_fs_free can close what the kernel never released. */
-struct cbfs_handle {
-    struct cbfs_handle *next, *prev; /* protected by fs->lock */
-    struct cbfs_inode *inode;        /* holds one ref */
-    int fd;                          /* PLAIN file: real fd; directory: dirfd(dp) */
-    struct cbfs_file *file;          /* COMPRESSED: inode->file, on an open reference */
-    int flags;                       /* open(2) flags as the caller gave them */
-    bool dir;
-    bool append;                     /* O_APPEND that the FS must honour itself */
-    /* Directories only; the kernel serialises readdir on one handle. */
-    DIR *dp;
-    struct dirent *entry;            /* read from dp but not yet returned */
-    off_t offset;                    /* d_off cookie of the next entry */
-};
+struct cbfs_handle; /* an open file or directory: fuse/handle.h */
 
+/* The filesystem: options, the inode table and the list of open handles.
+ * cbfs_fs_new creates it (fs.c), one per session. */
 struct cbfs_fs {
     struct cbfs_fs_options opt; /* immutable after cbfs_fs_new */
     char *store_path;           /* owned copy of opt.store_path ("" if none) */
@@ -97,10 +92,11 @@ struct cbfs_fs {
 
     struct cbfs_fdcache fdc;    /* O_PATH fds of every inode's objects (own lock) */
 
-    pthread_mutex_t lock;
+    struct cbfs_mutex lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */
     size_t nbuckets, count;      /* protected by lock */
-    struct cbfs_handle handles;  /* protected by lock: list head of open handles */
+    struct cbfs_handle *handles; /* protected by lock: open handles, linked through their
+                                    next/prev (handle.c); NULL if none */
 };
 
 /* ---- table (inode.c) ---- */
@@ -110,12 +106,10 @@ int cbfs_itable_init(struct cbfs_fs *fs);
 /* Frees every inode (engine state must already be closed). */
 void cbfs_itable_free(struct cbfs_fs *fs);
 
-/* Open handles list (fs->handles), for cbfs_fs_free. */
-void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h);
-void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h);
-
-/* Maps a FUSE node id to its inode. */
+/* Maps a FUSE node id to its inode, and back (the root is FUSE_ROOT_ID, any
+ * other inode its address). */
 struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino);
+fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
 
 /* Pins the O_PATH fd of inode's store object: *fd stays valid until
  * cbfs_inode_unpin (the caller holds a ref on inode meanwhile). @return 0 or

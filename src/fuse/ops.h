@@ -1,13 +1,16 @@
-/* FUSE low-level operations of cbfs, one group per file (ops_entry.c,
- * ops_dir.c, ops_file.c, ops_xattr.c), gathered into the ops table by fs.c.
+/* FUSE low-level operations of cbfs, one group per file (fs.c, ops_entry.c,
+ * ops_dir.c, ops_file.c, ops_space.c, ops_xattr.c), gathered into the ops
+ * table by ops_table.c. They stand on handles, replies and the inode table.
  * Contract for every op: exactly one fuse_reply_* on every path, no lock held
- * while replying, syscall failures replied with their errno right there and
- * engine errors with cbfs_err_errno(). */
+ * while replying (lock order: fuse/inode.h), syscall failures replied with
+ * their errno right there and engine errors with cbfs_err_errno(). */
 #ifndef CBFS_FUSE_OPS_H
 #define CBFS_FUSE_OPS_H
 
 #include "cbfs/stats.h"
+#include "fuse/handle.h"
 #include "fuse/inode.h"
+#include "fuse/reply.h"
 
 static inline struct cbfs_fs *cbfs_req_fs(fuse_req_t req)
 {
@@ -18,20 +21,6 @@ static inline struct cbfs_handle *cbfs_fi_handle(const struct fuse_file_info *fi
 {
     return (struct cbfs_handle *)(uintptr_t)fi->fh;
 }
-
-/* Fills an entry reply for inode (which holds the ref the kernel now takes)
- * and sends it; if the kernel did not take it (interrupted), drops the ref. */
-void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
-                      const struct stat *st);
-/* Fills e for inode and st (attr/entry timeouts from the options). */
-void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
-                     struct fuse_entry_param *e);
-
-/* Gives a just-created object (fd: any fd on it, O_PATH included; dirfd: its
- * directory's) the caller's ownership (the group stays inherited below a setgid directory) and exactly
- * the permission bits of mode (the daemon's umask must not change them).
- * Symlinks only get the owner. @return 0 or errno. */
-int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode);
 
 /* Creates name in dir (dirfd: its pinned fd) as a new, empty regular file: PLAIN with codec none,
  * else data file + sidecar + engine state installed in the inode (one open
@@ -45,6 +34,10 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
                         struct cbfs_inode **inode, struct stat *st, int *plain_fd);
 
 #define CBFS_XATTR_CODEC "user.cbfs.codec"
+
+/* fs.c: the session's start and end (cbfs_fs_new/free are in cbfs_fuse.h) */
+void cbfs_op_init(void *userdata, struct fuse_conn_info *conn);
+void cbfs_op_destroy(void *userdata);
 
 /* ops_entry.c */
 void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
@@ -73,8 +66,6 @@ void cbfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                          struct fuse_file_info *fi);
 void cbfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void cbfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-/* Closes a directory handle (releasedir, cbfs_fs_free). */
-void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
 
 /* ops_file.c */
 void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -87,9 +78,6 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-/* Closes a file handle (release, cbfs_fs_free). @return 0 or the errno of a
- * failed final close of the engine state (already logged). */
-int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
 
 /* ops_space.c */
 void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,

@@ -13,36 +13,25 @@ void cbfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
-    int err;
-
-    struct cbfs_handle *const h = calloc(1, sizeof *h);
-    if (!h) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    int pfd;
-    err = cbfs_inode_pin(fs, inode, &pfd);
+    struct cbfs_handle *h;
+    int pfd, err = cbfs_inode_pin(fs, inode, &pfd);
     if (err) goto fail;
     const int fd = cbfs_fs_openat(fs, pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     err = errno;
     cbfs_inode_unpin(fs, inode);
     if (fd == -1) goto fail;
-    h->dp = fdopendir(fd);
-    if (!h->dp) {
+    DIR *const dp = fdopendir(fd);
+    if (!dp) {
         err = errno;
         close(fd);
         goto fail;
     }
-    h->dir = true;
-    h->fd = fd;
-    h->inode = inode;
-    cbfs_inode_ref(fs, inode, 1);
-    cbfs_handle_link(fs, h);
+    err = cbfs_handle_new(fs, inode, fi->flags, -1, NULL, dp, &h);
+    if (err) goto fail;
     fi->fh = (uint64_t)(uintptr_t)h;
     if (fuse_reply_open(req, fi) != 0) cbfs_dir_handle_close(fs, h); /* interrupted */
     return;
 fail:
-    free(h);
     fuse_reply_err(req, err);
 }
 
@@ -140,14 +129,6 @@ void cbfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                          struct fuse_file_info *fi)
 {
     cbfs_readdir_common(req, ino, size, off, fi, true);
-}
-
-void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
-{
-    cbfs_handle_unlink(fs, h);
-    closedir(h->dp);
-    cbfs_inode_unref(fs, h->inode, 1);
-    free(h);
 }
 
 void cbfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

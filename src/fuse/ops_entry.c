@@ -79,7 +79,7 @@ static void cbfs_sidecar_setattr(struct cbfs_fs *fs, struct cbfs_inode *inode,
     int ifd = -1;
     if (inode->kind != CBFS_KIND_COMPRESSED) return;
     if (!(valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) return;
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     const int err = cbfs_inode_idx_pin(fs, inode, &ifd);
     if (err && err != ENOENT)
         cbfs_log_warn("cannot reach the sidecar of inode %llu to change its owner or mode: %s",
@@ -99,7 +99,7 @@ static void cbfs_sidecar_setattr(struct cbfs_fs *fs, struct cbfs_inode *inode,
                           (unsigned long long)inode->ino, strerror(errno));
     }
     if (ifd >= 0) cbfs_inode_idx_unpin(fs, inode);
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
 }
 
 /* Truncates/extends a compressed file through its (possibly temporary)
@@ -128,12 +128,12 @@ static int cbfs_compressed_truncate(struct cbfs_fs *fs, struct cbfs_inode *inode
 static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     struct cbfs_file *file = NULL;
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     if (inode->file && inode->writable) {
         file = inode->file;
         inode->opens++;
     }
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     if (!file) return 0;
     const cbfs_err e = cbfs_file_flush(file);
     const int cerr = cbfs_inode_file_put(fs, inode); /* last one if a release raced */
@@ -279,6 +279,19 @@ static bool cbfs_pin_dir(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *
     return err == 0;
 }
 
+/* Pins dir's fd for op (a name for log lines), which creates name in it,
+ * after refusing a name cbfs reserves (EPERM); on failure replies the error.
+ * @return true if pinned. */
+static bool cbfs_pin_dir_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+                             const char *name, const char *op, int *dirfd)
+{
+    if (cbfs_name_reserved(fs, dir, name, op)) {
+        fuse_reply_err(req, EPERM);
+        return false;
+    }
+    return cbfs_pin_dir(req, fs, dir, dirfd);
+}
+
 static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
                                int dirfd, const char *name, mode_t mode)
 {
@@ -306,11 +319,7 @@ void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd;
-    if (cbfs_name_reserved(fs, dir, name, "mknod")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, name, "mknod", &dirfd)) return;
     if (S_ISREG(mode))
         cbfs_mknod_regular(req, fs, dir, dirfd, name, mode);
     else if (mknodat(dirfd, name, mode, rdev) == -1)
@@ -342,11 +351,7 @@ void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd, err;
-    if (cbfs_name_reserved(fs, dir, name, "mkdir")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, name, "mkdir", &dirfd)) return;
     if (mkdirat(dirfd, name, mode & 07777) == -1)
         fuse_reply_err(req, errno);
     else if ((err = cbfs_mkdir_inherit(dirfd, name)) != 0)
@@ -361,11 +366,7 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd;
-    if (cbfs_name_reserved(fs, dir, name, "symlink")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, name, "symlink", &dirfd)) return;
     if (symlinkat(link, dirfd, name) == -1)
         fuse_reply_err(req, errno);
     else
@@ -386,7 +387,7 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     if (linkat(AT_FDCWD, path, dirfd, newname, AT_SYMLINK_FOLLOW) == -1) return errno;
     if (!compressed) return 0;
     /* hard links share one sidecar, so the file works under any name */
-    pthread_mutex_lock(&inode->lock);
+    cbfs_mutex_lock(&inode->lock);
     err = cbfs_inode_idx_pin(fs, inode, &ifd);
     if (err == 0) {
         cbfs_procfd(path, ifd);
@@ -396,7 +397,7 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     } else if (err == ENOENT) {
         err = 0; /* no sidecar (lost): rebuilt from the frames at the next open */
     }
-    pthread_mutex_unlock(&inode->lock);
+    cbfs_mutex_unlock(&inode->lock);
     if (err) (void)unlinkat(dirfd, newname, 0);
     return err;
 }
@@ -409,11 +410,7 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
     struct stat st;
     int fd, dirfd, err;
 
-    if (cbfs_name_reserved(fs, dir, newname, "link")) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    if (!cbfs_pin_dir_new(req, fs, dir, newname, "link", &dirfd)) return;
     err = cbfs_inode_pin(fs, inode, &fd);
     if (err == 0) {
         err = cbfs_link_at(fs, inode, fd, dirfd, newname);
@@ -456,7 +453,9 @@ static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
     return 0;
 }
 
-void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink, or rmdir if is_dir, of name in parent; replies. Hidden names do
+ * not exist. */
+static void cbfs_remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, bool is_dir)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
@@ -467,24 +466,20 @@ void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
-    const int err = cbfs_unlink_at(fs, dir, dirfd, name);
+    const int err = is_dir ? (unlinkat(dirfd, name, AT_REMOVEDIR) == -1 ? errno : 0)
+                           : cbfs_unlink_at(fs, dir, dirfd, name);
     cbfs_inode_unpin(fs, dir);
     fuse_reply_err(req, err);
 }
 
+void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    cbfs_remove_name(req, parent, name, false);
+}
+
 void cbfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct cbfs_fs *const fs = cbfs_req_fs(req);
-    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    int dirfd;
-    if (cbfs_name_hidden(fs, dir, name)) {
-        fuse_reply_err(req, ENOENT);
-        return;
-    }
-    if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
-    const int err = unlinkat(dirfd, name, AT_REMOVEDIR) == -1 ? errno : 0;
-    cbfs_inode_unpin(fs, dir);
-    fuse_reply_err(req, err);
+    cbfs_remove_name(req, parent, name, true);
 }
 
 /* What rename needs to know about one side. */

@@ -27,39 +27,6 @@ static int cbfs_store_flags(const struct cbfs_fs *fs, int flags)
     return f;
 }
 
-/* Wraps an open file in a handle: takes a ref on the inode and lists it.
- * Owns fd / the open reference on file from here, also on failure. */
-static int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,
-                           struct cbfs_file *file, struct cbfs_handle **out)
-{
-    struct cbfs_handle *const h = calloc(1, sizeof *h);
-    if (!h) {
-        if (fd >= 0) close(fd);
-        if (file) (void)cbfs_inode_file_put(fs, inode);
-        return ENOMEM;
-    }
-    h->inode = inode;
-    h->fd = fd;
-    h->file = file;
-    h->flags = flags;
-    h->append = file && (flags & O_APPEND) && !fs->writeback;
-    cbfs_inode_ref(fs, inode, 1);
-    cbfs_handle_link(fs, h);
-    *out = h;
-    return 0;
-}
-
-int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
-{
-    int err = 0;
-    cbfs_handle_unlink(fs, h);
-    if (h->file) err = cbfs_inode_file_put(fs, h->inode);
-    if (h->fd >= 0) close(h->fd);
-    cbfs_inode_unref(fs, h->inode, 1);
-    free(h);
-    return err;
-}
-
 /* Opens an existing regular file for a handle. @return 0 or errno. */
 static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags,
                             struct cbfs_handle **out)
@@ -77,7 +44,7 @@ static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fl
         err = errno;
         cbfs_inode_unpin(fs, inode);
         if (fd == -1) return err;
-        return cbfs_handle_new(fs, inode, flags, fd, NULL, out);
+        return cbfs_handle_new(fs, inode, flags, fd, NULL, NULL, out);
     }
     err = cbfs_inode_file_get(fs, inode, &file);
     if (err) return err;
@@ -92,7 +59,7 @@ static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fl
             goto fail;
         }
     }
-    return cbfs_handle_new(fs, inode, flags, -1, file, out);
+    return cbfs_handle_new(fs, inode, flags, -1, file, NULL, out);
 fail:
     (void)cbfs_inode_file_put(fs, inode);
     return err;
@@ -223,7 +190,7 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
         goto reply_err;
     } else {
         struct cbfs_file *const file = inode->kind == CBFS_KIND_COMPRESSED ? inode->file : NULL;
-        err = cbfs_handle_new(fs, inode, fi->flags, fd, file, &h);
+        err = cbfs_handle_new(fs, inode, fi->flags, fd, file, NULL, &h);
         if (err) goto reply_err;
     }
     fi->fh = (uint64_t)(uintptr_t)h;

@@ -1,7 +1,6 @@
-/* fallocate and lseek(SEEK_DATA/SEEK_HOLE). PLAIN files pass through to the
- * store; COMPRESSED files map them onto the engine: there is no compressed
- * space to reserve, so preallocation only sets the size, and punching writes
- * hole frames. */
+/* fallocate and lseek(SEEK_DATA/SEEK_HOLE): PLAIN files pass through to the
+ * store; COMPRESSED files map them onto the engine (nothing to reserve, so
+ * preallocation only sets the size; punching writes hole frames). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>

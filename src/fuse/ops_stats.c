@@ -1,7 +1,6 @@
-/* The daemon's live counters for `cbfs stats`, read as the xattr
- * user.cbfs.stats of the mount root (getfattr -n user.cbfs.stats MNT). A
- * virtual xattr needs no hidden file in the namespace and no extra request
- * type: one getxattr is one consistent snapshot. The text is cbfs/stats.h's. */
+/* The daemon's live counters for `cbfs stats`, as the text (cbfs/stats.h) of
+ * the virtual xattr user.cbfs.stats on the mount root: no hidden file, no
+ * extra request type, and one getxattr is one consistent snapshot. */
 #include <stdio.h>
 
 #include "cbfs/stats.h"

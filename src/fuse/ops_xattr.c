@@ -61,10 +61,32 @@ static void cbfs_reply_xattr_call(fuse_req_t req, struct cbfs_fs *fs, struct cbf
     free(buf);
 }
 
-/* Symlinks cannot be reached race-free through an O_PATH fd (the /proc path
- * would follow them), so they show no attributes and take none. */
-void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-                      size_t size, int flags)
+/* A value for CBFS_XATTR_CODEC must name a codec this build has, at a level
+ * it takes. @return true if it does; else logs why not. */
+static bool cbfs_xattr_codec_ok(const char *value, size_t size)
+{
+    char spec[64], msg[256];
+    const struct cbfs_codec_ops *codec;
+    int level;
+    if (size >= sizeof spec) {
+        cbfs_log_info("%s: value too long", CBFS_XATTR_CODEC);
+        return false;
+    }
+    memcpy(spec, value, size);
+    spec[size] = '\0';
+    if (cbfs_codec_parse(spec, &codec, &level, msg, sizeof msg) != CBFS_OK) {
+        cbfs_log_info("%s='%s' refused: %s", CBFS_XATTR_CODEC, spec, msg);
+        return false;
+    }
+    return true;
+}
+
+/* setxattr, or removexattr where value is NULL (libfuse never passes a NULL
+ * value to setxattr), on inode's store object; replies. Symlinks cannot be
+ * reached race-free through an O_PATH fd (the /proc path would follow them),
+ * so they show no attributes and take none. */
+static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
+                              const char *value, size_t size, int flags)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
@@ -74,27 +96,21 @@ void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const ch
         fuse_reply_err(req, EPERM);
         return;
     }
-    if (strcmp(name, CBFS_XATTR_CODEC) == 0) {
-        char spec[64], msg[256];
-        const struct cbfs_codec_ops *codec;
-        int level;
-        if (size >= sizeof spec) {
-            cbfs_log_info("%s: value too long", CBFS_XATTR_CODEC);
-            fuse_reply_err(req, EINVAL);
-            return;
-        }
-        memcpy(spec, value, size);
-        spec[size] = '\0';
-        if (cbfs_codec_parse(spec, &codec, &level, msg, sizeof msg) != CBFS_OK) {
-            cbfs_log_info("%s='%s' refused: %s", CBFS_XATTR_CODEC, spec, msg);
-            fuse_reply_err(req, EINVAL);
-            return;
-        }
+    if (value && strcmp(name, CBFS_XATTR_CODEC) == 0 && !cbfs_xattr_codec_ok(value, size)) {
+        fuse_reply_err(req, EINVAL);
+        return;
     }
     if (!cbfs_xattr_path(req, fs, inode, path)) return;
-    const int err = setxattr(path, name, value, size, flags) == -1 ? errno : 0;
+    const int r = value ? setxattr(path, name, value, size, flags) : removexattr(path, name);
+    const int err = r == -1 ? errno : 0;
     cbfs_inode_unpin(fs, inode);
     fuse_reply_err(req, err);
+}
+
+void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                      size_t size, int flags)
+{
+    cbfs_xattr_change(req, ino, name, value, size, flags);
 }
 
 void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -137,16 +153,5 @@ void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-    struct cbfs_fs *const fs = cbfs_req_fs(req);
-    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
-    char path[CBFS_PROCFD_MAX];
-
-    if (inode->type == S_IFLNK) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
-    if (!cbfs_xattr_path(req, fs, inode, path)) return;
-    const int err = removexattr(path, name) == -1 ? errno : 0;
-    cbfs_inode_unpin(fs, inode);
-    fuse_reply_err(req, err);
+    cbfs_xattr_change(req, ino, name, NULL, 0, 0);
 }

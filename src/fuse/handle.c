@@ -1,0 +1,88 @@
+/* Open files and directories: the one handle constructor, the list of open
+ * handles that cbfs_fs_free walks, and the close functions. Opening the
+ * file or directory itself is the ops' business (ops_file.c, ops_dir.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "fuse/handle.h"
+
+static void cbfs_handle_link(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    cbfs_mutex_lock(&fs->lock);
+    h->prev = NULL;
+    h->next = fs->handles;
+    if (fs->handles) fs->handles->prev = h;
+    fs->handles = h;
+    cbfs_mutex_unlock(&fs->lock);
+}
+
+static void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    cbfs_mutex_lock(&fs->lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        fs->handles = h->next;
+    if (h->next) h->next->prev = h->prev;
+    h->next = h->prev = NULL;
+    cbfs_mutex_unlock(&fs->lock);
+}
+
+int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,
+                    struct cbfs_file *file, DIR *dp, struct cbfs_handle **out)
+{
+    struct cbfs_handle *const h = calloc(1, sizeof *h);
+    if (!h) {
+        if (dp) closedir(dp);
+        if (fd >= 0) close(fd);
+        if (file) (void)cbfs_inode_file_put(fs, inode);
+        return ENOMEM;
+    }
+    h->inode = inode;
+    h->fd = dp ? dirfd(dp) : fd;
+    h->file = file;
+    h->flags = flags;
+    h->dir = dp != NULL;
+    h->dp = dp;
+    h->append = file && (flags & O_APPEND) && !fs->writeback;
+    cbfs_inode_ref(fs, inode, 1);
+    cbfs_handle_link(fs, h);
+    *out = h;
+    return 0;
+}
+
+int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    int err = 0;
+    cbfs_handle_unlink(fs, h);
+    if (h->file) err = cbfs_inode_file_put(fs, h->inode);
+    if (h->fd >= 0) close(h->fd);
+    cbfs_inode_unref(fs, h->inode, 1);
+    free(h);
+    return err;
+}
+
+void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
+{
+    cbfs_handle_unlink(fs, h);
+    closedir(h->dp);
+    cbfs_inode_unref(fs, h->inode, 1);
+    free(h);
+}
+
+int cbfs_handle_close_all(struct cbfs_fs *fs)
+{
+    int ret = 0;
+    /* The session loop has ended: nothing else touches the list now. */
+    while (fs->handles) {
+        struct cbfs_handle *const h = fs->handles;
+        if (h->dir) {
+            cbfs_dir_handle_close(fs, h);
+        } else if (cbfs_file_handle_close(fs, h) != 0) {
+            ret = -1;
+        }
+    }
+    return ret;
+}

@@ -1,0 +1,47 @@
+/* Open files and directories (fi->fh): struct cbfs_handle, the one
+ * constructor both kinds use, the list of open handles that cbfs_fs_free
+ * closes, and the close functions. Lock order: fuse/inode.h. */
+#ifndef CBFS_FUSE_HANDLE_H
+#define CBFS_FUSE_HANDLE_H
+
+#include <dirent.h>
+#include <stdbool.h>
+
+#include "fuse/inode.h"
+
+/* An open file or directory (fi->fh). Listed in fs->handles while open. */
+struct cbfs_handle {
+    struct cbfs_handle *next, *prev; /* protected by fs->lock */
+    struct cbfs_inode *inode;        /* holds one ref */
+    int fd;                          /* PLAIN file: real fd; directory: dirfd(dp) */
+    struct cbfs_file *file;          /* COMPRESSED: inode->file, on an open reference */
+    int flags;                       /* open(2) flags as the caller gave them */
+    bool dir;
+    bool append;                     /* O_APPEND that the FS must honour itself */
+    /* Directories only; the kernel serialises readdir on one handle. */
+    DIR *dp;
+    struct dirent *entry;            /* read from dp but not yet returned */
+    off_t offset;                    /* d_off cookie of the next entry */
+};
+
+/* Wraps an open file or directory of inode in a handle: takes a ref on the
+ * inode and lists the handle. fd: a PLAIN file's real fd (else -1); file: a
+ * COMPRESSED file's engine state on an open reference (cbfs_inode_file_get),
+ * else NULL; dp: a directory's stream (its fd becomes h->fd), else NULL.
+ * Owns fd, dp and the open reference on file from here, also on failure.
+ * @return 0 or ENOMEM. */
+int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,
+                    struct cbfs_file *file, DIR *dp, struct cbfs_handle **out);
+
+/* Closes a file handle (release, cbfs_fs_free). @return 0 or the errno of a
+ * failed final close of the engine state (already logged). */
+int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
+/* Closes a directory handle (releasedir, cbfs_fs_free). */
+void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
+
+/* After the session loop: closes every handle the kernel never released
+ * (aborted connection), flushing compressed files so nothing written is
+ * lost. @return 0, or -1 if some final close failed (already logged). */
+int cbfs_handle_close_all(struct cbfs_fs *fs);
+
+#endif

@@ -1,0 +1,277 @@
+/* Inode table tests (src/fuse/inode.c) on a real store directory under /tmp,
+ * no mount: lookups and refs, hard links, the locations that say where a
+ * file's sidecar lives, and how a regular file's kind is decided. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cbfs/engine.h"
+#include "cbfs/format.h"
+#include "fdlimit.h"
+#include "fuse/inode.h"
+#include "testdata.h"
+
+static char it_dir[64];
+static int it_root = -1;
+static struct cbfs_fs *it_fs;
+
+static void it_setup(void)
+{
+    snprintf(it_dir, sizeof it_dir, "/tmp/cbfs-inode-XXXXXX");
+    cr_assert_not_null(mkdtemp(it_dir));
+    it_root = open(it_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    cr_assert(it_root >= 0);
+    const struct cbfs_fs_options opt = {.store_fd = it_root, .store_path = it_dir};
+    it_fs = cbfs_fs_new(&opt);
+    cr_assert_not_null(it_fs);
+}
+
+/* Also called before a skip: criterion runs no fini for a skipped test. */
+static void it_teardown(void)
+{
+    if (!it_fs) return;
+    cr_assert_eq(cbfs_fs_free(it_fs), 0);
+    it_fs = NULL;
+    close(it_root);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", it_dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(inode, .init = it_setup, .fini = it_teardown, .timeout = 60);
+
+/* Creates a file (with size bytes of zeros) in the store, behind the table's back. */
+static void it_touch(const char *name, off_t size)
+{
+    const int fd = openat(it_root, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert(fd >= 0, "create %s: %s", name, strerror(errno));
+    cr_assert_eq(ftruncate(fd, size), 0);
+    close(fd);
+}
+
+static struct cbfs_inode *it_lookup(struct cbfs_inode *dir, const char *name, struct stat *st)
+{
+    struct cbfs_inode *inode = NULL;
+    struct stat sb;
+    const int err = cbfs_inode_lookup(it_fs, dir, name, &inode, st ? st : &sb);
+    cr_assert_eq(err, 0, "lookup %s: %s", name, strerror(err));
+    cr_assert_not_null(inode);
+    return inode;
+}
+
+/* @return whether the table still holds the object whose stat is st. */
+static bool it_in_table(const struct stat *st)
+{
+    struct cbfs_inode *const inode = cbfs_inode_find(it_fs, st->st_dev, st->st_ino);
+    cbfs_inode_unref(it_fs, inode, 1);
+    return inode != NULL;
+}
+
+/* Writes a compressed file (data + sidecar) of size bytes through the engine
+ * with the first codec this build has. */
+static void it_write_compressed(const char *name, size_t size)
+{
+    char sc[NAME_MAX + 1];
+    snprintf(sc, sizeof sc, "%s%s", name, CBFS_INDEX_SUFFIX);
+    const struct cbfs_codec_ops *codec = NULL;
+    for (unsigned id = CBFS_CODEC_NONE + 1; id <= CBFS_CODEC_MAX_ID && !codec; id++)
+        codec = cbfs_codec_by_id(id);
+    if (!codec) {
+        it_teardown();
+        cr_skip_test("no compressing codec built");
+    }
+    const struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 1};
+    struct cbfs_engine *eng;
+    cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
+    const int dfd = openat(it_root, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int ifd = openat(it_root, sc, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert(dfd >= 0 && ifd >= 0);
+    struct cbfs_file *f;
+    cr_assert_eq(cbfs_file_open(eng, dfd, ifd, true, true, codec, codec->default_level, &f),
+                 CBFS_OK);
+    unsigned char *const data = malloc(size);
+    cbfs_td_rows(data, size, 1);
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+    cbfs_engine_destroy(eng);
+}
+
+Test(inode, lookup_creates_an_inode_with_one_ref)
+{
+    struct stat st, sb;
+    it_touch("a", 123);
+    cr_assert_eq(fstatat(it_root, "a", &sb, 0), 0);
+    struct cbfs_inode *const a = it_lookup(it_fs->root, "a", &st);
+    cr_assert_eq(a->refs, 1);
+    cr_assert_eq(a->type, S_IFREG);
+    cr_assert_eq(a->kind, CBFS_KIND_PLAIN);
+    cr_assert_eq(a->ino, sb.st_ino);
+    cr_assert_eq(st.st_ino, sb.st_ino);
+    cr_assert_eq(st.st_size, 123);
+    cr_assert_eq(it_fs->count, 2); /* the root and a */
+    cr_assert_eq(cbfs_inode_get(it_fs, cbfs_inode_nodeid(it_fs, a)), a);
+    cr_assert_eq(cbfs_inode_nodeid(it_fs, it_fs->root), FUSE_ROOT_ID);
+    cbfs_inode_unref(it_fs, a, 1);
+    cr_assert_eq(it_fs->count, 1);
+}
+
+Test(inode, the_same_object_twice_is_the_same_inode)
+{
+    struct stat st;
+    it_touch("a", 0);
+    struct cbfs_inode *const a1 = it_lookup(it_fs->root, "a", &st);
+    struct cbfs_inode *const a2 = it_lookup(it_fs->root, "a", NULL);
+    cr_assert_eq(a1, a2);
+    cr_assert_eq(a1->refs, 2);
+    cr_assert_eq(it_fs->count, 2);
+    cbfs_inode_unref(it_fs, a1, 1);
+    cr_assert(it_in_table(&st), "one ref left: still in the table");
+    cbfs_inode_unref(it_fs, a1, 1);
+    cr_assert_not(it_in_table(&st), "no ref left: freed");
+}
+
+Test(inode, unref_frees_and_releases_the_location_directory)
+{
+    struct stat dst, fst;
+    cr_assert_eq(mkdirat(it_root, "d", 0755), 0);
+    it_touch("d/f", 0);
+    struct cbfs_inode *const d = it_lookup(it_fs->root, "d", &dst);
+    cr_assert_eq(d->kind, CBFS_KIND_OTHER);
+    struct cbfs_inode *const f = it_lookup(d, "f", &fst);
+    cr_assert_eq(f->parent, d);
+    cr_assert_eq(d->refs, 2, "one lookup and f's location");
+    cbfs_inode_unref(it_fs, d, 1); /* the kernel forgets d */
+    cr_assert(it_in_table(&dst), "f's location keeps d");
+    cbfs_inode_unref(it_fs, f, 1); /* ... then f: both go */
+    cr_assert_not(it_in_table(&fst));
+    cr_assert_not(it_in_table(&dst));
+    cr_assert_eq(it_fs->count, 1);
+    cr_assert_eq(it_fs->root->refs, 1);
+}
+
+Test(inode, hard_links_share_an_inode)
+{
+    char name[NAME_MAX + 1];
+    struct cbfs_inode *dir;
+    it_touch("a", 10);
+    cr_assert_eq(linkat(it_root, "a", it_root, "b", 0), 0);
+    struct cbfs_inode *const a = it_lookup(it_fs->root, "a", NULL);
+    struct cbfs_inode *const b = it_lookup(it_fs->root, "b", NULL);
+    cr_assert_eq(a, b);
+    cr_assert_eq(a->refs, 2);
+    cr_assert_eq(it_fs->count, 2);
+    /* the latest lookup decides where the sidecar is looked for */
+    cr_assert_eq(cbfs_inode_get_location(it_fs, a, &dir, name, sizeof name), 0);
+    cr_assert_eq(dir, it_fs->root);
+    cr_assert_str_eq(name, "b");
+    cbfs_inode_unref(it_fs, dir, 1);
+    cbfs_inode_unref(it_fs, a, 2);
+}
+
+Test(inode, location_follows_set_and_clear)
+{
+    char name[NAME_MAX + 1];
+    struct cbfs_inode *where;
+    it_touch("a", 0);
+    cr_assert_eq(mkdirat(it_root, "d", 0755), 0);
+    struct cbfs_inode *const a = it_lookup(it_fs->root, "a", NULL);
+    struct cbfs_inode *const d = it_lookup(it_fs->root, "d", NULL);
+    cr_assert_eq(it_fs->root->refs, 2, "the root's own ref and a's location");
+
+    /* a rename to d/x moves the location and its ref */
+    cr_assert_eq(cbfs_inode_set_location(it_fs, a, d, "x"), 0);
+    cr_assert_eq(it_fs->root->refs, 1);
+    cr_assert_eq(d->refs, 2);
+    cr_assert_eq(cbfs_inode_get_location(it_fs, a, &where, name, sizeof name), 0);
+    cr_assert_eq(where, d);
+    cr_assert_str_eq(name, "x");
+    cbfs_inode_unref(it_fs, where, 1);
+    cr_assert_eq(cbfs_inode_get_location(it_fs, a, &where, name, 1), ENAMETOOLONG);
+
+    /* an unlink of another name leaves it; of this one clears it */
+    cbfs_inode_clear_location(it_fs, a, it_fs->root, "a");
+    cbfs_inode_clear_location(it_fs, a, d, "y");
+    cr_assert_eq(a->parent, d);
+    cbfs_inode_clear_location(it_fs, a, d, "x");
+    cr_assert_eq(cbfs_inode_get_location(it_fs, a, &where, name, sizeof name), ENOENT);
+    cr_assert_eq(d->refs, 1);
+    cbfs_inode_unref(it_fs, a, 1);
+    cbfs_inode_unref(it_fs, d, 1);
+    cr_assert_eq(it_fs->count, 1);
+}
+
+Test(inode, directories_and_symlinks_have_no_kind_or_location)
+{
+    char name[NAME_MAX + 1];
+    struct cbfs_inode *where;
+    cr_assert_eq(mkdirat(it_root, "d", 0755), 0);
+    cr_assert_eq(symlinkat("d", it_root, "l"), 0);
+    struct cbfs_inode *const d = it_lookup(it_fs->root, "d", NULL);
+    struct cbfs_inode *const l = it_lookup(it_fs->root, "l", NULL);
+    cr_assert_eq(d->type, S_IFDIR);
+    cr_assert_eq(l->type, S_IFLNK, "a symlink is never followed");
+    cr_assert_eq(d->kind, CBFS_KIND_OTHER);
+    cr_assert_eq(l->kind, CBFS_KIND_OTHER);
+    cr_assert_eq(cbfs_inode_get_location(it_fs, l, &where, name, sizeof name), ENOENT);
+    cbfs_inode_unref(it_fs, d, 1);
+    cbfs_inode_unref(it_fs, l, 1);
+}
+
+Test(inode, a_directory_named_like_a_sidecar_is_not_one)
+{
+    it_touch("p", 5);
+    cr_assert_eq(mkdirat(it_root, "p" CBFS_INDEX_SUFFIX, 0755), 0);
+    struct cbfs_inode *const p = it_lookup(it_fs->root, "p", NULL);
+    cr_assert_eq(p->kind, CBFS_KIND_PLAIN);
+    cbfs_inode_unref(it_fs, p, 1);
+}
+
+Test(inode, a_compressed_file_shows_its_logical_size)
+{
+    struct stat st;
+    it_write_compressed("c", 300000);
+    struct cbfs_inode *const c = it_lookup(it_fs->root, "c", &st);
+    cr_assert_eq(c->kind, CBFS_KIND_COMPRESSED);
+    cr_assert(c->has_idx);
+    cr_assert_eq(st.st_size, 300000);
+    cbfs_inode_unref(it_fs, c, 1);
+}
+
+Test(inode, a_compressed_file_without_sidecar_is_found_by_its_frames)
+{
+    struct stat st;
+    it_write_compressed("c", 300000);
+    cr_assert_eq(unlinkat(it_root, "c" CBFS_INDEX_SUFFIX, 0), 0);
+    struct cbfs_inode *const c = it_lookup(it_fs->root, "c", &st);
+    cr_assert_eq(c->kind, CBFS_KIND_COMPRESSED);
+    cr_assert_not(c->has_idx);
+    cr_assert_eq(st.st_size, 300000, "size rebuilt from the frames");
+    cbfs_inode_unref(it_fs, c, 1);
+}
+
+/* Out of fds, the sidecar cannot be opened: the lookup fails rather than take
+ * a compressed file for a plain one (which would show its raw frames). */
+Test(inode, an_unopenable_sidecar_is_an_error_not_plain)
+{
+    struct cbfs_inode *inode = NULL;
+    struct stat st;
+    it_touch("s", 0);
+    it_touch("s" CBFS_INDEX_SUFFIX, 0);
+    const rlim_t old = cbfs_td_nofile_squeeze(1); /* the data file's O_PATH fd only */
+    const int err = cbfs_inode_lookup(it_fs, it_fs->root, "s", &inode, &st);
+    cbfs_td_nofile_restore(old);
+    cr_assert_eq(err, EMFILE, "got %s", strerror(err));
+    cr_assert_null(inode);
+    cr_assert_eq(it_fs->count, 1, "nothing entered the table");
+
+    inode = it_lookup(it_fs->root, "s", &st); /* with fds again */
+    cr_assert_eq(inode->kind, CBFS_KIND_COMPRESSED);
+    cbfs_inode_unref(it_fs, inode, 1);
+}
