@@ -262,14 +262,7 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
                    struct fuse_file_info *fi)
 {
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
-    if (cbfs_chan_take_kill()) {
-        const int err = cbfs_inode_kill_suidgid(cbfs_req_fs(req), h->inode);
-        if (err) {
-            fuse_reply_err(req, err);
-            return;
-        }
-        cbfs_chan_inval_attr(ino);
-    }
+    if (cbfs_chan_take_kill() && cbfs_reply_kill_failed(req, ino, h->inode)) return;
     if (!h->file) {
         const ssize_t n = pwrite(h->fd, buf, size, off);
         if (n == -1)

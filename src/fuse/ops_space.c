@@ -20,14 +20,9 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
     /* Under KILLPRIV_V2 the kernel leaves killing set-id bits on fallocate
      * to the daemon without a flag to say the caller lacks CAP_FSETID; the
      * caller's uid is the nearest sign of it (root keeps them, as on ext4). */
-    if (cbfs_chan_killpriv_v2() && fuse_req_ctx(req)->uid != 0) {
-        const int err = cbfs_inode_kill_suidgid(cbfs_req_fs(req), h->inode);
-        if (err) {
-            fuse_reply_err(req, err);
-            return;
-        }
-        cbfs_chan_inval_attr(ino);
-    }
+    if (cbfs_chan_killpriv_v2() && fuse_req_ctx(req)->uid != 0 &&
+        cbfs_reply_kill_failed(req, ino, h->inode))
+        return;
     if (!h->file) {
         fuse_reply_err(req, fallocate(h->fd, mode, offset, length) == -1 ? errno : 0);
         return;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuse/channel.h"
 #include "fuse/reply.h"
 
 void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
@@ -48,4 +49,15 @@ int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode)
     cbfs_procfd(path, fd);
     if (chmod(path, want) == -1) return errno;
     return 0;
+}
+
+bool cbfs_reply_kill_failed(fuse_req_t req, fuse_ino_t ino, struct cbfs_inode *inode)
+{
+    const int err = cbfs_inode_kill_suidgid((struct cbfs_fs *)fuse_req_userdata(req), inode);
+    if (err) {
+        fuse_reply_err(req, err);
+        return true;
+    }
+    cbfs_chan_inval_attr(ino);
+    return false;
 }

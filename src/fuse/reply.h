@@ -21,4 +21,9 @@ void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *ino
  * errno. */
 int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode);
 
+/* Clears inode's (node ino) set-id bits as KILLPRIV_V2 asks of a WRITE or
+ * fallocate, and tells the kernel its cached mode is stale; on failure
+ * replies the error. @return true if it replied: the op must stop. */
+bool cbfs_reply_kill_failed(fuse_req_t req, fuse_ino_t ino, struct cbfs_inode *inode);
+
 #endif
