@@ -40,6 +40,7 @@ cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_ind
         CBFS_STAT_ADD(eng, st_ns_decompress, cbfs_now_ns() - t1);
     }
     if (err) {
+        CBFS_STAT_ADD(eng, st_read_errors, 1);
         cbfs_log_err("%s: block %llu (logical offset %llu, %u bytes) at store offset %llu "
                      "is unreadable: %s",
                      f->name, (unsigned long long)b, (unsigned long long)(b * f->bs), e->ulen,

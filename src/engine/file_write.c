@@ -89,6 +89,7 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
             }
             if (j->err && !f->err) {
                 f->err = j->err;
+                CBFS_STAT_ADD(eng, st_write_errors, 1);
                 cbfs_log_err("%s: storing block %llu failed: %s", f->name,
                              (unsigned long long)j->block, cbfs_err_str(j->err));
             }
@@ -489,7 +490,10 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f)
     if (!err && dirty) {
         if (fdatasync(f->data_fd) != 0) err = cbfs_err_from_errno(errno);
         else if (fdatasync(f->idx_fd) != 0) err = cbfs_err_from_errno(errno);
-        if (err) cbfs_log_err("%s: fdatasync failed: %s", f->name, cbfs_err_str(err));
+        if (err) {
+            CBFS_STAT_ADD(f->eng, st_write_errors, 1);
+            cbfs_log_err("%s: fdatasync failed: %s", f->name, cbfs_err_str(err));
+        }
         else cbfs_file_punch_dead(f);
     }
     return err;

@@ -148,6 +148,10 @@ static void tool_stats_text(const char *mnt, const struct cbfs_stats *s, const s
            ", in flight %s\n",
            v->hit_rate, s->st.cache_hits, s->st.cache_misses, s->st.readahead_hits,
            tool_fmt_bytes(s->st.inflight_bytes, b2, sizeof b2));
+    printf("errors: %" PRIu64 " write, %" PRIu64 " read%s\n", s->st.write_errors,
+           s->st.read_errors,
+           s->st.write_errors || s->st.read_errors ? " (journalctl -t mount.cbfs names the files)"
+                                                  : "");
     printf("bottleneck: %s\n", v->verdict);
 }
 

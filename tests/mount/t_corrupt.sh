@@ -40,5 +40,7 @@ for b in 14 2; do
 done
 grep -Ei 'error|warning' "$(cbfs_log_of "$mnt")" | grep -q 'victim' ||
     fail "daemon log does not name the damaged file: $(grep -Ei 'error|warning' "$(cbfs_log_of "$mnt")" | head -n 2 | tr '\n' '|')"
+rerr=$(getfattr --only-values -n user.cbfs.stats "$mnt" 2>/dev/null | sed -n 's/^read_errors=//p')
+((${rerr:-0} >= 1)) || fail "read_errors is '${rerr}' after EIO reads, expected >= 1"
 cbfs_umount "$mnt"
 pass

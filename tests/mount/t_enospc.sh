@@ -33,6 +33,9 @@ rm -f "$mnt/backup1"
 check_fails dd if="$T/backup.src" of="$mnt/backup2" bs=1M status=none
 grep -q 'No space left on device' "$T/last.err" || fail "dd (no fsync): expected ENOSPC, got: $(cat "$T/last.err")"
 note "dd without fsync: $(head -n 1 "$T/last.err")"
+# the daemon counted what it could not store (cbfs stats, the Prometheus errors alert)
+werr=$(getfattr --only-values -n user.cbfs.stats "$mnt" 2>/dev/null | sed -n 's/^write_errors=//p')
+((${werr:-0} >= 2)) || fail "write_errors is '${werr}' after two failed backups, expected >= 2"
 
 # what reads back of the broken backup is a prefix of the source, never other bytes
 drop_caches

@@ -38,6 +38,8 @@ ns_store_read=0
 cache_hits=5
 cache_misses=6
 readahead_hits=0
+write_errors=1
+read_errors=0
 inflight_bytes=8388608
 S
 check "$CBFS" stats --prometheus --input "$T/in.txt" /backups
@@ -50,6 +52,7 @@ check_eq -5 "$(value "$T/file.prom" cbfs_level /backups)" "level"
 check_eq 8388608 "$(value "$T/file.prom" cbfs_inflight_bytes /backups)" "inflight gauge"
 check_eq 4 "$(value "$T/file.prom" cbfs_compression_ratio /backups)" "ratio"
 grep -q '^# TYPE cbfs_cache_hits_total counter$' "$T/file.prom" || fail "cache hits not a counter"
+check_eq 1 "$(value "$T/file.prom" cbfs_write_errors_total /backups)" "write errors"
 grep -q '^# TYPE cbfs_inflight_bytes gauge$' "$T/file.prom" || fail "in-flight bytes not a gauge"
 grep -qF 'cbfs_info{mountpoint="/backups",version="' "$T/file.prom" || fail "no cbfs_info"
 grep -qF 'codec="zstd"} 1' "$T/file.prom" || fail "cbfs_info lacks the codec"
@@ -92,7 +95,7 @@ rules=$CBFS_REPO/mount-helpers/cbfs.rules.yml
 check promtool check rules "$rules"
 # docs/OPERATIONS.md quotes the rules: every expression it shows is the file's
 grep -o 'expr: .*' "$CBFS_REPO/docs/OPERATIONS.md" >"$T/doc-exprs"
-(($(wc -l <"$T/doc-exprs") == 2)) || fail "OPERATIONS.md shows $(wc -l <"$T/doc-exprs") alert expressions, not 2"
+(($(wc -l <"$T/doc-exprs") == 3)) || fail "OPERATIONS.md shows $(wc -l <"$T/doc-exprs") alert expressions, not 3"
 while read -r e; do
     grep -qF -- "$e" "$rules" || fail "OPERATIONS.md's '$e' is not in cbfs.rules.yml"
 done <"$T/doc-exprs"
@@ -115,7 +118,20 @@ tests:
         values: '0x40'
       - series: 'node_textfile_mtime_seconds{file="/var/lib/prometheus/node-exporter/other.prom"}'
         values: '0x40'
+      - series: 'cbfs_write_errors_total{mountpoint="/backups"}'
+        values: '0x20 1x20'
+      - series: 'cbfs_read_errors_total{mountpoint="/backups"}'
+        values: '0x40'
     alert_rule_test:
+      - eval_time: 15m
+        alertname: CbfsErrors
+        exp_alerts: []
+      - eval_time: 25m
+        alertname: CbfsErrors
+        exp_alerts:
+          - exp_labels: {severity: critical, mountpoint: /backups}
+            exp_annotations:
+              summary: "cbfs at /backups failed to store or read back data: see journalctl -t mount.cbfs"
       - eval_time: 10m
         alertname: CbfsStoreSpaceLow
         exp_alerts: []

@@ -22,6 +22,8 @@ ns_store_read=0
 cache_hits=0
 cache_misses=0
 readahead_hits=0
+write_errors=0
+read_errors=2
 inflight_bytes=8388608
 uptime_ns=10000000000
 workers=2
@@ -34,6 +36,7 @@ check "$CBFS" stats --input "$T/cpu.txt" /nonexistent
 grep -q 'bottleneck: compression (CPU)' "$T/check.out" || fail "cpu verdict: $(cat "$T/check.out")"
 grep -q 'average 4.00' "$T/check.out" || fail "ratio: $(cat "$T/check.out")"
 grep -Eq 'compress +18.00 +90.0%' "$T/check.out" || fail "stage line: $(cat "$T/check.out")"
+grep -q '^errors: 0 write, 2 read (journalctl' "$T/check.out" || fail "errors line: $(cat "$T/check.out")"
 
 # disk-bound writer: little compress time, store writes busy most of the wall
 sed -e 's/^ns_compress=.*/ns_compress=2000000000/' -e 's/^ns_store_write=.*/ns_store_write=8000000000/' \
