@@ -71,8 +71,10 @@ struct cbfs_inode {
                                 it without the lock: it stays put until they drop it */
     unsigned opens;          /* open references on file */
     bool writable;           /* file was opened read-write */
-    bool size_valid;         /* size caches the logical size (file == NULL only) */
+    bool size_valid;         /* size and block_size cache the logical size and the
+                                file's block size (file == NULL only) */
     uint64_t size;
+    uint32_t block_size;
     bool times_set;          /* writeback cache: times[] were set while file is open */
     struct timespec times[2]; /* atime, mtime as the kernel last set them (UTIME_OMIT:
                                  not set); put back after the engine writes the store */
