@@ -19,7 +19,10 @@ struct cbfs_fs_options {
     const struct cbfs_codec_ops *codec; /* codec for new files (NONE: plain files) */
     int level;
     struct cbfs_engine *eng;            /* borrowed; outlives the fs */
-    bool readonly;
+    bool readonly;                      /* for the daemon's life, also after a
+                                           remount,rw (see cbfs_fs_ops) */
+    bool noatime;                       /* store files opened with O_NOATIME */
+    bool nodiratime;                    /* store directories opened with O_NOATIME */
     double attr_timeout;                /* seconds; entry/attr cache in the kernel */
     bool writeback_cache;               /* FUSE_CAP_WRITEBACK_CACHE if offered */
 };

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,10 +222,28 @@ void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode)
     cbfs_storeobj_unpin(&fs->fdc, &inode->obj);
 }
 
-int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode)
+static int cbfs_fs_openat_once(struct cbfs_fs *fs, int dirfd, const char *name, int flags,
+                               mode_t mode)
 {
     int fd = openat(dirfd, name, flags, mode);
     if (fd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) fd = openat(dirfd, name, flags, mode);
+    return fd;
+}
+
+int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode)
+{
+    static atomic_bool noted;
+    if (!(flags & O_PATH) && (fs->opt.noatime || (fs->opt.nodiratime && (flags & O_DIRECTORY))))
+        flags |= O_NOATIME;
+    int fd = cbfs_fs_openat_once(fs, dirfd, name, flags, mode);
+    /* O_NOATIME needs the file's owner or CAP_FOWNER: a daemon without it
+     * reads such files the way it can */
+    if (fd == -1 && errno == EPERM && (flags & O_NOATIME)) {
+        fd = cbfs_fs_openat_once(fs, dirfd, name, flags & ~O_NOATIME, mode);
+        if (fd >= 0 && (fs->opt.noatime || fs->opt.nodiratime) && !atomic_exchange(&noted, true))
+            cbfs_log_info("noatime: reading store files this daemon does not own updates their "
+                          "atime (O_NOATIME needs the owner or CAP_FOWNER)");
+    }
     return fd;
 }
 

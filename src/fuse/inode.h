@@ -119,8 +119,11 @@ fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *
 int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
 void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
-/* openat() that, when the daemon is out of fds, closes the fd cache's idle
- * ones and tries once more. @return the fd, or -1 with errno set. */
+/* openat() of store objects: when the daemon is out of fds it closes the fd
+ * cache's idle ones and tries once more; on noatime (nodiratime: for
+ * O_DIRECTORY) mounts it adds O_NOATIME, as may callers that only peek, and
+ * where the kernel refuses that (EPERM: not the owner, no CAP_FOWNER) opens
+ * without it. @return the fd, or -1 with errno set. */
 int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
 
 /* Looks up name in dir in the store and returns its inode with one more ref

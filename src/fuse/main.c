@@ -308,6 +308,8 @@ int main(int argc, char *argv[])
         .level = o.set.level,
         .eng = eng,
         .readonly = o.readonly,
+        .noatime = cbfs_options_noatime(&o),
+        .nodiratime = cbfs_options_nodiratime(&o),
         .attr_timeout = o.set.attr_timeout,
         .writeback_cache = o.set.writeback_cache,
     };
