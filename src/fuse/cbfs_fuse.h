@@ -30,8 +30,10 @@ struct cbfs_fs_options {
 struct cbfs_fs;
 
 /* The low-level operations table (ops_table.c); its userdata is a struct
- * cbfs_fs. */
-const struct fuse_lowlevel_ops *cbfs_fs_ops(void);
+ * cbfs_fs. readonly: every op that would change the store answers EROFS, so
+ * that a mount started read-only stays so after `mount -o remount,rw` (the
+ * kernel then sends the changes on; the daemon holds the store read-only). */
+const struct fuse_lowlevel_ops *cbfs_fs_ops(bool readonly);
 
 /* Creates the filesystem state (inode table with the root inode). The options
  * are copied. @return NULL on allocation failure. */
