@@ -7,11 +7,7 @@
 # store is a tmpfs mounted relatime, so the store's own policy is known.
 . "$(dirname "$0")/lib.sh"
 
-fs=$T/fs store=$T/fs/store mnt=$T/mnt
-mkdir -p "$fs"
-mount -t tmpfs -o size=64m,relatime tmpfs "$fs" || fail "cannot mount a tmpfs (needs root)"
-# (the harness's EXIT trap lazily unmounts anything left mounted below $T, this tmpfs too)
-mkdir "$store"
+cbfs_tmpfs_store 64m relatime
 python3 "$CBFS_TOOLS/gendata.py" csv 1M "$T/a.csv" 21
 
 cbfs_mount "$store" "$mnt" codec=zstd

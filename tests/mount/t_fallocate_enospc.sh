@@ -7,11 +7,7 @@
 # fit still work; the content is intact after a remount.
 . "$(dirname "$0")/lib.sh"
 
-fs=$T/fs store=$T/fs/store mnt=$T/mnt
-mkdir -p "$fs"
-mount -t tmpfs -o size=32m tmpfs "$fs" || fail "cannot mount a tmpfs (needs root)"
-# (the harness's EXIT trap lazily unmounts anything left mounted below $T, this tmpfs too)
-mkdir "$store"
+cbfs_tmpfs_store 32m
 python3 "$CBFS_TOOLS/gendata.py" csv 1M "$T/a.csv" 31
 
 avail() { df -B1 --output=avail "$fs" | tail -n 1; }
