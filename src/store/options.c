@@ -312,10 +312,10 @@ unsigned long cbfs_options_remount_flags(const struct cbfs_options *o, unsigned 
     static const struct {
         unsigned long st, ms;
     } cur[] = {
-        {ST_RDONLY, MS_RDONLY},     {ST_NOSUID, MS_NOSUID},
-        {ST_NODEV, MS_NODEV},       {ST_NOEXEC, MS_NOEXEC},
+        {ST_RDONLY, MS_RDONLY},         {ST_NOSUID, MS_NOSUID},
+        {ST_NODEV, MS_NODEV},           {ST_NOEXEC, MS_NOEXEC},
         {ST_SYNCHRONOUS, MS_SYNCHRONOUS}, {ST_NOATIME, MS_NOATIME},
-        {ST_NODIRATIME, MS_NODIRATIME},   {ST_RELATIME, MS_RELATIME},
+        {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME},
     };
     unsigned long flags = 0;
     for (size_t i = 0; i < sizeof cur / sizeof cur[0]; i++)

@@ -537,7 +537,8 @@ Test(options, remount_takes_what_mount8_passes)
     cr_assert(o.readonly);
     cr_assert_str_eq(o.mountpoint, "/m");
     cr_assert_eq(cbfs_options_remount_flags(&o, ST_RELATIME | ST_NOEXEC),
-                 MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOATIME | MS_NOEXEC | MS_RELATIME);
+                 MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOATIME | MS_NOEXEC |
+                     MS_RELATIME);
     cbfs_options_free(&o);
     /* the helper run by hand: what is not given stays as the mount has it */
     cr_assert_eq(PARSE(&o, msg, "-o", "remount,rw", "/m"), CBFS_OK, "%s", msg);
