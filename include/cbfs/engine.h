@@ -89,6 +89,9 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size);
 
 uint64_t cbfs_file_size(struct cbfs_file *f);
 
+/* This file's block size (from its index; new files get the engine's). */
+uint32_t cbfs_file_block_size(const struct cbfs_file *f);
+
 /* lseek(2) SEEK_DATA (data true) / SEEK_HOLE at block granularity: a block is
  * a hole if it was never written or is all zeros. @return CBFS_E_NXIO if off
  * is at or past the end (or, for SEEK_DATA, no data follows). */
@@ -105,8 +108,11 @@ void cbfs_file_set_name(struct cbfs_file *f, const char *name);
  * (release(2) cannot report it; the caller logs). NULL is a no-op. */
 cbfs_err cbfs_file_close(struct cbfs_file *f);
 
-/* Logical size of a compressed file that is not open, from its index (no
- * repair, read-only fds borrowed, not closed). */
-cbfs_err cbfs_file_peek_size(int data_fd, int idx_fd, uint64_t *size);
+/* Logical size and block size of a compressed file that is not open, from
+ * its index (no repair, read-only fds borrowed, not closed); an empty file
+ * without a readable index header has the size 0 and the engine's block
+ * size, as cbfs_file_open would give it. */
+cbfs_err cbfs_file_peek(const struct cbfs_engine *eng, int data_fd, int idx_fd, uint64_t *size,
+                        uint32_t *block_size);
 
 #endif

@@ -1,9 +1,9 @@
 /* mount.cbfs command line: `mount.cbfs [-f] [-d] [-o OPTS]... [STORE] MOUNTPOINT`
- * and the mount(8) helper convention `mount.cbfs SOURCE DIR [-sfnv] -o OPTS`.
- * Splits -o lists into cbfs settings (cbfs/settings.h), FUSE/kernel options
- * (passed to libfuse) and fstab noise (dropped). No FUSE calls, no I/O: it is
- * in the core library so that the unit tests reach it; only mount.cbfs uses
- * it. */
+ * and the mount(8) helper convention `mount.cbfs SOURCE DIR [-sfnv] -o OPTS`,
+ * also with -o remount. Splits -o lists into cbfs settings (cbfs/settings.h),
+ * kernel mount flags (MS_*), FUSE options (passed to libfuse) and fstab noise
+ * (dropped). No FUSE calls, no I/O: it is in the core library so that the
+ * unit tests reach it; only mount.cbfs uses it. */
 #ifndef CBFS_OPTIONS_H
 #define CBFS_OPTIONS_H
 
@@ -32,6 +32,20 @@ struct cbfs_options {
     struct cbfs_settings set;
     bool readonly; /* -o ro (last of ro/rw wins) */
 
+    /* Kernel mount flags by their mount(8) names (ro, nosuid, noatime,
+     * nodiratime, relatime, lazytime...; the table is in options.c): mflags
+     * holds the MS_* bits the options set, mflags_given every bit any of them
+     * named; the last of a pair (noatime/atime) wins. A mount hands libfuse
+     * the words libfuse 3.14 knows; a remount hands the kernel all of them. */
+    unsigned long mflags, mflags_given;
+    /* -o remount: change the flags of a running cbfs mount
+     * (cbfs_options_remount_flags); cbfs settings and FUSE options are still
+     * checked but cannot change. Only then are the options the kernel shows
+     * for a FUSE mount (user_id=, group_id=, rootmode=...), which mount(8)
+     * copies from the mount table into a remount, accepted (and ignored). */
+    bool remount;
+    const char *kernel_shown; /* the first such option given (a static string) */
+
     /* Comma list for libfuse, already escaped: the pass-through FUSE options
      * given by the user. Owned (free with cbfs_options_free). */
     char *fuse_opts;
@@ -55,9 +69,22 @@ cbfs_err cbfs_options_resolve(struct cbfs_options *o, const struct cbfs_store_co
 
 /* Builds the one -o list handed to libfuse: default_permissions, fsname=
  * <store_path> and subtype=cbfs unless the user gave them, ro when readonly,
- * then the user's FUSE options; escaped for libfuse's parser. *out is
+ * noatime when cbfs_options_noatime, then the user's FUSE options and the
+ * mount flags libfuse takes; escaped for libfuse's parser. *out is
  * malloc'ed. @return CBFS_E_NOMEM. */
 cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_path, char **out);
+
+/* The daemon's atime policy for store files (mirrors the kernel's for a
+ * disk filesystem): noatime (unless strictatime) for every file, nodiratime
+ * for directories. */
+bool cbfs_options_noatime(const struct cbfs_options *o);
+bool cbfs_options_nodiratime(const struct cbfs_options *o);
+
+/* The mount(2) flags for -o remount: MS_REMOUNT, then each flag the options
+ * named as they set it, the others as the mount has them now (cur_st_flag:
+ * statvfs(3) f_flag of the mount point; the kernel would otherwise clear
+ * nosuid/nodev/noexec that a remount leaves out). */
+unsigned long cbfs_options_remount_flags(const struct cbfs_options *o, unsigned long cur_st_flag);
 
 /* The --help text; the cbfs options and their defaults come from the
  * settings table. */

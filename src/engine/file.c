@@ -26,6 +26,11 @@ uint64_t cbfs_file_size(struct cbfs_file *f)
     return s;
 }
 
+uint32_t cbfs_file_block_size(const struct cbfs_file *f)
+{
+    return f->bs;
+}
+
 /* ---- open / close ---- */
 
 cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool create,
@@ -146,18 +151,26 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     return err;
 }
 
-cbfs_err cbfs_file_peek_size(int data_fd, int idx_fd, uint64_t *size)
+cbfs_err cbfs_file_peek(const struct cbfs_engine *eng, int data_fd, int idx_fd, uint64_t *size,
+                        uint32_t *block_size)
 {
     struct cbfs_index idx;
     struct cbfs_index_report rep = {0};
     struct stat st;
-    if (fstat(data_fd, &st) == 0 && st.st_size == 0) {
-        *size = 0; /* nothing written yet (or the sidecar header only) */
+    const bool empty = fstat(data_fd, &st) == 0 && st.st_size == 0;
+    cbfs_index_init(&idx, eng->cfg.block_size, 0);
+    cbfs_err err = empty && idx_fd < 0 ? CBFS_E_BAD_MAGIC
+                                       : cbfs_index_open(data_fd, idx_fd, false, &idx, &rep);
+    if (err && empty) {
+        /* nothing written yet (a sidecar header at most): an empty file */
+        *size = 0;
+        *block_size = eng->cfg.block_size;
         return CBFS_OK;
     }
-    cbfs_index_init(&idx, CBFS_BLOCK_DEFAULT, 0);
-    cbfs_err err = cbfs_index_open(data_fd, idx_fd, false, &idx, &rep);
-    if (!err) *size = idx.size;
+    if (!err) {
+        *size = idx.size;
+        *block_size = idx.block_size;
+    }
     cbfs_index_free(&idx);
     return err;
 }

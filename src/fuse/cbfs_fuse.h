@@ -19,7 +19,10 @@ struct cbfs_fs_options {
     const struct cbfs_codec_ops *codec; /* codec for new files (NONE: plain files) */
     int level;
     struct cbfs_engine *eng;            /* borrowed; outlives the fs */
-    bool readonly;
+    bool readonly;                      /* for the daemon's life, also after a
+                                           remount,rw (see cbfs_fs_ops) */
+    bool noatime;                       /* store files opened with O_NOATIME */
+    bool nodiratime;                    /* store directories opened with O_NOATIME */
     double attr_timeout;                /* seconds; entry/attr cache in the kernel */
     bool writeback_cache;               /* FUSE_CAP_WRITEBACK_CACHE if offered */
 };
@@ -27,8 +30,10 @@ struct cbfs_fs_options {
 struct cbfs_fs;
 
 /* The low-level operations table (ops_table.c); its userdata is a struct
- * cbfs_fs. */
-const struct fuse_lowlevel_ops *cbfs_fs_ops(void);
+ * cbfs_fs. readonly: every op that would change the store answers EROFS, so
+ * that a mount started read-only stays so after `mount -o remount,rw` (the
+ * kernel then sends the changes on; the daemon holds the store read-only). */
+const struct fuse_lowlevel_ops *cbfs_fs_ops(bool readonly);
 
 /* Creates the filesystem state (inode table with the root inode). The options
  * are copied. @return NULL on allocation failure. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,10 +222,28 @@ void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode)
     cbfs_storeobj_unpin(&fs->fdc, &inode->obj);
 }
 
-int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode)
+static int cbfs_fs_openat_once(struct cbfs_fs *fs, int dirfd, const char *name, int flags,
+                               mode_t mode)
 {
     int fd = openat(dirfd, name, flags, mode);
     if (fd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) fd = openat(dirfd, name, flags, mode);
+    return fd;
+}
+
+int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode)
+{
+    static atomic_bool noted;
+    if (!(flags & O_PATH) && (fs->opt.noatime || (fs->opt.nodiratime && (flags & O_DIRECTORY))))
+        flags |= O_NOATIME;
+    int fd = cbfs_fs_openat_once(fs, dirfd, name, flags, mode);
+    /* O_NOATIME needs the file's owner or CAP_FOWNER: a daemon without it
+     * reads such files the way it can */
+    if (fd == -1 && errno == EPERM && (flags & O_NOATIME)) {
+        fd = cbfs_fs_openat_once(fs, dirfd, name, flags & ~O_NOATIME, mode);
+        if (fd >= 0 && (fs->opt.noatime || fs->opt.nodiratime) && !atomic_exchange(&noted, true))
+            cbfs_log_info("noatime: reading store files this daemon does not own updates their "
+                          "atime (O_NOATIME needs the owner or CAP_FOWNER)");
+    }
     return fd;
 }
 
@@ -469,18 +488,19 @@ static int cbfs_inode_idx_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int
 static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
                                 char *buf, size_t cap);
 
-/* inode->lock held. Logical size of a compressed file with no open state
- * (fd: its pinned O_PATH fd): read from its index with temporary read-only
- * fds. @return 0 or errno; a failure is logged with the file's name. */
-static int cbfs_inode_peek_size(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
-                                uint64_t *size)
+/* inode->lock held. Logical size and block size of a compressed file with no
+ * open state (fd: its pinned O_PATH fd): read from its index with temporary
+ * read-only fds (O_NOATIME: a stat is no read). @return 0 or errno; a failure
+ * is logged with the file's name. */
+static int cbfs_inode_peek(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, uint64_t *size,
+                           uint32_t *block_size)
 {
     char path[CBFS_PROCFD_MAX], logname[PATH_MAX];
     const char *why;
     int err, ifd = -1;
     cbfs_assert_held(&inode->lock);
     cbfs_procfd(path, fd);
-    const int dfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    const int dfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
     if (dfd == -1) {
         err = errno;
         why = strerror(err);
@@ -489,7 +509,7 @@ static int cbfs_inode_peek_size(struct cbfs_fs *fs, struct cbfs_inode *inode, in
     err = cbfs_inode_idx_open(fs, inode, O_RDONLY, &ifd);
     why = strerror(err);
     if (err) goto out;
-    const cbfs_err e = cbfs_file_peek_size(dfd, ifd, size);
+    const cbfs_err e = cbfs_file_peek(fs->opt.eng, dfd, ifd, size, block_size);
     err = cbfs_err_errno(e);
     why = cbfs_err_str(e);
 out:
@@ -503,23 +523,29 @@ out:
     return err;
 }
 
-/* fd: inode's pinned O_PATH fd; st: its fstat. Puts the logical size and the
- * sidecar's blocks in. @return 0 or errno: nothing is shown that is not true. */
+/* fd: inode's pinned O_PATH fd; st: its fstat. Puts the logical size, the
+ * file's block size (st_blksize: SEEK_HOLE/SEEK_DATA answer in blocks) and
+ * the sidecar's blocks in. @return 0 or errno: nothing is shown that is not
+ * true. */
 static int cbfs_inode_stat_compressed(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
                                       struct stat *st)
 {
     struct stat ist;
     uint64_t size = 0;
+    uint32_t bs = 0;
     int err = 0, ifd;
     cbfs_mutex_lock(&inode->lock);
     if (inode->file) {
         size = cbfs_file_size(inode->file);
+        bs = cbfs_file_block_size(inode->file);
     } else if (inode->size_valid) {
         size = inode->size;
+        bs = inode->block_size;
     } else {
-        err = cbfs_inode_peek_size(fs, inode, fd, &size);
+        err = cbfs_inode_peek(fs, inode, fd, &size, &bs);
         if (err == 0) {
             inode->size = size;
+            inode->block_size = bs;
             inode->size_valid = true;
         }
     }
@@ -531,7 +557,10 @@ static int cbfs_inode_stat_compressed(struct cbfs_fs *fs, struct cbfs_inode *ino
         cbfs_inode_idx_unpin(fs, inode);
     }
     cbfs_mutex_unlock(&inode->lock);
-    if (err == 0) st->st_size = (off_t)size;
+    if (err == 0) {
+        st->st_size = (off_t)size;
+        st->st_blksize = (blksize_t)bs;
+    }
     return err;
 }
 
@@ -773,6 +802,7 @@ int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
     if (--inode->opens == 0) {
         struct cbfs_file *const f = inode->file;
         inode->size = cbfs_file_size(f);
+        inode->block_size = cbfs_file_block_size(f);
         inode->file = NULL;
         /* Closing under the lock: a concurrent first open waits and then sees
          * everything this close wrote. */

@@ -71,8 +71,10 @@ struct cbfs_inode {
                                 it without the lock: it stays put until they drop it */
     unsigned opens;          /* open references on file */
     bool writable;           /* file was opened read-write */
-    bool size_valid;         /* size caches the logical size (file == NULL only) */
+    bool size_valid;         /* size and block_size cache the logical size and the
+                                file's block size (file == NULL only) */
     uint64_t size;
+    uint32_t block_size;
     bool times_set;          /* writeback cache: times[] were set while file is open */
     struct timespec times[2]; /* atime, mtime as the kernel last set them (UTIME_OMIT:
                                  not set); put back after the engine writes the store */
@@ -117,8 +119,11 @@ fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *
 int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
 void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
-/* openat() that, when the daemon is out of fds, closes the fd cache's idle
- * ones and tries once more. @return the fd, or -1 with errno set. */
+/* openat() of store objects: when the daemon is out of fds it closes the fd
+ * cache's idle ones and tries once more; on noatime (nodiratime: for
+ * O_DIRECTORY) mounts it adds O_NOATIME, as may callers that only peek, and
+ * where the kernel refuses that (EPERM: not the owner, no CAP_FOWNER) opens
+ * without it. @return the fd, or -1 with errno set. */
 int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
 
 /* Looks up name in dir in the store and returns its inode with one more ref

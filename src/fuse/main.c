@@ -10,8 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cbfs/engine.h"
@@ -112,6 +116,51 @@ static char *cbfs_main_dir(const char *arg, const char *what, struct stat *sb)
 fail:
     free(real);
     return NULL;
+}
+
+/* -o remount: mount(8) runs the helper with the mount's flags from the mount
+ * table and the new ones. The daemon keeps running; only the kernel's flags
+ * change, with MS_REMOUNT on the mount point (the kernel syncs the
+ * filesystem and refuses ro while files are open for writing).
+ * @return the exit status. */
+static int cbfs_main_remount(const struct cbfs_options *o)
+{
+    struct statfs sf;
+    struct statvfs sv;
+    int status = 1;
+    char *mnt = realpath(o->mountpoint, NULL);
+    if (!mnt) {
+        cbfs_main_dir_error("mount point", o->mountpoint, errno);
+        return 1;
+    }
+    if (statfs(mnt, &sf) == -1 || statvfs(mnt, &sv) == -1) {
+        cbfs_main_dir_error("mount point", o->mountpoint, errno);
+        goto out;
+    }
+    if (sf.f_type != FUSE_SUPER_MAGIC) {
+        cbfs_main_error("%s is not a cbfs mount; remount changes only those", mnt);
+        goto out;
+    }
+    if (mount(NULL, mnt, NULL, cbfs_options_remount_flags(o, sv.f_flag), NULL) == -1) {
+        const int eno = errno;
+        if (eno == EBUSY && o->readonly)
+            cbfs_main_error("cannot remount %s read-only: files on it are open for writing; "
+                            "close them first",
+                            mnt);
+        else if (eno == EINVAL)
+            cbfs_main_error("cannot remount %s: not a mount point; give the directory cbfs "
+                            "is mounted on",
+                            mnt);
+        else if (eno == EPERM)
+            cbfs_main_error("cannot remount %s: only root may (CAP_SYS_ADMIN)", mnt);
+        else
+            cbfs_main_error("cannot remount %s: %s", mnt, strerror(eno));
+        goto out;
+    }
+    status = 0;
+out:
+    free(mnt);
+    return status;
 }
 
 /* Takes the store lock, reads (or on the first mount writes) store.conf and
@@ -254,6 +303,11 @@ int main(int argc, char *argv[])
         printf(CBFS_PROG " (cbfs) %s, libfuse %s\n", CBFS_VERSION, fuse_pkgversion());
         return 0;
     }
+    if (o.remount) {
+        status = cbfs_main_remount(&o);
+        cbfs_options_free(&o);
+        return status;
+    }
 
     cbfs_main_raise_nofile();
     /* Both directories must exist and be directories before anything else. */
@@ -308,6 +362,8 @@ int main(int argc, char *argv[])
         .level = o.set.level,
         .eng = eng,
         .readonly = o.readonly,
+        .noatime = cbfs_options_noatime(&o),
+        .nodiratime = cbfs_options_nodiratime(&o),
         .attr_timeout = o.set.attr_timeout,
         .writeback_cache = o.set.writeback_cache,
     };
@@ -324,7 +380,7 @@ int main(int argc, char *argv[])
         cbfs_main_error("out of memory building the FUSE options");
         goto out;
     }
-    const struct fuse_lowlevel_ops *ops = cbfs_fs_ops();
+    const struct fuse_lowlevel_ops *ops = cbfs_fs_ops(o.readonly);
     se = fuse_session_new(&args, ops, sizeof *ops, fs);
     if (!se) {
         /* libfuse printed the offending option on stderr already. */

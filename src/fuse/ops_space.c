@@ -1,13 +1,33 @@
 /* fallocate and lseek(SEEK_DATA/SEEK_HOLE): PLAIN files pass through to the
  * store; COMPRESSED files map them onto the engine (nothing to reserve, so
- * preallocation only sets the size; punching writes hole frames). */
+ * preallocation checks the free space and sets the size; punching writes
+ * hole frames). */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "fuse/channel.h"
 #include "fuse/ops.h"
+
+/* A compressed file's preallocation reserves nothing (its blocks are stored
+ * compressed when written), but callers such as RMAN rely on ENOSPC from
+ * fallocate when the data cannot fit. So the bytes it adds past the current
+ * size, counted uncompressed (conservative), must fit in the store's free
+ * space. @return 0, ENOSPC or the errno of asking. */
+static int cbfs_space_check(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t end,
+                            uint64_t size)
+{
+    struct statvfs sv;
+    if (end <= size) return 0;
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) return err;
+    if (fstatvfs(fd, &sv) == -1) err = errno;
+    cbfs_inode_unpin(fs, inode);
+    if (err) return err;
+    return end - size > (uint64_t)sv.f_bavail * sv.f_frsize ? ENOSPC : 0;
+}
 
 void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                        struct fuse_file_info *fi)
@@ -15,6 +35,15 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
     if (offset < 0 || length <= 0) {
         fuse_reply_err(req, EINVAL);
+        return;
+    }
+    const int err = h->file && (mode & ~FALLOC_FL_KEEP_SIZE) == 0
+                        ? cbfs_space_check(cbfs_req_fs(req), h->inode,
+                                           (uint64_t)offset + (uint64_t)length,
+                                           cbfs_file_size(h->file))
+                        : 0;
+    if (err) {
+        fuse_reply_err(req, err); /* before anything changed */
         return;
     }
     /* Under KILLPRIV_V2 the kernel leaves killing set-id bits on fallocate
@@ -31,7 +60,7 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
     const bool keep = mode & FALLOC_FL_KEEP_SIZE;
     cbfs_err e = CBFS_OK;
     switch (mode & ~FALLOC_FL_KEEP_SIZE) {
-    case 0: /* preallocate: nothing to reserve; extend unless KEEP_SIZE */
+    case 0: /* preallocate: checked above; extend unless KEEP_SIZE */
         break;
     case FALLOC_FL_PUNCH_HOLE:
         if (!keep) {

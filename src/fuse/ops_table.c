@@ -1,6 +1,9 @@
 /* The FUSE low-level operations table, beside main as in squashfuse's
  * ll_main.c: only main.c uses it (cbfs_fs_ops), and the ops files never call
- * back into it. One entry per op; the ops are declared in ops.h. */
+ * back into it. One entry per op; the ops are declared in ops.h. A daemon
+ * started read-only serves a copy whose changing ops answer EROFS. */
+#include <errno.h>
+
 #include "fuse/cbfs_fuse.h"
 #include "fuse/ops.h"
 
@@ -42,8 +45,101 @@ static const struct fuse_lowlevel_ops cbfs_ops = {
     .removexattr = cbfs_op_removexattr,
 };
 
-const struct fuse_lowlevel_ops *cbfs_fs_ops(void)
+/* ---- the read-only table: every op that changes the store answers EROFS
+ * (opening for write already does; see cbfs_op_open) ---- */
+
+static void cbfs_ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                            struct fuse_file_info *fi)
 {
-    return &cbfs_ops;
+    (void)ino, (void)attr, (void)to_set, (void)fi;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                          dev_t rdev)
+{
+    (void)parent, (void)name, (void)mode, (void)rdev;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    (void)parent, (void)name, (void)mode;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+                            const char *name)
+{
+    (void)link, (void)parent, (void)name;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                         const char *newname)
+{
+    (void)ino, (void)newparent, (void)newname;
+    fuse_reply_err(req, EROFS);
+}
+
+/* unlink and rmdir */
+static void cbfs_ro_remove(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    (void)parent, (void)name;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+                           fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+    (void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                           struct fuse_file_info *fi)
+{
+    (void)parent, (void)name, (void)mode, (void)fi;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                             const char *value, size_t size, int flags)
+{
+    (void)ino, (void)name, (void)value, (void)size, (void)flags;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+    (void)ino, (void)name;
+    fuse_reply_err(req, EROFS);
+}
+
+static void cbfs_ro_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+                              off_t length, struct fuse_file_info *fi)
+{
+    (void)ino, (void)mode, (void)offset, (void)length, (void)fi;
+    fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops *cbfs_fs_ops(bool readonly)
+{
+    static struct fuse_lowlevel_ops ro; /* main calls this once, before any thread */
+    if (!readonly) return &cbfs_ops;
+    ro = cbfs_ops;
+    ro.setattr = cbfs_ro_setattr;
+    ro.mknod = cbfs_ro_mknod;
+    ro.mkdir = cbfs_ro_mkdir;
+    ro.symlink = cbfs_ro_symlink;
+    ro.link = cbfs_ro_link;
+    ro.unlink = cbfs_ro_remove;
+    ro.rmdir = cbfs_ro_remove;
+    ro.rename = cbfs_ro_rename;
+    ro.create = cbfs_ro_create;
+    ro.setxattr = cbfs_ro_setxattr;
+    ro.removexattr = cbfs_ro_removexattr;
+    ro.fallocate = cbfs_ro_fallocate;
+    return &ro;
 }
 

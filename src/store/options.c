@@ -1,35 +1,76 @@
 /* mount.cbfs argument parsing: positional STORE/MOUNTPOINT, -f/-d and the
  * mount(8) flags, and every -o option sorted into cbfs settings (parsed by
- * settings.c), FUSE options for libfuse, or fstab noise. Values are validated
- * here, before anything is opened or mounted, each failure described in one
- * sentence. */
+ * settings.c), kernel mount flags, FUSE options for libfuse, or fstab noise.
+ * Values are validated here, before anything is opened or mounted, each
+ * failure described in one sentence. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 
 #include "cbfs/options.h"
 #include "cbfs/store.h"
 #include "cbfs/util.h"
 
-/* Options handed to libfuse unchanged (kernel mount flags and libfuse's own).
- * ro/rw are not here: they set o->readonly and main passes "ro" once. */
-static const char *const cbfs_fuse_flags[] = {
-    "allow_other", "allow_root", "auto_unmount", "nosuid", "suid",  "nodev", "dev",
-    "noexec",      "exec",       "noatime",      "atime",  "sync",  "async", "dirsync",
+/* Kernel mount flags by their mount(8) names: the MS_* bit each sets or
+ * clears, and whether it is handed to libfuse at mount as given. ro and
+ * noatime are handed on once, as they end up (cbfs_options_fuse_list), so
+ * that the kernel shows what the daemon does. libfuse 3.14 refuses the other
+ * atime words: the daemon honours nodiratime itself (cbfs_options_nodiratime),
+ * and relatime, strictatime and lazytime change nothing on a FUSE mount,
+ * whose atimes are the store's (mount.cbfs(8)). A remount gives the kernel
+ * every one. */
+static const struct cbfs_mount_flag {
+    const char *name;
+    unsigned long flag;
+    bool set;     /* sets the bit (else clears it) */
+    bool libfuse; /* passed to libfuse at mount */
+} cbfs_mount_flags[] = {
+    {"ro", MS_RDONLY, true, false},
+    {"rw", MS_RDONLY, false, false},
+    {"nosuid", MS_NOSUID, true, true},
+    {"suid", MS_NOSUID, false, true},
+    {"nodev", MS_NODEV, true, true},
+    {"dev", MS_NODEV, false, true},
+    {"noexec", MS_NOEXEC, true, true},
+    {"exec", MS_NOEXEC, false, true},
+    {"sync", MS_SYNCHRONOUS, true, true},
+    {"async", MS_SYNCHRONOUS, false, true},
+    {"dirsync", MS_DIRSYNC, true, true},
+    {"noatime", MS_NOATIME, true, false},
+    {"atime", MS_NOATIME, false, false},
+    {"nodiratime", MS_NODIRATIME, true, false},
+    {"diratime", MS_NODIRATIME, false, false},
+    {"relatime", MS_RELATIME, true, false},
+    {"norelatime", MS_RELATIME, false, false},
+    {"strictatime", MS_STRICTATIME, true, false},
+    {"nostrictatime", MS_STRICTATIME, false, false},
+    {"lazytime", MS_LAZYTIME, true, false},
+    {"nolazytime", MS_LAZYTIME, false, false},
 };
+#define CBFS_NFLAGS_ (sizeof cbfs_mount_flags / sizeof cbfs_mount_flags[0])
+
+/* Options handed to libfuse unchanged (libfuse's own). */
+static const char *const cbfs_fuse_flags[] = {"allow_other", "allow_root", "auto_unmount"};
+
+/* What the kernel shows for a FUSE mount besides the flags; mount(8) copies
+ * them from the mount table into a remount's options. */
+static const char *const cbfs_kernel_shown[] = {"user_id", "group_id", "rootmode",
+                                                "max_read", "blksize"};
 
 /* fstab/mount(8) userspace options that mean nothing to the daemon. */
 static const char *const cbfs_noise_flags[] = {
     "defaults", "auto", "noauto", "user", "users", "nouser", "owner", "noowner",
     "group",    "nogroup", "_netdev", "nofail", "default_permissions", /* always added */
-    "relatime", /* what a FUSE mount gets anyway; libfuse 3.14 rejects the word */
 };
 
-static bool cbfs_in_list(const char *s, const char *const *list, size_t n)
+/* @return the entry of list equal to s, or NULL. */
+static const char *cbfs_in_list(const char *s, const char *const *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(s, list[i]) == 0) return true;
-    return false;
+        if (strcmp(s, list[i]) == 0) return list[i];
+    return NULL;
 }
 #define CBFS_IN_LIST(s, list) cbfs_in_list((s), (list), sizeof(list) / sizeof((list)[0]))
 
@@ -66,10 +107,14 @@ static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, 
     if (cbfs_settings_known(key, CBFS_SCOPE_MOUNT))
         return cbfs_settings_set(&o->set, CBFS_SCOPE_MOUNT, key, val, msg, cap);
 
+    const struct cbfs_mount_flag *mf = NULL;
+    for (size_t i = 0; i < CBFS_NFLAGS_ && !mf; i++)
+        if (strcmp(key, cbfs_mount_flags[i].name) == 0) mf = &cbfs_mount_flags[i];
     const bool fsname = strcmp(key, "fsname") == 0, subtype = strcmp(key, "subtype") == 0;
-    const bool flag = strcmp(key, "debug") == 0 || strcmp(key, "ro") == 0 ||
-                      strcmp(key, "rw") == 0 || CBFS_IN_LIST(key, cbfs_fuse_flags);
-    if (fsname || subtype || flag) {
+    const char *const shown = CBFS_IN_LIST(key, cbfs_kernel_shown);
+    const bool flag = mf || strcmp(key, "debug") == 0 || strcmp(key, "remount") == 0 ||
+                      CBFS_IN_LIST(key, cbfs_fuse_flags);
+    if (fsname || subtype || shown || flag) {
         const cbfs_err e = cbfs_settings_check_value(key, val, !flag, msg, cap);
         if (e) return e;
     }
@@ -78,9 +123,22 @@ static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, 
         o->foreground = true;
         return CBFS_OK;
     }
-    if (strcmp(key, "ro") == 0 || strcmp(key, "rw") == 0) {
-        o->readonly = key[1] == 'o';
+    if (strcmp(key, "remount") == 0) {
+        o->remount = true;
         return CBFS_OK;
+    }
+    if (shown) {
+        if (!o->kernel_shown) o->kernel_shown = shown; /* refused later unless remount */
+        return CBFS_OK;
+    }
+    if (mf) {
+        o->mflags_given |= mf->flag;
+        if (mf->set)
+            o->mflags |= mf->flag;
+        else
+            o->mflags &= ~mf->flag;
+        o->readonly = (o->mflags & MS_RDONLY) != 0;
+        return mf->libfuse ? cbfs_options_add_fuse(o, key) : CBFS_OK;
     }
     if (flag) return cbfs_options_add_fuse(o, key);
     if (fsname || subtype) {
@@ -212,6 +270,14 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
     }
     o->store = pos[0];
     o->mountpoint = pos[npos - 1];
+    if (o->kernel_shown && !o->remount) {
+        snprintf(msg, msg_cap,
+                 "option %s= is the kernel's to set on a FUSE mount; drop it (it is accepted "
+                 "only with remount, where mount(8) copies it from the mount table)",
+                 o->kernel_shown);
+        e = CBFS_E_INVAL;
+        goto out;
+    }
 
     /* With codec= on the command line, level= is checked now; otherwise the
      * codec comes from store.conf and cbfs_options_resolve checks it. */
@@ -228,6 +294,33 @@ cbfs_err cbfs_options_resolve(struct cbfs_options *o, const struct cbfs_store_co
                               char *msg, size_t msg_cap)
 {
     return cbfs_settings_resolve(&o->set, conf, msg, msg_cap);
+}
+
+bool cbfs_options_noatime(const struct cbfs_options *o)
+{
+    return (o->mflags & MS_NOATIME) && !(o->mflags & MS_STRICTATIME);
+}
+
+bool cbfs_options_nodiratime(const struct cbfs_options *o)
+{
+    return (o->mflags & MS_NODIRATIME) != 0;
+}
+
+unsigned long cbfs_options_remount_flags(const struct cbfs_options *o, unsigned long cur_st_flag)
+{
+    /* statvfs(3) reports the per-mount flags as ST_* bits */
+    static const struct {
+        unsigned long st, ms;
+    } cur[] = {
+        {ST_RDONLY, MS_RDONLY},         {ST_NOSUID, MS_NOSUID},
+        {ST_NODEV, MS_NODEV},           {ST_NOEXEC, MS_NOEXEC},
+        {ST_SYNCHRONOUS, MS_SYNCHRONOUS}, {ST_NOATIME, MS_NOATIME},
+        {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME},
+    };
+    unsigned long flags = 0;
+    for (size_t i = 0; i < sizeof cur / sizeof cur[0]; i++)
+        if (cur_st_flag & cur[i].st) flags |= cur[i].ms;
+    return MS_REMOUNT | (flags & ~o->mflags_given) | o->mflags;
 }
 
 cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_path, char **out)
@@ -247,6 +340,7 @@ cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_
         }
     }
     if (!e && o->readonly) e = cbfs_options_append(&list, "ro");
+    if (!e && cbfs_options_noatime(o)) e = cbfs_options_append(&list, "noatime");
     if (!e && o->fuse_opts) {
         /* Already escaped: append verbatim. */
         char *p = realloc(list, strlen(list) + strlen(o->fuse_opts) + 2);
@@ -291,13 +385,17 @@ void cbfs_options_usage(FILE *out, const char *prog)
             "  -f               stay in the foreground (logs to stderr)\n"
             "  -d, -o debug     debug logging and FUSE request tracing (implies -f)\n"
             "  -s, -n, -v       accepted from mount(8) and ignored\n"
+            "  -o remount,...   change the flags of a running mount (mount -o remount,ro)\n"
             "  -h, --help       this text;  -V, --version  the version\n"
             "\n"
             "cbfs options. codec, level and block_size default to what the store's\n"
             "%s/%s records; the defaults shown are those of its first mount.\n",
             prog, prog, CBFS_STORE_DIR, CBFS_STORE_CONF);
     cbfs_settings_help(out, CBFS_SCOPE_MOUNT);
-    CBFS_OPTIONS_WORDS(out, "FUSE/kernel options: ro rw", cbfs_fuse_flags, "fsname= subtype=");
+    const char *flags[CBFS_NFLAGS_];
+    for (size_t i = 0; i < CBFS_NFLAGS_; i++) flags[i] = cbfs_mount_flags[i].name;
+    CBFS_OPTIONS_WORDS(out, "Kernel mount flags:", flags, "remount");
+    CBFS_OPTIONS_WORDS(out, "FUSE options:", cbfs_fuse_flags, "fsname= subtype=");
     CBFS_OPTIONS_WORDS(out, "fstab options dropped silently:", cbfs_noise_flags,
                        "user= x-* comment=*");
     fprintf(out, "\n"

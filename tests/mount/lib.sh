@@ -167,6 +167,16 @@ cbfs_mount_fresh() {
     cbfs_mount "$store" "$mnt" "$1${2:+,$2}"
 }
 
+# cbfs_tmpfs_store SIZE [TMPFS_OPTS]: a store whose file system the test controls (a full
+# disk, an atime policy): sets fs=$T/fs, store=$T/fs/store and mnt=$T/mnt and mounts a
+# tmpfs of SIZE on fs (root only); the EXIT trap lazily unmounts it with the rest below $T.
+cbfs_tmpfs_store() {
+    fs=$T/fs store=$T/fs/store mnt=$T/mnt
+    mkdir -p "$fs"
+    mount -t tmpfs -o "size=$1${2:+,$2}" tmpfs "$fs" || fail "cannot mount a tmpfs (needs root)"
+    mkdir "$store"
+}
+
 # ---------------------------------------------------------------- mounting
 
 # cbfs_expect_log_errors [ERE]: this test provokes warning/error lines; with ERE only

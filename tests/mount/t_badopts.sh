@@ -40,6 +40,8 @@ expect_refused 'cache_size=lots.*size' -f -o cache_size=lots "$store" "$mnt"
 expect_refused 'writeback_cache=maybe.*on or off' -f -o writeback_cache=maybe "$store" "$mnt"
 expect_refused 'inflight.*block' -f -o block_size=64K,inflight=4K "$store" "$mnt"
 expect_refused 'none.*no levels' -f -o codec=none,level=3 "$store" "$mnt"
+expect_refused "user_id=.*remount" -f -o user_id=0 "$store" "$mnt"
+expect_refused 'not a cbfs mount' -o remount,ro "$mnt"   # remount of what is not mounted
 expect_refused "$T/nostore" -f "$T/nostore" "$mnt"
 expect_refused "$T/nomnt" -f "$store" "$T/nomnt"
 expect_refused "plainfile|directory" -f "$store" "$T/plainfile"

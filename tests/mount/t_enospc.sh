@@ -5,11 +5,7 @@
 # broken backup the same mount keeps working (a new file writes and reads back).
 . "$(dirname "$0")/lib.sh"
 
-fs=$T/fs store=$T/fs/store mnt=$T/mnt
-mkdir -p "$fs"
-mount -t tmpfs -o size=48m tmpfs "$fs" || fail "cannot mount a tmpfs (needs root)"
-# (the harness's EXIT trap lazily unmounts anything left mounted below $T, this tmpfs too)
-mkdir "$store"
+cbfs_tmpfs_store 48m
 
 # completed files: compressible, mixed, incompressible (about 14 MiB stored)
 python3 "$CBFS_TOOLS/gendata.py" csv 6M "$T/a.csv" 41

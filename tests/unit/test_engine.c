@@ -563,3 +563,41 @@ Test(engine, identical_rewrite_adds_no_frame)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(data);
 }
+
+/* st_blksize of a compressed file is its own block size: peek reads it from
+ * the index, not from the engine's setting for new files. */
+Test(engine, peek_gives_the_files_own_block_size)
+{
+    unsigned char buf[100000];
+    memset(buf, 'x', sizeof buf);
+    struct cbfs_file *f = eng_open("peek", true, "lz4");
+    cr_assert_eq(cbfs_file_block_size(f), 64u << 10);
+    cr_assert_eq(cbfs_file_write(f, buf, sizeof buf, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+
+    struct cbfs_engine *other;
+    struct cbfs_engine_config cfg = {.block_size = 16 << 10, .workers = 1};
+    cr_assert_eq(cbfs_engine_create(&cfg, &other), CBFS_OK);
+    char p[128], q[140];
+    snprintf(p, sizeof p, "%s/peek", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    int dfd = open(p, O_RDONLY), ifd = open(q, O_RDONLY);
+    cr_assert(dfd >= 0 && ifd >= 0);
+    uint64_t size = 0;
+    uint32_t bs = 0;
+    cr_assert_eq(cbfs_file_peek(other, dfd, ifd, &size, &bs), CBFS_OK);
+    cr_assert_eq(size, sizeof buf);
+    cr_assert_eq(bs, 64u << 10, "block size %u", bs);
+    close(dfd);
+    close(ifd);
+
+    /* an empty data file with no sidecar: what cbfs_file_open would give it */
+    snprintf(p, sizeof p, "%s/peek-empty", eng_dir);
+    dfd = open(p, O_RDWR | O_CREAT, 0644);
+    cr_assert(dfd >= 0);
+    cr_assert_eq(cbfs_file_peek(other, dfd, -1, &size, &bs), CBFS_OK);
+    cr_assert_eq(size, 0);
+    cr_assert_eq(bs, 16u << 10);
+    close(dfd);
+    cbfs_engine_destroy(other);
+}

@@ -20,6 +20,7 @@
 static char it_dir[64];
 static int it_root = -1;
 static struct cbfs_fs *it_fs;
+static struct cbfs_engine *it_eng; /* the fs's, as the daemon gives it one */
 
 static void it_setup(void)
 {
@@ -27,7 +28,10 @@ static void it_setup(void)
     cr_assert_not_null(mkdtemp(it_dir));
     it_root = open(it_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     cr_assert(it_root >= 0);
-    const struct cbfs_fs_options opt = {.store_fd = it_root, .store_path = it_dir};
+    /* 16K: files written by it_write_compressed (64K) keep their own */
+    const struct cbfs_engine_config cfg = {.block_size = 16 << 10, .workers = 1};
+    cr_assert_eq(cbfs_engine_create(&cfg, &it_eng), CBFS_OK);
+    const struct cbfs_fs_options opt = {.store_fd = it_root, .store_path = it_dir, .eng = it_eng};
     it_fs = cbfs_fs_new(&opt);
     cr_assert_not_null(it_fs);
 }
@@ -38,6 +42,7 @@ static void it_teardown(void)
     if (!it_fs) return;
     cr_assert_eq(cbfs_fs_free(it_fs), 0);
     it_fs = NULL;
+    cbfs_engine_destroy(it_eng);
     close(it_root);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", it_dir);
@@ -241,6 +246,8 @@ Test(inode, a_compressed_file_shows_its_logical_size)
     cr_assert_eq(c->kind, CBFS_KIND_COMPRESSED);
     cr_assert(c->has_idx);
     cr_assert_eq(st.st_size, 300000);
+    cr_assert_eq(st.st_blksize, 64 << 10, "st_blksize %ld: the file's block size",
+                 (long)st.st_blksize);
     cbfs_inode_unref(it_fs, c, 1);
 }
 

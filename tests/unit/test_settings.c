@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 
 #include "cbfs/engine.h"
 #include "cbfs/format.h"
@@ -490,4 +492,66 @@ Test(options, refusals)
     cr_assert_eq(PARSE(&o, msg, "-t", "ext4", "/s", "/m"), CBFS_E_INVAL);
     cr_assert_eq(PARSE(&o, msg, "--help"), CBFS_OK);
     cr_assert(o.help);
+}
+
+Test(options, atime_flags_are_accepted_and_libfuse_gets_only_its_own)
+{
+    struct cbfs_options o;
+    char msg[256];
+    cr_assert_eq(PARSE(&o, msg, "-o",
+                       "relatime,nodiratime,lazytime,strictatime,noatime,nosuid,noexec", "/s",
+                       "/m"),
+                 CBFS_OK, "%s", msg);
+    char *list;
+    cr_assert_eq(cbfs_options_fuse_list(&o, "/s", &list), CBFS_OK);
+    /* strictatime wins over noatime, as in the kernel */
+    cr_assert_str_eq(list, "default_permissions,subtype=cbfs,fsname=/s,nosuid,noexec");
+    free(list);
+    cr_assert_not(cbfs_options_noatime(&o));
+    cr_assert(cbfs_options_nodiratime(&o));
+    cbfs_options_free(&o);
+
+    cr_assert_eq(PARSE(&o, msg, "-o", "noatime,ro,allow_other", "/s", "/m"), CBFS_OK, "%s", msg);
+    cr_assert(cbfs_options_noatime(&o));
+    cr_assert_eq(cbfs_options_fuse_list(&o, "/s", &list), CBFS_OK);
+    cr_assert_str_eq(list, "default_permissions,subtype=cbfs,fsname=/s,ro,noatime,allow_other");
+    free(list);
+    cr_assert_not(cbfs_options_nodiratime(&o));
+    cbfs_options_free(&o);
+    cr_assert_eq(PARSE(&o, msg, "-o", "noatime,nodiratime,atime,diratime", "/s", "/m"), CBFS_OK);
+    cr_assert_not(cbfs_options_noatime(&o), "the last of noatime/atime wins");
+    cr_assert_not(cbfs_options_nodiratime(&o));
+    cbfs_options_free(&o);
+}
+
+Test(options, remount_takes_what_mount8_passes)
+{
+    struct cbfs_options o;
+    char msg[256];
+    /* mount(8) passes the mount table's options, then the new ones */
+    cr_assert_eq(PARSE(&o, msg, "/s", "/m", "-o",
+                       "ro,nosuid,nodev,noatime,remount,user_id=0,group_id=0,"
+                       "default_permissions,allow_other,codec=zstd"),
+                 CBFS_OK, "%s", msg);
+    cr_assert(o.remount);
+    cr_assert(o.readonly);
+    cr_assert_str_eq(o.mountpoint, "/m");
+    cr_assert_eq(cbfs_options_remount_flags(&o, ST_RELATIME | ST_NOEXEC),
+                 MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOATIME | MS_NOEXEC |
+                     MS_RELATIME);
+    cbfs_options_free(&o);
+    /* the helper run by hand: what is not given stays as the mount has it */
+    cr_assert_eq(PARSE(&o, msg, "-o", "remount,rw", "/m"), CBFS_OK, "%s", msg);
+    cr_assert_eq(cbfs_options_remount_flags(&o, ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOATIME),
+                 MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOATIME);
+    cbfs_options_free(&o);
+    cr_assert_eq(PARSE(&o, msg, "-o", "remount,atime,suid", "/m"), CBFS_OK, "%s", msg);
+    cr_assert_eq(cbfs_options_remount_flags(&o, ST_NOSUID | ST_NODEV | ST_NOATIME),
+                 MS_REMOUNT | MS_NODEV);
+    cbfs_options_free(&o);
+    /* the kernel's own options only come with a remount */
+    cr_assert_eq(PARSE(&o, msg, "-o", "user_id=0", "/s", "/m"), CBFS_E_INVAL);
+    cr_assert_not_null(strstr(msg, "user_id= is the kernel's"), "%s", msg);
+    cr_assert_eq(PARSE(&o, msg, "-o", "remount,group_id", "/m"), CBFS_E_INVAL);
+    cr_assert_not_null(strstr(msg, "needs a value"), "%s", msg);
 }
