@@ -39,6 +39,9 @@ enum cbfs_setting_id {
     CBFS_SET_INFLIGHT,
     CBFS_SET_ATTR_TIMEOUT,
     CBFS_SET_WRITEBACK_CACHE,
+    CBFS_SET_FUSE_THREADS,
+    CBFS_SET_CLONE_FD,
+    CBFS_SET_MAX_BACKGROUND,
     CBFS_SET_COUNT_
 };
 
@@ -54,6 +57,10 @@ struct cbfs_settings {
     uint64_t inflight_bytes; /* 0 = automatic (the engine's default) */
     double attr_timeout;     /* seconds */
     bool writeback_cache;
+    /* The FUSE channel (tuning for many cores; docs/PERF.md). */
+    unsigned fuse_threads;   /* most threads serving requests */
+    bool clone_fd;           /* one /dev/fuse queue per thread */
+    unsigned max_background; /* kernel's queue of async requests (writeback); 0 = its own */
 
     unsigned given;   /* bit (1u << enum cbfs_setting_id): set by cbfs_settings_set */
     int level_wanted; /* level=N until it is checked against its codec */

@@ -25,6 +25,7 @@ struct cbfs_fs_options {
     bool nodiratime;                    /* store directories opened with O_NOATIME */
     double attr_timeout;                /* seconds; entry/attr cache in the kernel */
     bool writeback_cache;               /* FUSE_CAP_WRITEBACK_CACHE if offered */
+    unsigned max_background;            /* conn->max_background; 0 = the kernel's */
 };
 
 struct cbfs_fs;

@@ -366,6 +366,7 @@ int main(int argc, char *argv[])
         .nodiratime = cbfs_options_nodiratime(&o),
         .attr_timeout = o.set.attr_timeout,
         .writeback_cache = o.set.writeback_cache,
+        .max_background = o.set.max_background,
     };
     fs = cbfs_fs_new(&fopt);
     if (!fs) {
@@ -423,8 +424,11 @@ int main(int argc, char *argv[])
         cbfs_main_error("out of memory creating the FUSE loop");
         goto out;
     }
-    fuse_loop_cfg_set_clone_fd(lcfg, 0);
-    fuse_loop_cfg_set_idle_threads(lcfg, CBFS_MAX_IDLE_THREADS);
+    fuse_loop_cfg_set_clone_fd(lcfg, o.set.clone_fd);
+    fuse_loop_cfg_set_max_threads(lcfg, o.set.fuse_threads);
+    fuse_loop_cfg_set_idle_threads(lcfg, CBFS_MAX_IDLE_THREADS < o.set.fuse_threads
+                                             ? CBFS_MAX_IDLE_THREADS
+                                             : o.set.fuse_threads);
     const int ret = fuse_session_loop_mt(se, lcfg);
     fuse_loop_cfg_destroy(lcfg);
     /* 0: unmounted; > 0: the signal that ended the loop (a clean stop). */

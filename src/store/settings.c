@@ -77,6 +77,18 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
     [CBFS_SET_WRITEBACK_CACHE] = {"writeback_cache", "[=on|off]", CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
                                   CBFS_F_(writeback_cache), 0, 0, 1,
                                   "let the kernel cache writes and send them in large pieces"},
+    /* Channel tuning, for measuring on many cores (docs/PERF.md); libfuse's
+     * own defaults: 10 threads, one queue, the kernel's 12 background. */
+    [CBFS_SET_FUSE_THREADS] = {"fuse_threads", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
+                               CBFS_F_(fuse_threads), 1, 256, 10,
+                               "most threads serving FUSE requests"},
+    [CBFS_SET_CLONE_FD] = {"clone_fd", "[=on|off]", CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
+                           CBFS_F_(clone_fd), 0, 0, 0,
+                           "one /dev/fuse queue per serving thread"},
+    [CBFS_SET_MAX_BACKGROUND] = {"max_background", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
+                                 CBFS_F_(max_background), 0, 65535, 0,
+                                 "async requests the kernel keeps in flight (writeback), "
+                                 "0 = the kernel's default"},
 };
 
 #define CBFS_FIELD_(s, r, type) ((type *)((char *)(s) + (r)->off))
