@@ -230,10 +230,10 @@ void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* Common tail of mknod/mkdir/symlink (dirfd: dir's pinned fd): owner and
- * mode of the new name, then the entry reply. On failure the new name is
- * removed again. */
+ * mode of the new name (mode, inherit: as cbfs_own_new takes them), then the
+ * entry reply. On failure the new name is removed again. */
 static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
-                            const char *name, mode_t mode)
+                            const char *name, mode_t mode, bool inherit)
 {
     struct cbfs_inode *inode;
     struct stat st;
@@ -241,7 +241,7 @@ static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inod
     if (err) goto fail;
     err = cbfs_inode_pin(fs, inode, &fd);
     if (err == 0) {
-        err = cbfs_own_new(req, dirfd, fd, mode);
+        err = cbfs_own_new(req, dirfd, fd, mode, inherit);
         cbfs_inode_unpin(fs, inode);
     }
     if (err == 0) err = cbfs_inode_stat(fs, inode, &st);
@@ -305,13 +305,17 @@ void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd;
+    bool inherit;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "mknod", &dirfd)) return;
-    if (S_ISREG(mode))
+    if (S_ISREG(mode)) {
         cbfs_mknod_regular(req, fs, dir, dirfd, name, mode);
-    else if (mknodat(dirfd, name, mode, rdev) == -1)
-        fuse_reply_err(req, errno);
-    else
-        cbfs_finish_new(req, fs, dir, dirfd, name, mode);
+    } else {
+        mode = cbfs_new_mode(req, dirfd, mode, &inherit);
+        if (mknodat(dirfd, name, mode, rdev) == -1)
+            fuse_reply_err(req, errno);
+        else
+            cbfs_finish_new(req, fs, dir, dirfd, name, mode, inherit);
+    }
     cbfs_inode_unpin(fs, dir);
 }
 
@@ -337,13 +341,15 @@ void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd, err;
+    bool inherit;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "mkdir", &dirfd)) return;
-    if (mkdirat(dirfd, name, mode & 07777) == -1)
+    mode = cbfs_new_mode(req, dirfd, mode & 07777, &inherit);
+    if (mkdirat(dirfd, name, mode) == -1)
         fuse_reply_err(req, errno);
     else if ((err = cbfs_mkdir_inherit(dirfd, name)) != 0)
         fuse_reply_err(req, err);
     else
-        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | (mode & 07777));
+        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | mode, inherit);
     cbfs_inode_unpin(fs, dir);
 }
 
@@ -356,7 +362,7 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
     if (symlinkat(link, dirfd, name) == -1)
         fuse_reply_err(req, errno);
     else
-        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777);
+        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777, false);
     cbfs_inode_unpin(fs, dir);
 }
 

@@ -93,10 +93,12 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
     if (compressed && (err = cbfs_sidecar_name(name, sc, sizeof sc)) != 0) return err;
 
     const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
+    bool inherit;
+    mode = cbfs_new_mode(req, dirfd, mode, &inherit);
     int fd = cbfs_fs_openat(fs, dirfd, name, oflags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                             mode & 07777);
     if (fd == -1) return errno;
-    err = cbfs_own_new(req, dirfd, fd, mode);
+    err = cbfs_own_new(req, dirfd, fd, mode, inherit);
     if (err) goto fail;
     if (compressed) {
         /* We own the name now (O_EXCL), so any sidecar there is a stale
