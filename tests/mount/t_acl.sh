@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# POSIX ACLs as ext4 keeps them (the kernel enforces them: FUSE_POSIX_ACL; the
+# store keeps them as its own xattrs). A named entry denies or grants another
+# user (nobody, through allow_other) what the mode alone would not; a
+# directory's default ACL is inherited by the files, directories and fifos
+# made in it whatever the umask, and without one the umask applies; setfacl
+# and chmod each change the other's answer at once (no stale attribute or ACL
+# cache); all of it survives a remount. Every answer is compared with the same
+# operations on a directory of the local filesystem, for compressed and plain
+# files. In the store a sidecar carries its data file's mode and ACL, so
+# nobody denied the data can read its index there.
+. "$(dirname "$0")/lib.sh"
+
+id nobody >/dev/null 2>&1 || fail "needs the user nobody"
+as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
+# try WHAT CMD...: CMD as nobody; prints "WHAT ok" or "WHAT <its error, path left out>"
+try() {
+    local what=$1
+    shift
+    if as_nobody "$@" >/dev/null 2>"$T/try.err"; then
+        echo "$what: ok"
+    else
+        echo "$what: $(sed -n '$s/.*: //p' "$T/try.err")"
+    fi
+}
+# show NAME: its mode and ACL (access and default entries) on one line
+show() { echo "$1 $(stat -c %a "$1") $(getfacl -cp "$1" | grep -v '^$' | tr '\n' ' ')"; }
+
+# acl_ops: the operations, in the current directory; one line per answer
+acl_ops() {
+    echo data >deny
+    chmod 644 deny
+    setfacl -m u:nobody:--- deny
+    show deny
+    try "read deny" cat deny
+    echo data >grant
+    chmod 600 grant
+    setfacl -m u:nobody:rw grant
+    show grant
+    try "read grant" cat grant
+    try "append grant" sh -c 'echo x >>grant'
+    # setfacl, chmod, setfacl -b: each answer read back at once
+    echo data >flip
+    chmod 640 flip
+    try "read flip before" cat flip
+    setfacl -m u:nobody:r flip
+    show flip
+    try "read flip" cat flip
+    chmod 604 flip
+    show flip
+    try "read flip after chmod" cat flip
+    setfacl -b flip
+    show flip
+    try "read flip after setfacl -b" cat flip
+    mkdir dx
+    chmod 777 dx
+    setfacl -m u:nobody:r-x dx
+    show dx
+    try "create in dx" touch dx/n
+    try "list dx" ls dx
+    # default ACLs, with modes asked for beyond them and every umask
+    mkdir dd
+    chmod 755 dd
+    setfacl -d -m u:nobody:rwx,g::r-x,o::--- dd
+    local u n
+    for u in 077 022 000; do
+        (
+            umask $u
+            echo x >dd/f$u
+            touch dd/t$u
+            mkdir dd/d$u
+            mkdir -m 700 dd/m$u
+            mkfifo dd/p$u
+            cp -p deny dd/c$u
+        )
+        for n in f t d m p c; do show dd/$n$u; done
+    done
+    try "append dd/f022" sh -c 'echo y >>dd/f022'
+    try "create in dd/d022" touch dd/d022/n
+    chmod 700 dd
+    show dd
+    # a setgid directory with a default ACL
+    mkdir sg
+    chmod 2775 sg
+    setfacl -d -m g::rwx sg
+    (
+        umask 077
+        mkdir sg/s
+        touch sg/f
+    )
+    show sg/s
+    show sg/f
+    # no default ACL: the umask
+    for u in 027 077; do
+        (
+            umask $u
+            touch p$u
+            mkdir q$u
+            mkfifo r$u
+        )
+        show p$u
+        show q$u
+        show r$u
+    done
+}
+
+# state: mode and ACL of everything below the current directory (remount check)
+state() {
+    local n
+    find . -mindepth 1 \( -name '*.cbfsidx' -o -path ./.cbfs \) -prune -o -print | LC_ALL=C sort |
+        while read -r n; do show "$n"; done
+}
+
+ref=$T/ref
+mkdir -p "$ref"
+chmod 755 "$T"
+chmod 777 "$ref"
+(cd "$ref" && acl_ops) >"$T/ref.out" 2>&1
+grep -q '^read deny: Permission denied$' "$T/ref.out" ||
+    fail "the local filesystem did not deny: $(head -n 3 "$T/ref.out" | tr '\n' '|')"
+(cd "$ref" && state) >"$T/ref.state"
+
+for opts in codec=lz4 codec=none; do
+    store=$T/s.${opts#codec=} mnt=$T/m.${opts#codec=}
+    mkdir -p "$store"
+    cbfs_mount "$store" "$mnt" "$opts,allow_other"
+    chmod 777 "$mnt"
+    (cd "$mnt" && acl_ops) >"$T/got.out" 2>&1
+    diff -u "$T/ref.out" "$T/got.out" >"$T/diff" ||
+        fail "$opts: answers differ from ext4: $(grep '^[-+][^-+]' "$T/diff" | head -n 6 | tr '\n' '|')"
+    cbfs_umount "$mnt"
+    cbfs_mount "$store" "$mnt" "$opts,allow_other"
+    (cd "$mnt" && state) >"$T/got.state"
+    diff -u "$T/ref.state" "$T/got.state" >"$T/diff" ||
+        fail "$opts: after a remount: $(grep '^[-+][^-+]' "$T/diff" | head -n 6 | tr '\n' '|')"
+    cbfs_umount "$mnt"
+done
+
+# the store of the compressed mount: each sidecar has its data file's mode and ACL
+store=$T/s.lz4
+n=0
+while read -r sc; do
+    d=${sc%.cbfsidx}
+    check_eq "$(cd "$store" && show "$d" | cut -d' ' -f2-)" "$(cd "$store" && show "$sc" | cut -d' ' -f2-)" \
+        "mode and ACL of the sidecar $sc"
+    n=$((n + 1))
+done < <(cd "$store" && find . -name '*.cbfsidx')
+((n >= 10)) || fail "only $n sidecars in the store"
+check_eq "$(try "read" cat "$store/deny.cbfsidx")" "read: Permission denied" "nobody reading the sidecar of deny"
+check_eq "$(try "read" cat "$store/grant.cbfsidx")" "read: ok" "nobody reading the sidecar of grant"
+pass "$(wc -l <"$T/ref.out") answers as ext4's"
