@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "cbfs/codec.h"
 #include "cbfs/log.h"
@@ -113,9 +114,43 @@ static bool cbfs_xattr_codec_ok(const char *value, size_t size)
     return true;
 }
 
+/* @return true if the caller of req is in group gid (primary or
+ * supplementary); false also where its groups cannot be read. */
+static bool cbfs_xattr_caller_in_group(fuse_req_t req, gid_t gid)
+{
+    gid_t some[64], *list = some;
+    int cap = 64;
+    if (fuse_req_ctx(req)->gid == gid) return true;
+    int n = fuse_req_getgroups(req, cap, some);
+    if (n > cap) {
+        cap = n;
+        list = malloc((size_t)cap * sizeof *list);
+        n = list ? fuse_req_getgroups(req, cap, list) : -ENOMEM;
+    }
+    bool in = false;
+    for (int i = 0; i < n && i < cap && !in; i++) in = list[i] == gid;
+    if (list != some) free(list);
+    return in;
+}
+
+/* What FUSE_SETXATTR_ACL_KILL_SGID asks for, which libfuse 3.14 cannot
+ * negotiate (FUSE_SETXATTR_EXT): as on ext4 (posix_acl_update_mode), a caller
+ * outside the file's group and without CAP_FSETID (taken as: not root) who
+ * sets an access ACL clears the set-group-ID bit. The store leaves it for the
+ * daemon, which is root. fd, path: the pinned object. @return 0 or errno. */
+static int cbfs_xattr_acl_kill_sgid(fuse_req_t req, int fd, const char *path)
+{
+    struct stat st;
+    if (geteuid() != 0 || fuse_req_ctx(req)->uid == 0) return 0;
+    if (fstat(fd, &st) == -1) return errno;
+    if (!(st.st_mode & S_ISGID) || cbfs_xattr_caller_in_group(req, st.st_gid)) return 0;
+    return chmod(path, st.st_mode & 07777 & ~(mode_t)S_ISGID) == -1 ? errno : 0;
+}
+
 /* setxattr, or removexattr where value is NULL (libfuse never passes a NULL
  * value to setxattr), on inode's store object; replies. A new access ACL
- * changed the mode too: the sidecar follows, and the kernel learns it. */
+ * changed the mode too (group bits, maybe set-group-ID): the sidecar
+ * follows, and the kernel learns it. */
 static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
                               const char *value, size_t size, int flags)
 {
@@ -130,8 +165,9 @@ static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
     }
     if (!cbfs_xattr_path(req, fs, inode, EPERM, path, &fd)) return;
     const int r = value ? setxattr(path, name, value, size, flags) : removexattr(path, name);
-    const int err = r == -1 ? errno : 0;
+    int err = r == -1 ? errno : 0;
     const bool acl = err == 0 && strcmp(name, CBFS_STORE_XATTR_ACL) == 0;
+    if (acl && value) err = cbfs_xattr_acl_kill_sgid(req, fd, path);
     if (acl) cbfs_sidecar_sync(fs, inode, fd);
     cbfs_inode_unpin(fs, inode);
     if (acl) cbfs_chan_inval_attr(ino);
