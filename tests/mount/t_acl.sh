@@ -13,22 +13,13 @@
 . "$(dirname "$0")/lib.sh"
 
 id nobody >/dev/null 2>&1 || fail "needs the user nobody"
-as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
-# try WHAT CMD...: CMD as nobody; prints "WHAT ok" or "WHAT <its error, path left out>"
-try() {
-    local what=$1
-    shift
-    if as_nobody "$@" >/dev/null 2>"$T/try.err"; then
-        echo "$what: ok"
-    else
-        echo "$what: $(sed -n '$s/.*: //p' "$T/try.err")"
-    fi
-}
+try() { answer "$1" as_nobody "${@:2}"; } # try WHAT CMD...: nobody's answer
 # show NAME: its mode and ACL (access and default entries) on one line
 show() { echo "$1 $(stat -c %a "$1") $(getfacl -cp "$1" | grep -v '^$' | tr '\n' ' ')"; }
 
 # acl_ops: the operations, in the current directory; one line per answer
 acl_ops() {
+    chmod 777 .
     echo data >deny
     chmod 644 deny
     setfacl -m u:nobody:--- deny
@@ -121,35 +112,16 @@ state() {
         while read -r n; do show "$n"; done
 }
 
-ref=$T/ref
-mkdir -p "$ref"
 chmod 755 "$T"
-chmod 777 "$ref"
-(cd "$ref" && acl_ops) >"$T/ref.out" 2>&1
+ref_answers acl_ops state
 grep -q '^read deny: Permission denied$' "$T/ref.out" ||
     fail "the local filesystem did not deny: $(head -n 3 "$T/ref.out" | tr '\n' '|')"
-(cd "$ref" && state) >"$T/ref.state"
-
-for opts in codec=lz4 codec=none; do
-    store=$T/s.${opts#codec=} mnt=$T/m.${opts#codec=}
-    mkdir -p "$store"
-    cbfs_mount "$store" "$mnt" "$opts,allow_other"
-    chmod 777 "$mnt"
-    (cd "$mnt" && acl_ops) >"$T/got.out" 2>&1
-    diff -u "$T/ref.out" "$T/got.out" >"$T/diff" ||
-        fail "$opts: answers differ from ext4: $(grep '^[-+][^-+]' "$T/diff" | head -n 6 | tr '\n' '|')"
-    cbfs_umount "$mnt"
-    cbfs_mount "$store" "$mnt" "$opts,allow_other"
-    (cd "$mnt" && state) >"$T/got.state"
-    diff -u "$T/ref.state" "$T/got.state" >"$T/diff" ||
-        fail "$opts: after a remount: $(grep '^[-+][^-+]' "$T/diff" | head -n 6 | tr '\n' '|')"
-    cbfs_umount "$mnt"
-done
+for opts in codec=lz4 codec=none; do mounted_answers "$opts,allow_other" acl_ops state; done
 
 # the store of the compressed mount: each sidecar has its data file's
 # permission bits (no set-id bits) and ACL
 perms() { printf '%o %s' $((0$(stat -c %a "$1") & 0777)) "$(getfacl -cp "$1" | tr '\n' ' ')"; }
-store=$T/s.lz4
+store=$T/s.lz4_allow_other
 n=0
 while read -r sc; do
     check_eq "$(perms "${sc%.cbfsidx}")" "$(perms "$sc")" "mode and ACL of the sidecar $sc"

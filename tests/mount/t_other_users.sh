@@ -13,27 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 
 id nobody >/dev/null 2>&1 || fail "needs the user nobody"
-as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
-# try WHAT CMD...: CMD as nobody; prints "WHAT: ok" or "WHAT: <its error, path left out>"
-try() {
-    local what=$1
-    shift
-    if as_nobody "$@" >/dev/null 2>"$T/try.err"; then
-        echo "$what: ok"
-    else
-        echo "$what: $(sed -n '$s/.*: //p' "$T/try.err")"
-    fi
-}
-# as_root_try WHAT CMD...: the same as root
-as_root_try() {
-    local what=$1
-    shift
-    if "$@" >/dev/null 2>"$T/try.err"; then
-        echo "$what: ok"
-    else
-        echo "$what: $(sed -n '$s/.*: //p' "$T/try.err")"
-    fi
-}
+try() { answer "$1" as_nobody "${@:2}"; } # try WHAT CMD...: nobody's answer
 
 files=(r644 p600 w666 acl_deny acl_rw)
 hidden='^\.cbfs$|\.cbfsidx$' # the store's names, as ls prints them
@@ -109,8 +89,7 @@ for opts in codec=lz4 codec=none; do
     cbfs_mount "$store" "$mnt" "$opts,allow_other"
     chmod 777 "$mnt"
     (cd "$mnt" && setup && user_ops) >"$T/got.out" 2>&1
-    diff -u "$T/ref.out" "$T/got.out" >"$T/diff" ||
-        fail "$opts: answers differ from ext4: $(grep '^[-+][^-+]' "$T/diff" | head -n 6 | tr '\n' '|')"
+    same_answers "$opts: answers differ from ext4" "$T/ref.out" "$T/got.out"
 
     # the store's own names, by every path through the mount: ENOENT for both users
     mkdir "$mnt/sub"
@@ -119,7 +98,7 @@ for opts in codec=lz4 codec=none; do
     ln -s "$(realpath "$mnt")/.cbfs" "$mnt/abs"
     ln -s r644.cbfsidx "$mnt/side"
     ln -s "$(realpath "$store")" "$mnt/store"
-    for who in try as_root_try; do
+    for who in try answer; do
         for p in .cbfs .cbfs/store.conf ./.cbfs/lock sub/../.cbfs/store.conf sub/up/store.conf \
             dot/store.conf abs/store.conf side r644.cbfsidx sub/../r644.cbfsidx; do
             check_eq "$p: No such file or directory" "$($who "$p" cat "$mnt/$p")" "$who cat"
