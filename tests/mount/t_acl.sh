@@ -119,9 +119,20 @@ grep -q '^read deny: Permission denied$' "$T/ref.out" ||
 for opts in codec=lz4 codec=none; do mounted_answers "$opts,allow_other" acl_ops state; done
 
 # the store of the compressed mount: each sidecar has its data file's
-# permission bits (no set-id bits) and ACL
+# permission bits (no set-id bits) and ACL, also where it was lost and made
+# again: by the daemon (rebuilt from the frames at a writable open) and by fsck
 perms() { printf '%o %s' $((0$(stat -c %a "$1") & 0777)) "$(getfacl -cp "$1" | tr '\n' ' ')"; }
 store=$T/s.lz4_allow_other
+rm "$store/grant.cbfsidx" "$store/deny.cbfsidx" "$store/dd/f022.cbfsidx"
+cbfs_mount "$store" "$T/m" codec=lz4
+echo more >>"$T/m/grant"
+cbfs_umount "$T/m"
+[[ -f $store/grant.cbfsidx ]] || fail "the daemon did not rebuild the sidecar of grant"
+cbfs_tool
+rc=0
+"$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
+check_eq 1 "$rc" "cbfs fsck --repair (1: errors corrected): $(tail -n 3 "$T/fsck.out" | tr '\n' '|')"
+[[ -f $store/deny.cbfsidx && -f $store/dd/f022.cbfsidx ]] || fail "fsck did not rebuild the sidecars"
 n=0
 while read -r sc; do
     check_eq "$(perms "${sc%.cbfsidx}")" "$(perms "$sc")" "mode and ACL of the sidecar $sc"
