@@ -6,10 +6,11 @@
 # made in it whatever the umask, and without one the umask applies; setfacl
 # and chmod each change the other's answer at once (no stale attribute or ACL
 # cache); an owner outside a setgid file's group who sets an ACL clears the
-# set-group-ID bit; all of it survives a remount. Every answer is compared with the same
-# operations on a directory of the local filesystem, for compressed and plain
-# files. In the store a sidecar carries its data file's mode and ACL, so
-# nobody denied the data can read its index there.
+# set-group-ID bit; all of it survives a remount. Every answer is compared
+# with the same operations on a directory of the local filesystem, for
+# compressed and plain files. In the store a sidecar carries its data file's mode and ACL, so
+# nobody denied the data can read its index there. On a store without ACLs
+# (ramfs) the mount has none and the modes decide.
 . "$(dirname "$0")/lib.sh"
 
 id nobody >/dev/null 2>&1 || fail "needs the user nobody"
@@ -141,4 +142,24 @@ done < <(find "$store" -name '*.cbfsidx')
 ((n >= 10)) || fail "only $n sidecars in the store"
 check_eq "$(try "read" cat "$store/deny.cbfsidx")" "read: Permission denied" "nobody reading the sidecar of deny"
 check_eq "$(try "read" cat "$store/grant.cbfsidx")" "read: ok" "nobody reading the sidecar of grant"
+
+# a store without ACLs (ramfs keeps no xattrs): the mount has none, and the modes
+# and the umask decide as before (no ENOTSUP from permission checks)
+mkdir -p "$T/ramfs"
+mount -t ramfs ramfs "$T/ramfs" || fail "cannot mount a ramfs (needs root)"
+mkdir "$T/ramfs/s"
+cbfs_mount "$T/ramfs/s" "$T/m" codec=lz4,allow_other
+chmod 777 "$T/m"
+echo data >"$T/m/r644"
+echo data >"$T/m/p600"
+chmod 600 "$T/m/p600"
+check_eq "setfacl: Operation not supported" "$(answer setfacl setfacl -m u:nobody:r "$T/m/r644")" \
+    "setfacl without ACLs in the store"
+check_eq "r644: ok" "$(try r644 cat "$T/m/r644")" "nobody reads a 0644 file without ACLs"
+check_eq "p600: Permission denied" "$(try p600 cat "$T/m/p600")" "nobody reads a 0600 file without ACLs"
+(umask 027 && mkdir "$T/m/d027" && touch "$T/m/d027/f")
+check_eq "750 640" "$(stat -c %a "$T/m/d027" "$T/m/d027/f" | tr '\n' ' ' | sed 's/ $//')" \
+    "modes with umask 027 without ACLs"
+cbfs_umount "$T/m"
+umount "$T/ramfs"
 pass "$(wc -l <"$T/ref.out") answers as ext4's"
