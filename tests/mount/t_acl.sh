@@ -133,7 +133,8 @@ cbfs_tool
 rc=0
 "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
 check_eq 1 "$rc" "cbfs fsck --repair (1: errors corrected): $(tail -n 3 "$T/fsck.out" | tr '\n' '|')"
-[[ -f $store/deny.cbfsidx && -f $store/dd/f022.cbfsidx ]] || fail "fsck did not rebuild the sidecars"
+[[ -f $store/deny.cbfsidx && -f $store/dd/f022.cbfsidx ]] && grep -q '/deny: repaired' "$T/fsck.out" ||
+    fail "fsck did not rebuild the sidecars: $(tail -n 3 "$T/fsck.out" | tr '\n' '|')"
 n=0
 while read -r sc; do
     check_eq "$(perms "${sc%.cbfsidx}")" "$(perms "$sc")" "mode and ACL of the sidecar $sc"
