@@ -48,7 +48,9 @@
  *   name fits a directory entry (NAME_MAX).
  * - A regular file is a cbfs (compressed) file when its sidecar exists, or
  *   when its data starts with a frame envelope (the sidecar was lost and is
- *   rebuilt from the frames). Any other regular file is plain. */
+ *   rebuilt from the frames). Any other regular file is plain.
+ * - A sidecar has its data file's owner, mode and access ACL
+ *   (cbfs_store_sidecar_match). */
 
 #define CBFS_STORE_SUFFIX_LEN (sizeof CBFS_INDEX_SUFFIX - 1)
 #define CBFS_STORE_NAME_MAX (NAME_MAX - CBFS_STORE_SUFFIX_LEN) /* 247 */
@@ -85,6 +87,20 @@ cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed);
 /* @return true if dirfd is a store root: it holds a CBFS_STORE_DIR directory
  * (not a symlink). */
 bool cbfs_store_is_root(int dirfd);
+
+/* The POSIX ACLs of a store object, as the store keeps them (and the mount
+ * shows them: cbfs passes them through). */
+#define CBFS_STORE_XATTR_ACL "system.posix_acl_access"
+#define CBFS_STORE_XATTR_ACL_DEFAULT "system.posix_acl_default"
+
+/* The sidecar rule for permissions: a sidecar has the owner and group (when
+ * run as root: only root can give files away), the permission bits (no
+ * set-id bits) and the POSIX access ACL of its data file, so that the store
+ * lets nobody read an index whose data it refuses them. Gives them to the
+ * sidecar idx_fd from the data file data_fd (either may be an O_PATH fd). A
+ * store without ACLs keeps owner and mode only. @return CBFS_OK or the error
+ * of the first step that failed. */
+cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd);
 
 /* ---- metadata (store.c) ---- */
 

@@ -1,14 +1,33 @@
 /* The filesystem's life: cbfs_fs_new/free (the bridge in cbfs_fuse.h) and
  * the session's init (connection capabilities) and destroy, which the ops
  * table (ops_table.c) names. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 
 #include "cbfs/log.h"
+#include "cbfs/store.h"
 #include "cbfs/util.h"
 #include "fuse/ops.h"
 
 #define CBFS_MAX_WRITE (1u << 20) /* one default block per write request */
+
+/* @return true if the store keeps POSIX ACLs: asking the root for its access
+ * ACL gives ENOTSUP where it does not (a filesystem without ACLs, ext4 with
+ * noacl). The kernel must not enforce ACLs there: every permission check
+ * that asked would fail with that error. */
+static bool cbfs_fs_store_acl(struct cbfs_fs *fs)
+{
+    char path[CBFS_PROCFD_MAX];
+    int fd;
+    if (cbfs_inode_pin(fs, fs->root, &fd) != 0) return false;
+    cbfs_procfd(path, fd);
+    const bool acl = getxattr(path, CBFS_STORE_XATTR_ACL, NULL, 0) >= 0 || errno != ENOTSUP;
+    cbfs_inode_unpin(fs, fs->root);
+    if (!acl) cbfs_log_info("the store keeps no POSIX ACLs: the mount has none either");
+    return acl;
+}
 
 void cbfs_op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -24,9 +43,18 @@ void cbfs_op_init(void *userdata, struct fuse_conn_info *conn)
         conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
     fs->writeback = (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0;
     if (fs->opt.max_background) conn->max_background = fs->opt.max_background;
-    cbfs_log_debug("fuse init: max_write %u, max_readahead %u, writeback cache %s",
+    /* POSIX ACLs: the kernel checks and caches them (FUSE_POSIX_ACL turns
+     * default_permissions on), the store keeps them as its own xattrs and
+     * applies a directory's default ACL to what the daemon creates there.
+     * The kernel then leaves the umask to the daemon (DONT_MASK, else it
+     * would mask the mode before the default ACL could): see cbfs_new_mode. */
+    const unsigned acl = FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+    if ((conn->capable & acl) == acl && cbfs_fs_store_acl(fs)) conn->want |= acl;
+    fs->posix_acl = (conn->want & acl) == acl;
+    cbfs_log_debug("fuse init: max_write %u, max_readahead %u, writeback cache %s, posix acl %s",
                    conn->max_write, conn->max_readahead,
-                   (conn->want & FUSE_CAP_WRITEBACK_CACHE) ? "on" : "off");
+                   (conn->want & FUSE_CAP_WRITEBACK_CACHE) ? "on" : "off",
+                   fs->posix_acl ? "on" : "off");
 }
 
 /* Nothing heavy here: files still open are closed by cbfs_fs_free, after the

@@ -604,7 +604,6 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
 {
     char name[NAME_MAX + 1], sc[NAME_MAX + 1];
     struct cbfs_inode *dir = NULL;
-    struct stat st;
     int err, dirfd;
 
     cbfs_assert_held(&inode->lock);
@@ -623,12 +622,11 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
         goto out_unpin;
     }
     cbfs_log_info("index sidecar of '%s' is missing: rebuilding it from the frames", name);
-    /* same owner and mode as the data file */
-    if (fstatat(fd, "", &st, AT_EMPTY_PATH) == 0) {
-        if (fchown(*ifd, st.st_uid, st.st_gid) == -1 && geteuid() == 0)
-            cbfs_log_warn("cannot chown the sidecar of '%s': %s", name, strerror(errno));
-        (void)fchmod(*ifd, st.st_mode & 0777);
-    }
+    const cbfs_err e = cbfs_store_sidecar_match(fd, *ifd);
+    if (e)
+        cbfs_log_warn("cannot give the new sidecar of '%s' the owner, mode and ACL of its data "
+                      "file: %s",
+                      name, cbfs_err_str(e));
     const int pfd = cbfs_fs_openat(fs, dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
     if (pfd == -1 || cbfs_storeobj_init(&fs->fdc, &inode->idx, pfd, false) != 0) {
         err = pfd == -1 ? errno : ENOMEM;

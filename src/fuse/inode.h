@@ -89,6 +89,7 @@ struct cbfs_fs {
     char *store_path;           /* owned copy of opt.store_path ("" if none) */
     bool writeback;             /* writeback cache negotiated; set by init before
                                    any other request, read-only after */
+    bool posix_acl;             /* FUSE_POSIX_ACL (and DONT_MASK) negotiated; as writeback */
     struct cbfs_inode *root;    /* FUSE_ROOT_ID; never freed before cbfs_fs_free */
     uint64_t started_ns;        /* immutable: cbfs_now_ns() at cbfs_fs_new, for stats */
 

@@ -33,6 +33,13 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
                         const char *name, mode_t mode, int store_flags,
                         struct cbfs_inode **inode, struct stat *st, int *plain_fd);
 
+/* Gives the sidecar of a COMPRESSED inode (fd: its pinned data fd) the
+ * owner, mode and access ACL of the data file after they changed
+ * (cbfs_store_sidecar_match; ops_entry.c). Failures are logged, not returned:
+ * the data file already changed and the sidecar is invisible. Takes
+ * inode->lock. */
+void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd);
+
 #define CBFS_XATTR_CODEC "user.cbfs.codec"
 
 /* fs.c: the session's start and end (cbfs_fs_new/free are in cbfs_fuse.h) */

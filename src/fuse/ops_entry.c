@@ -69,37 +69,22 @@ void cbfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_attr(req, &st, fs->opt.attr_timeout);
 }
 
-/* Applies mode/owner to the sidecar of a compressed file too, so quotas and
- * permissions of the store stay consistent. Failures are logged, not
- * returned: the data file already changed and the sidecar is invisible. */
-static void cbfs_sidecar_setattr(struct cbfs_fs *fs, struct cbfs_inode *inode,
-                                 const struct stat *attr, int valid)
+void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd)
 {
-    char path[CBFS_PROCFD_MAX];
-    int ifd = -1;
+    int ifd;
     if (inode->kind != CBFS_KIND_COMPRESSED) return;
-    if (!(valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) return;
     cbfs_mutex_lock(&inode->lock);
-    const int err = cbfs_inode_idx_pin(fs, inode, &ifd);
-    if (err && err != ENOENT)
-        cbfs_log_warn("cannot reach the sidecar of inode %llu to change its owner or mode: %s",
-                      (unsigned long long)inode->ino, strerror(err));
-    if (err) ifd = -1;
-    if (ifd >= 0 && (valid & FUSE_SET_ATTR_MODE)) {
-        cbfs_procfd(path, ifd);
-        if (chmod(path, attr->st_mode & 0777) == -1)
-            cbfs_log_warn("cannot chmod the sidecar of inode %llu: %s",
-                          (unsigned long long)inode->ino, strerror(errno));
+    int err = cbfs_inode_idx_pin(fs, inode, &ifd);
+    if (err == 0) {
+        const cbfs_err e = cbfs_store_sidecar_match(fd, ifd);
+        if (e) err = cbfs_err_errno(e);
+        cbfs_inode_idx_unpin(fs, inode);
     }
-    if (ifd >= 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
-        const uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
-        const gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
-        if (fchownat(ifd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
-            cbfs_log_warn("cannot chown the sidecar of inode %llu: %s",
-                          (unsigned long long)inode->ino, strerror(errno));
-    }
-    if (ifd >= 0) cbfs_inode_idx_unpin(fs, inode);
     cbfs_mutex_unlock(&inode->lock);
+    if (err && err != ENOENT)
+        cbfs_log_warn("cannot give the sidecar of inode %llu the owner, mode and ACL of its data "
+                      "file: %s",
+                      (unsigned long long)inode->ino, strerror(err));
 }
 
 /* Truncates/extends a compressed file through its (possibly temporary)
@@ -175,7 +160,8 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
             goto reply;
         }
     }
-    cbfs_sidecar_setattr(fs, inode, attr, valid);
+    if (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+        cbfs_sidecar_sync(fs, inode, fd);
     if (valid & FUSE_SET_ATTR_SIZE) {
         if (inode->type != S_IFREG) {
             err = inode->type == S_IFDIR ? EISDIR : EINVAL;
@@ -244,10 +230,10 @@ void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* Common tail of mknod/mkdir/symlink (dirfd: dir's pinned fd): owner and
- * mode of the new name, then the entry reply. On failure the new name is
- * removed again. */
+ * mode of the new name (mode, inherit: as cbfs_own_new takes them), then the
+ * entry reply. On failure the new name is removed again. */
 static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
-                            const char *name, mode_t mode)
+                            const char *name, mode_t mode, bool inherit)
 {
     struct cbfs_inode *inode;
     struct stat st;
@@ -255,7 +241,7 @@ static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inod
     if (err) goto fail;
     err = cbfs_inode_pin(fs, inode, &fd);
     if (err == 0) {
-        err = cbfs_own_new(req, dirfd, fd, mode);
+        err = cbfs_own_new(req, dirfd, fd, mode, inherit);
         cbfs_inode_unpin(fs, inode);
     }
     if (err == 0) err = cbfs_inode_stat(fs, inode, &st);
@@ -319,13 +305,17 @@ void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd;
+    bool inherit;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "mknod", &dirfd)) return;
-    if (S_ISREG(mode))
+    if (S_ISREG(mode)) {
         cbfs_mknod_regular(req, fs, dir, dirfd, name, mode);
-    else if (mknodat(dirfd, name, mode, rdev) == -1)
-        fuse_reply_err(req, errno);
-    else
-        cbfs_finish_new(req, fs, dir, dirfd, name, mode);
+    } else {
+        mode = cbfs_new_mode(req, dirfd, mode, &inherit);
+        if (mknodat(dirfd, name, mode, rdev) == -1)
+            fuse_reply_err(req, errno);
+        else
+            cbfs_finish_new(req, fs, dir, dirfd, name, mode, inherit);
+    }
     cbfs_inode_unpin(fs, dir);
 }
 
@@ -351,13 +341,15 @@ void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     int dirfd, err;
+    bool inherit;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "mkdir", &dirfd)) return;
-    if (mkdirat(dirfd, name, mode & 07777) == -1)
+    mode = cbfs_new_mode(req, dirfd, mode & 07777, &inherit);
+    if (mkdirat(dirfd, name, mode) == -1)
         fuse_reply_err(req, errno);
     else if ((err = cbfs_mkdir_inherit(dirfd, name)) != 0)
         fuse_reply_err(req, err);
     else
-        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | (mode & 07777));
+        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | mode, inherit);
     cbfs_inode_unpin(fs, dir);
 }
 
@@ -370,7 +362,7 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
     if (symlinkat(link, dirfd, name) == -1)
         fuse_reply_err(req, errno);
     else
-        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777);
+        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777, false);
     cbfs_inode_unpin(fs, dir);
 }
 

@@ -10,6 +10,7 @@
 
 #include "cbfs/format.h"
 #include "cbfs/log.h"
+#include "cbfs/store.h"
 #include "fuse/channel.h"
 #include "fuse/ops.h"
 
@@ -72,7 +73,6 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
     const struct cbfs_codec_ops *codec = fs->opt.codec;
     int level = fs->opt.level, err, ifd = -1;
     char spec[64], msg[256], sc[NAME_MAX + 1];
-    struct stat dst;
 
     if (plain_fd) *plain_fd = -1;
     *inode = NULL;
@@ -93,10 +93,12 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
     if (compressed && (err = cbfs_sidecar_name(name, sc, sizeof sc)) != 0) return err;
 
     const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
+    bool inherit;
+    mode = cbfs_new_mode(req, dirfd, mode, &inherit);
     int fd = cbfs_fs_openat(fs, dirfd, name, oflags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                             mode & 07777);
     if (fd == -1) return errno;
-    err = cbfs_own_new(req, dirfd, fd, mode);
+    err = cbfs_own_new(req, dirfd, fd, mode, inherit);
     if (err) goto fail;
     if (compressed) {
         /* We own the name now (O_EXCL), so any sidecar there is a stale
@@ -110,11 +112,9 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
             err = errno;
             goto fail;
         }
-        /* the sidecar gets the owner and mode of its data file */
-        if (fstat(fd, &dst) == -1 ||
-            (geteuid() == 0 && fchown(ifd, dst.st_uid, dst.st_gid) == -1) ||
-            fchmod(ifd, dst.st_mode & 0777) == -1) {
-            err = errno;
+        const cbfs_err e = cbfs_store_sidecar_match(fd, ifd);
+        if (e) {
+            err = cbfs_err_errno(e);
             goto fail;
         }
     }

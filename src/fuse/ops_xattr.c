@@ -1,13 +1,22 @@
 /* Extended attributes, passed through to the store object via /proc/self/fd
  * (O_PATH fds have no f*xattr). user.cbfs.codec on a directory chooses the
- * codec of new files below it, so its value is checked when it is set. */
+ * codec of new files below it, so its value is checked when it is set. POSIX
+ * ACLs are the store's system.posix_acl_* xattrs: the kernel enforces them
+ * (FUSE_POSIX_ACL, fs.c), the store keeps them and the mode in step, and a
+ * compressed file's sidecar follows its data file's ACL. Symlinks take
+ * trusted.* and security.* xattrs as on ext4: the /proc path of an O_PATH fd
+ * on a symlink reaches the link itself, never its target (checked). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "cbfs/codec.h"
 #include "cbfs/log.h"
+#include "cbfs/store.h"
+#include "fuse/channel.h"
 #include "fuse/ops.h"
 
 int cbfs_xattr_dir_codec(int dirfd, char *buf, size_t cap)
@@ -20,18 +29,41 @@ int cbfs_xattr_dir_codec(int dirfd, char *buf, size_t cap)
     return 0;
 }
 
-/* Pins inode's fd and writes its /proc path to path; on failure replies the
- * error. @return true if pinned (unpin after the call). */
-static bool cbfs_xattr_path(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
-                            char path[CBFS_PROCFD_MAX])
+/* The kernel resolves /proc/self/fd/N of an O_PATH fd on a symlink to the
+ * link itself (a "magic link" is not followed again), so xattrs reach the
+ * link, as lgetxattr would. (The *xattrat syscalls of Linux 6.13 refuse O_PATH
+ * fds with AT_EMPTY_PATH: EBADF.) Checked on every call, as it costs one
+ * stat: should a kernel follow, the symlink shows no xattrs and takes none,
+ * as in passthrough_ll. @return true if path reaches inode itself. */
+static bool cbfs_xattr_link_ok(const struct cbfs_inode *inode, const char *path)
 {
-    int fd;
-    const int err = cbfs_inode_pin(fs, inode, &fd);
+    static _Atomic bool told;
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_dev == inode->dev && st.st_ino == inode->ino) return true;
+    if (!told) {
+        told = true;
+        cbfs_log_info("/proc/self/fd does not reach symlinks here: their xattrs are refused");
+    }
+    return false;
+}
+
+/* Pins inode's fd and writes its /proc path to path; on failure replies the
+ * error (link_err where a symlink cannot be reached). @return true if pinned
+ * (unpin after the call); *fd is the pinned fd. */
+static bool cbfs_xattr_path(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
+                            int link_err, char path[CBFS_PROCFD_MAX], int *fd)
+{
+    const int err = cbfs_inode_pin(fs, inode, fd);
     if (err) {
         fuse_reply_err(req, err);
         return false;
     }
-    cbfs_procfd(path, fd);
+    cbfs_procfd(path, *fd);
+    if (inode->type == S_IFLNK && !cbfs_xattr_link_ok(inode, path)) {
+        cbfs_inode_unpin(fs, inode);
+        fuse_reply_err(req, link_err);
+        return false;
+    }
     return true;
 }
 
@@ -42,12 +74,13 @@ static void cbfs_reply_xattr_call(fuse_req_t req, struct cbfs_fs *fs, struct cbf
                                   size_t size, const char *name)
 {
     char path[CBFS_PROCFD_MAX];
+    int fd;
     char *const buf = size ? malloc(size) : NULL;
     if (size && !buf) {
         fuse_reply_err(req, ENOMEM);
         return;
     }
-    if (cbfs_xattr_path(req, fs, inode, path)) {
+    if (cbfs_xattr_path(req, fs, inode, name ? ENODATA : ENOTSUP, path, &fd)) {
         const ssize_t n = name ? getxattr(path, name, buf, size) : listxattr(path, buf, size);
         const int err = errno;
         cbfs_inode_unpin(fs, inode);
@@ -81,29 +114,63 @@ static bool cbfs_xattr_codec_ok(const char *value, size_t size)
     return true;
 }
 
+/* @return true if the caller of req is in group gid (primary or
+ * supplementary); false also where its groups cannot be read. */
+static bool cbfs_xattr_caller_in_group(fuse_req_t req, gid_t gid)
+{
+    gid_t some[64], *list = some;
+    int cap = 64;
+    if (fuse_req_ctx(req)->gid == gid) return true;
+    int n = fuse_req_getgroups(req, cap, some);
+    if (n > cap) {
+        cap = n;
+        list = malloc((size_t)cap * sizeof *list);
+        n = list ? fuse_req_getgroups(req, cap, list) : -ENOMEM;
+    }
+    bool in = false;
+    for (int i = 0; i < n && i < cap && !in; i++) in = list[i] == gid;
+    if (list != some) free(list);
+    return in;
+}
+
+/* What FUSE_SETXATTR_ACL_KILL_SGID asks for, which libfuse 3.14 cannot
+ * negotiate (FUSE_SETXATTR_EXT): as on ext4 (posix_acl_update_mode), a caller
+ * outside the file's group and without CAP_FSETID (taken as: not root) who
+ * sets an access ACL clears the set-group-ID bit. The store leaves it for the
+ * daemon, which is root. fd, path: the pinned object. @return 0 or errno. */
+static int cbfs_xattr_acl_kill_sgid(fuse_req_t req, int fd, const char *path)
+{
+    struct stat st;
+    if (geteuid() != 0 || fuse_req_ctx(req)->uid == 0) return 0;
+    if (fstat(fd, &st) == -1) return errno;
+    if (!(st.st_mode & S_ISGID) || cbfs_xattr_caller_in_group(req, st.st_gid)) return 0;
+    return chmod(path, st.st_mode & 07777 & ~(mode_t)S_ISGID) == -1 ? errno : 0;
+}
+
 /* setxattr, or removexattr where value is NULL (libfuse never passes a NULL
- * value to setxattr), on inode's store object; replies. Symlinks cannot be
- * reached race-free through an O_PATH fd (the /proc path would follow them),
- * so they show no attributes and take none. */
+ * value to setxattr), on inode's store object; replies. A new access ACL
+ * changed the mode too (group bits, maybe set-group-ID): the sidecar
+ * follows, and the kernel learns it. */
 static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
                               const char *value, size_t size, int flags)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
     char path[CBFS_PROCFD_MAX];
+    int fd;
 
-    if (inode->type == S_IFLNK) {
-        fuse_reply_err(req, EPERM);
-        return;
-    }
     if (value && strcmp(name, CBFS_XATTR_CODEC) == 0 && !cbfs_xattr_codec_ok(value, size)) {
         fuse_reply_err(req, EINVAL);
         return;
     }
-    if (!cbfs_xattr_path(req, fs, inode, path)) return;
+    if (!cbfs_xattr_path(req, fs, inode, EPERM, path, &fd)) return;
     const int r = value ? setxattr(path, name, value, size, flags) : removexattr(path, name);
-    const int err = r == -1 ? errno : 0;
+    int err = r == -1 ? errno : 0;
+    const bool acl = err == 0 && strcmp(name, CBFS_STORE_XATTR_ACL) == 0;
+    if (acl && value) err = cbfs_xattr_acl_kill_sgid(req, fd, path);
+    if (acl) cbfs_sidecar_sync(fs, inode, fd);
     cbfs_inode_unpin(fs, inode);
+    if (acl) cbfs_chan_inval_attr(ino);
     fuse_reply_err(req, err);
 }
 
@@ -118,10 +185,6 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
 
-    if (inode->type == S_IFLNK) {
-        fuse_reply_err(req, ENODATA);
-        return;
-    }
     if (ino == FUSE_ROOT_ID && strcmp(name, CBFS_XATTR_STATS) == 0) {
         char text[4096];
         const size_t n = cbfs_stats_format(fs, text, sizeof text);
@@ -141,13 +204,6 @@ void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
 
-    if (inode->type == S_IFLNK) {
-        if (size == 0)
-            fuse_reply_xattr(req, 0);
-        else
-            fuse_reply_buf(req, NULL, 0);
-        return;
-    }
     cbfs_reply_xattr_call(req, fs, inode, size, NULL);
 }
 

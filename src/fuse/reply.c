@@ -2,8 +2,10 @@
  * new objects (see reply.h). */
 #include <errno.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cbfs/store.h"
 #include "fuse/channel.h"
 #include "fuse/reply.h"
 
@@ -25,7 +27,18 @@ void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *ino
     if (fuse_reply_entry(req, &e) != 0) cbfs_inode_unref(fs, inode, 1);
 }
 
-int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode)
+mode_t cbfs_new_mode(fuse_req_t req, int dirfd, mode_t mode, bool *inherit)
+{
+    char path[CBFS_PROCFD_MAX];
+    const struct cbfs_fs *const fs = fuse_req_userdata(req);
+    *inherit = false;
+    if (!fs->posix_acl) return mode; /* the kernel applied the umask */
+    cbfs_procfd(path, dirfd);
+    *inherit = getxattr(path, CBFS_STORE_XATTR_ACL_DEFAULT, NULL, 0) > 0;
+    return *inherit ? mode : mode & ~fuse_req_ctx(req)->umask;
+}
+
+int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode, bool inherit)
 {
     struct stat st, dst;
     char path[CBFS_PROCFD_MAX];
@@ -42,9 +55,13 @@ int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode)
     if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) return errno;
     if (S_ISLNK(st.st_mode)) return 0;
     /* chown cleared set-id bits and the daemon's umask may have taken
-     * permission bits away: set exactly what the kernel asked for (it has
-     * applied the caller's umask), keeping an inherited setgid on dirs. */
-    const mode_t want = (mode & 07777) | (S_ISDIR(st.st_mode) ? (st.st_mode & S_ISGID) : 0);
+     * permission bits away: set exactly what was asked for (umask applied,
+     * cbfs_new_mode), keeping an inherited setgid on dirs. A default ACL
+     * made the bits (the daemon's umask played no part): a chmod to other
+     * bits would rewrite the inherited ACL's mask, owner and other entries. */
+    const mode_t perm = inherit ? (st.st_mode & 0777) : (mode & 0777);
+    const mode_t want =
+        perm | (mode & 07000) | (S_ISDIR(st.st_mode) ? (st.st_mode & S_ISGID) : 0);
     if ((st.st_mode & 07777) == want) return 0;
     cbfs_procfd(path, fd);
     if (chmod(path, want) == -1) return errno;

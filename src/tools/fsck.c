@@ -57,7 +57,7 @@ static bool tool_fsck_index_clean(const struct tool_file *tf)
 
 /* Rebuilds dirfd/name's sidecar from its frames (repair mode load): a
  * sidecar of another file is removed first, a missing one is created with the
- * data file's permissions. */
+ * data file's owner, mode and ACL (cbfs_store_sidecar_match). */
 static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool_file *tf)
 {
     char side[NAME_MAX + 1];
@@ -69,12 +69,8 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
     if (data_fd < 0) return cbfs_err_from_errno(errno);
     int idx_fd = openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (idx_fd < 0 && errno == ENOENT) {
-        idx_fd = openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                        tf->data_st.st_mode & 0666);
-        /* Same owner as the data file; only root can, and only root needs to. */
-        if (idx_fd >= 0 && fchown(idx_fd, tf->data_st.st_uid, tf->data_st.st_gid) != 0 &&
-            errno != EPERM)
-            e = cbfs_err_from_errno(errno);
+        idx_fd = openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (idx_fd >= 0) e = cbfs_store_sidecar_match(data_fd, idx_fd);
     }
     if (idx_fd < 0) {
         e = cbfs_err_from_errno(errno);

@@ -131,6 +131,57 @@ drop_caches() {
 # frame_codecs FILE: distinct codec ids of the compressed (flags 0) frames of a store data file.
 frame_codecs() { python3 "$CBFS_TOOLS/frames.py" --codecs "$1"; }
 
+# ---------------------------------------------------------------- answers, as ext4 gives them
+
+# as_nobody CMD...: CMD as the user nobody, without supplementary groups (permission
+# tests: mount with allow_other, and make the test's directories reachable).
+as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
+
+# answer WHAT CMD...: runs CMD; prints "WHAT: ok", or "WHAT: " and the end of CMD's
+# last error line (the errno text, the path left out), for comparing the answers of
+# the mount with those of the local filesystem (ext4).
+answer() {
+    local what=$1
+    shift
+    if "$@" >/dev/null 2>"$T/answer.err"; then
+        echo "$what: ok"
+    else
+        echo "$what: $(sed -n '$s/.*: //p' "$T/answer.err")"
+    fi
+}
+
+# same_answers WHAT EXPECTED ACTUAL: the two files of answers must be equal.
+same_answers() {
+    diff -u "$2" "$3" >"$T/answers.diff" ||
+        fail "$1: $(grep '^[-+][^-+]' "$T/answers.diff" | head -n 6 | tr '\n' '|')"
+}
+
+# ref_answers OPS STATE: runs the function OPS, then STATE, in $T/ref, a directory of the
+# local filesystem, into $T/ref.out and $T/ref.state: the answers ext4 gives.
+ref_answers() {
+    mkdir -p "$T/ref"
+    (cd "$T/ref" && "$1") >"$T/ref.out" 2>&1
+    (cd "$T/ref" && "$2") >"$T/ref.state" 2>&1
+}
+
+# mounted_answers OPTS OPS STATE: the same in a new store (store=$T/s.TAG, mnt=$T/m.TAG,
+# TAG from OPTS as cbfs_mount_fresh makes it) mounted with OPTS, STATE after a remount;
+# both must be ext4's. Leaves the store unmounted.
+mounted_answers() {
+    local tag=${1#codec=}
+    tag=${tag//[=,]/_}
+    store=$T/s.$tag mnt=$T/m.$tag
+    mkdir -p "$store"
+    cbfs_mount "$store" "$mnt" "$1"
+    (cd "$mnt" && "$2") >"$T/got.out" 2>&1
+    same_answers "$1: answers differ from ext4" "$T/ref.out" "$T/got.out"
+    cbfs_umount "$mnt"
+    cbfs_mount "$store" "$mnt" "$1"
+    (cd "$mnt" && "$3") >"$T/got.state" 2>&1
+    same_answers "$1: after a remount" "$T/ref.state" "$T/got.state"
+    cbfs_umount "$mnt"
+}
+
 # ---------------------------------------------------------------- programs and codecs
 
 # cbfs_tool: sets CBFS to the cbfs tool built beside the daemon under test

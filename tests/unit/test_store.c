@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cbfs/format.h"
@@ -199,6 +200,56 @@ Test(store_layout, store_root_holds_a_metadata_directory, .init = st_setup, .fin
     cr_assert_eq(mkdir(st_path(".cbfs"), 0700), 0);
     cr_assert(cbfs_store_is_root(fd));
     close(fd);
+}
+
+/* ---- layout: a sidecar's owner, mode and ACL ---- */
+
+/* A POSIX ACL xattr value (version 2; entries tag, perm, id, sorted by tag):
+ * user::rw- user:65534:r-- group::r-- mask::r-- other::---, as mode 0640. */
+static const uint8_t st_acl[] = {
+    2,    0, 0, 0,                         /* version */
+    0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, /* ACL_USER_OBJ rw- */
+    0x02, 0, 4, 0, 0xfe, 0xff, 0,    0,    /* ACL_USER 65534 r-- */
+    0x04, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* ACL_GROUP_OBJ r-- */
+    0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* ACL_MASK r-- */
+    0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, /* ACL_OTHER --- */
+};
+
+Test(store_layout, sidecar_gets_the_data_files_mode_and_acl, .init = st_setup, .fini = st_teardown)
+{
+    uint8_t got[sizeof st_acl + 8];
+    struct stat st;
+    st_write("f", "data", 4);
+    st_write("f" CBFS_INDEX_SUFFIX, "", 0);
+    cr_assert_eq(chmod(st_path("f"), 02750), 0);
+    const int dfd = open(st_path("f"), O_PATH);
+    const int ifd = open(st_path("f" CBFS_INDEX_SUFFIX), O_PATH);
+    cr_assert(dfd >= 0 && ifd >= 0);
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd), CBFS_OK);
+    cr_assert_eq(stat(st_path("f" CBFS_INDEX_SUFFIX), &st), 0);
+    cr_assert_eq(st.st_mode & 07777, 0750, "mode %o: the data file's, without set-id bits",
+                 st.st_mode & 07777);
+
+    if (setxattr(st_path("f"), CBFS_STORE_XATTR_ACL, st_acl, sizeof st_acl, 0) == -1 &&
+        errno == ENOTSUP)
+        cr_skip_test("/tmp keeps no POSIX ACLs");
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd), CBFS_OK);
+    const char *const side = st_path("f" CBFS_INDEX_SUFFIX);
+    const ssize_t n = getxattr(side, CBFS_STORE_XATTR_ACL, got, sizeof got);
+    cr_assert_eq(n, (ssize_t)sizeof st_acl, "the sidecar's ACL: %zd bytes", n);
+    cr_assert_arr_eq(got, st_acl, sizeof st_acl);
+    cr_assert_eq(stat(st_path("f" CBFS_INDEX_SUFFIX), &st), 0);
+    cr_assert_eq(st.st_mode & 07777, 0640, "mode %o: the ACL's owner, mask and other",
+                 st.st_mode & 07777);
+
+    /* the data file's ACL goes: so does the sidecar's */
+    cr_assert_eq(removexattr(st_path("f"), CBFS_STORE_XATTR_ACL), 0);
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd), CBFS_OK);
+    cr_assert_eq(getxattr(st_path("f" CBFS_INDEX_SUFFIX), CBFS_STORE_XATTR_ACL, got, sizeof got),
+                 -1);
+    cr_assert_eq(errno, ENODATA);
+    close(dfd);
+    close(ifd);
 }
 
 /* ---- metadata: open, lock ---- */
