@@ -130,6 +130,15 @@ bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
     return n > 0;
 }
 
+int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int *fd)
+{
+    if (!c->handles) return ESTALE;
+    *fd = open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC);
+    if (*fd == -1 && cbfs_fdcache_relieve(c, errno))
+        *fd = open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC);
+    return *fd == -1 ? errno : 0;
+}
+
 int cbfs_storeobj_init(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int fd,
                        bool pinned_for_life)
 {
@@ -190,10 +199,9 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
 
     /* Reopen outside the lock: reconnecting a directory handle walks up the
      * store's tree. */
-    int nfd = open_by_handle_at(c->mount_fd, o->fh, O_PATH | O_CLOEXEC);
-    if (nfd == -1 && cbfs_fdcache_relieve(c, errno))
-        nfd = open_by_handle_at(c->mount_fd, o->fh, O_PATH | O_CLOEXEC);
-    if (nfd == -1) return errno;
+    int nfd;
+    const int err = cbfs_fdcache_open_handle(c, o->fh, &nfd);
+    if (err) return err;
 
     cbfs_mutex_lock(&c->lock);
     if (o->fd >= 0) { /* a concurrent pin reopened it first */

@@ -75,6 +75,12 @@ void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
 int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd);
 void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
 
+/* Opens the object of fh (a handle of this store's filesystem) as an O_PATH
+ * fd in *fd, closing idle fds and retrying once when the daemon is out of
+ * them. @return 0, ESTALE (the object is gone, or handles do not work here),
+ * or the errno of open_by_handle_at. */
+int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int *fd);
+
 /* For callers whose own open failed with err: if err is EMFILE/ENFILE, closes
  * every idle fd of the cache. @return true if that freed any (worth one retry). */
 bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err);

@@ -23,6 +23,9 @@ void cbfs_op_init(void *userdata, struct fuse_conn_info *conn)
     else
         conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
     fs->writeback = (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0;
+    /* "." and ".." lookups of node ids (export.h), for NFS */
+    if (fs->export && (conn->capable & FUSE_CAP_EXPORT_SUPPORT))
+        conn->want |= FUSE_CAP_EXPORT_SUPPORT;
     cbfs_log_debug("fuse init: max_write %u, max_readahead %u, writeback cache %s",
                    conn->max_write, conn->max_readahead,
                    (conn->want & FUSE_CAP_WRITEBACK_CACHE) ? "on" : "off");
