@@ -251,7 +251,7 @@ static cbfs_err tool_read_names(int fd, char ***names, size_t *count)
     }
     if (errno) e = cbfs_err_from_errno(errno);
     closedir(d);
-    qsort(v, n, sizeof *v, tool_name_cmp);
+    if (n > 0) qsort(v, n, sizeof *v, tool_name_cmp); /* v is NULL for an empty directory */
     *names = v;
     *count = n;
     return e;
