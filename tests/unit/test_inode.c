@@ -407,21 +407,23 @@ static int ex_lookup_err(fuse_ino_t id, const char *name)
     return err;
 }
 
-/* Opens and closes inode's engine state with an engine of our own. @return
- * whether it opened writable. */
+/* Opens and closes inode's engine state (with an engine of our own where the
+ * fixture's fs has none). @return whether it opened writable. */
 static bool ex_opens_writable(struct cbfs_inode *inode)
 {
     const struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 1};
-    struct cbfs_engine *eng;
+    struct cbfs_engine *const had = it_fs->opt.eng, *eng = NULL;
     struct cbfs_file *f;
-    cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
-    it_fs->opt.eng = eng;
+    if (!had) {
+        cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
+        it_fs->opt.eng = eng;
+    }
     const int err = cbfs_inode_file_get(it_fs, inode, &f);
     cr_assert_eq(err, 0, "open: %s", strerror(err));
     const bool writable = inode->writable;
     cr_assert_eq(cbfs_inode_file_put(it_fs, inode), 0);
-    it_fs->opt.eng = NULL;
-    cbfs_engine_destroy(eng);
+    it_fs->opt.eng = had;
+    if (eng) cbfs_engine_destroy(eng);
     return writable;
 }
 
