@@ -1,80 +1,14 @@
-/* NFS export: generations from file handles, whether the store allows
- * rebuilding inodes from their numbers, and the "." and ".." lookups that do
- * it (see export.h). */
+/* NFS export: the "." and ".." lookups that rebuild inodes from node ids
+ * (see export.h); the file handles behind them are fdcache.c's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <string.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cbfs/format.h"
 #include "cbfs/store.h"
 #include "fuse/export.h"
-
-/* include/linux/exportfs.h: u32 inode number, u32 generation */
-#define CBFS_FILEID_INO32_GEN 1
-#define CBFS_EXT4_ROOT_INO 2
-
-union cbfs_fh {
-    struct file_handle fh;
-    char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
-};
-
-/* Reads fh's inode number and generation. @return false if it has another
- * layout. */
-static bool cbfs_fh_ino32_gen(const struct file_handle *fh, uint32_t *ino, uint32_t *gen)
-{
-    if (fh->handle_type != CBFS_FILEID_INO32_GEN || fh->handle_bytes != 8) return false;
-    memcpy(ino, fh->f_handle, sizeof *ino);
-    memcpy(gen, fh->f_handle + sizeof *ino, sizeof *gen);
-    return true;
-}
-
-/* @return whether fd's object has a handle (then in *h). */
-static bool cbfs_fh_of(int fd, union cbfs_fh *h)
-{
-    int mount_id;
-    h->fh.handle_bytes = MAX_HANDLE_SZ;
-    return name_to_handle_at(fd, "", &h->fh, &mount_id, AT_EMPTY_PATH) == 0;
-}
-
-uint32_t cbfs_export_generation(int fd)
-{
-    union cbfs_fh h;
-    uint32_t ino, gen;
-    return cbfs_fh_of(fd, &h) && cbfs_fh_ino32_gen(&h.fh, &ino, &gen) ? gen : 0;
-}
-
-const char *cbfs_export_probe(const struct cbfs_fdcache *c, int root_fd, const struct stat *root_st)
-{
-    struct statfs sfs;
-    union cbfs_fh h;
-    uint32_t ino, gen;
-    if (!c->handles) return "file handles do not work on this store (see the line above)";
-    if (fstatfs(root_fd, &sfs) == -1 || sfs.f_type != EXT4_SUPER_MAGIC)
-        return "the store is not on ext4, where a file can be opened by its inode number alone";
-    if (!cbfs_fh_of(root_fd, &h) || !cbfs_fh_ino32_gen(&h.fh, &ino, &gen) ||
-        ino != root_st->st_ino)
-        return "the store's file handles have an unknown layout";
-    if (root_st->st_ino != CBFS_EXT4_ROOT_INO)
-        return "the store is not the root of its filesystem (an inode number could name a "
-               "file outside it): give the store a filesystem of its own";
-    return NULL;
-}
-
-/* Opens inode number ino of the store's filesystem (O_PATH) in *fd, whatever
- * its generation. @return 0 or errno (ESTALE: no such object). */
-static int cbfs_export_open_ino(struct cbfs_fs *fs, uint32_t ino, int *fd)
-{
-    union cbfs_fh h;
-    const uint32_t v[2] = {ino, 0};
-    h.fh.handle_bytes = sizeof v;
-    h.fh.handle_type = CBFS_FILEID_INO32_GEN;
-    memcpy(h.fh.f_handle, v, sizeof v);
-    return cbfs_fdcache_open_handle(&fs->fdc, &h.fh, fd);
-}
 
 /* @return whether the regular file fd is open on starts with a sidecar's
  * header record, or errno in *err. */
@@ -157,7 +91,7 @@ static int cbfs_export_reconnect(struct cbfs_fs *fs, fuse_ino_t nodeid, struct c
     }
     /* a local id the table does not hold is gone for good */
     if ((nodeid & CBFS_NODEID_LOCAL) || nodeid > UINT32_MAX) return ESTALE;
-    if ((err = cbfs_export_open_ino(fs, (uint32_t)nodeid, &fd)) != 0) return err;
+    if ((err = cbfs_fdcache_open_ino(&fs->fdc, (uint32_t)nodeid, &fd)) != 0) return err;
     if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
         err = errno;
     } else if (st->st_dev != fs->dev || st->st_ino != (ino_t)nodeid) {

@@ -5,17 +5,14 @@
  * ids are the store's inode numbers (inode.h, "Node ids"), so both work after
  * the kernel dropped its caches and after a daemon restart.
  *
- * Rebuilding an inode from its number alone needs a store whose file handle
- * can be made from an inode number: ext4's FILEID_INO32_GEN handle (inode
- * number, generation), where generation 0 means "any" (ext4_nfs_get_inode;
- * the kernel compares the generation of its own handle afterwards). XFS has
- * that layout for small inode numbers but takes 0 as a real generation, as
- * btrfs and tmpfs check theirs: export support stays off there. The store
- * must also be the root of its filesystem: an inode number can name any file
- * of the filesystem, and a handle an NFS client forged must not reach outside
- * the store. Hidden objects (.cbfs and its entries, sidecars) are refused
- * when reached by number; a sidecar is known by its content then, as its
- * name is not known. */
+ * Rebuilding an inode from its number alone needs a store where a number
+ * names an object and nothing outside the store: an ext4 filesystem whose
+ * root is the store's (cbfs_fdcache_ino_probe says why not otherwise; the
+ * daemon then offers no export support). Hidden objects (.cbfs and its
+ * entries, sidecars) are refused when reached by number; a sidecar is known
+ * by its content then, as its name is not known.
+ *
+ * Dependencies: ops_entry -> export -> inode -> fdcache. */
 #ifndef CBFS_FUSE_EXPORT_H
 #define CBFS_FUSE_EXPORT_H
 
@@ -23,16 +20,6 @@
 #include <sys/stat.h>
 
 #include "fuse/inode.h"
-
-/* @return the generation of the object fd is open on (O_PATH included): the
- * store's i_generation where its file handle has the FILEID_INO32_GEN layout,
- * else 0. */
-uint32_t cbfs_export_generation(int fd);
-
-/* Decides whether ids can be looked up by "." on the store whose root is
- * root_fd (root_st: its stat; c: the fd cache set up on it). @return NULL if
- * they can, else why not (a phrase for the log). */
-const char *cbfs_export_probe(const struct cbfs_fdcache *c, int root_fd, const struct stat *root_st);
 
 /* LOOKUP of "." or ".." (name) in parent, which the kernel sends only with
  * export support: "." rebuilds the inode of node id parent (which the kernel

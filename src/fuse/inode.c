@@ -14,7 +14,6 @@
 #include "cbfs/log.h"
 #include "cbfs/store.h"
 #include "cbfs/util.h"
-#include "fuse/export.h"
 #include "fuse/inode.h"
 
 void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd)
@@ -211,7 +210,7 @@ int cbfs_itable_init(struct cbfs_fs *fs)
     cbfs_mutex_lock(&fs->lock); /* no other thread yet: for the table's contract */
     cbfs_itable_insert(fs, fs->root);
     cbfs_mutex_unlock(&fs->lock);
-    const char *const why = cbfs_export_probe(&fs->fdc, fd, &st);
+    const char *const why = cbfs_fdcache_ino_probe(&fs->fdc, fd, &st);
     fs->export = why == NULL;
     if (fs->export)
         cbfs_log_info("NFS export: file handles of the mount survive cache drops and restarts");
@@ -433,7 +432,7 @@ static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, in
                              const struct stat *st, struct cbfs_inode **out)
 {
     /* the generation tells a reused inode number from the same object */
-    const uint32_t gen = cbfs_export_generation(fd);
+    const uint32_t gen = cbfs_fdcache_generation(fd);
     cbfs_mutex_lock(&fs->lock);
     struct cbfs_inode *inode = cbfs_itable_take(fs, st, gen);
     cbfs_mutex_unlock(&fs->lock);
