@@ -287,7 +287,7 @@ static uint32_t it_generation(const char *name)
 {
     const int fd = openat(it_root, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     cr_assert(fd >= 0);
-    const uint32_t gen = cbfs_export_generation(fd);
+    const uint32_t gen = cbfs_fdcache_generation(fd);
     close(fd);
     return gen;
 }
@@ -365,7 +365,7 @@ static void ex_setup(void)
     struct stat st;
     it_setup();
     cr_assert_eq(fstat(it_root, &st), 0);
-    const char *const why = cbfs_export_probe(&it_fs->fdc, it_root, &st);
+    const char *const why = cbfs_fdcache_ino_probe(&it_fs->fdc, it_root, &st);
     cr_assert_not(it_fs->export && why, "the probe decides export");
     if (why && !strstr(why, "not the root of its filesystem")) {
         it_teardown();
