@@ -3,9 +3,11 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cbfs/log.h"
@@ -130,6 +132,15 @@ bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
     return n > 0;
 }
 
+int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int *fd)
+{
+    if (!c->handles) return ESTALE;
+    *fd = open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC);
+    if (*fd == -1 && cbfs_fdcache_relieve(c, errno))
+        *fd = open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC);
+    return *fd == -1 ? errno : 0;
+}
+
 int cbfs_storeobj_init(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int fd,
                        bool pinned_for_life)
 {
@@ -190,10 +201,9 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
 
     /* Reopen outside the lock: reconnecting a directory handle walks up the
      * store's tree. */
-    int nfd = open_by_handle_at(c->mount_fd, o->fh, O_PATH | O_CLOEXEC);
-    if (nfd == -1 && cbfs_fdcache_relieve(c, errno))
-        nfd = open_by_handle_at(c->mount_fd, o->fh, O_PATH | O_CLOEXEC);
-    if (nfd == -1) return errno;
+    int nfd;
+    const int err = cbfs_fdcache_open_handle(c, o->fh, &nfd);
+    if (err) return err;
 
     cbfs_mutex_lock(&c->lock);
     if (o->fd >= 0) { /* a concurrent pin reopened it first */
@@ -217,4 +227,66 @@ void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
     assert(o->pins > 0 && o->fd >= 0);
     if (--o->pins == 0) cbfs_fdcache_lru_add(c, o);
     cbfs_mutex_unlock(&c->lock);
+}
+
+/* ---- objects by inode number ---- */
+
+#define CBFS_FILEID_INO32_GEN 1 /* include/linux/exportfs.h */
+#define CBFS_EXT4_ROOT_INO 2
+
+union cbfs_fdcache_fh {
+    struct file_handle fh;
+    char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+};
+
+/* Reads fh's inode number and generation. @return false for another layout. */
+static bool cbfs_fdcache_fh_ino32(const struct file_handle *fh, uint32_t *ino, uint32_t *gen)
+{
+    if (fh->handle_type != CBFS_FILEID_INO32_GEN || fh->handle_bytes != 8) return false;
+    memcpy(ino, fh->f_handle, sizeof *ino);
+    memcpy(gen, fh->f_handle + sizeof *ino, sizeof *gen);
+    return true;
+}
+
+/* @return whether fd's object has a handle (then in *h). */
+static bool cbfs_fdcache_fh_of(int fd, union cbfs_fdcache_fh *h)
+{
+    int mount_id;
+    h->fh.handle_bytes = MAX_HANDLE_SZ;
+    return name_to_handle_at(fd, "", &h->fh, &mount_id, AT_EMPTY_PATH) == 0;
+}
+
+uint32_t cbfs_fdcache_generation(int fd)
+{
+    union cbfs_fdcache_fh h;
+    uint32_t ino, gen;
+    return cbfs_fdcache_fh_of(fd, &h) && cbfs_fdcache_fh_ino32(&h.fh, &ino, &gen) ? gen : 0;
+}
+
+const char *cbfs_fdcache_ino_probe(const struct cbfs_fdcache *c, int root_fd,
+                                   const struct stat *root_st)
+{
+    struct statfs sfs;
+    union cbfs_fdcache_fh h;
+    uint32_t ino, gen;
+    if (!c->handles) return "file handles do not work on this store (see the line above)";
+    if (fstatfs(root_fd, &sfs) == -1 || sfs.f_type != EXT4_SUPER_MAGIC)
+        return "the store is not on ext4, where a file can be opened by its inode number alone";
+    if (!cbfs_fdcache_fh_of(root_fd, &h) || !cbfs_fdcache_fh_ino32(&h.fh, &ino, &gen) ||
+        ino != root_st->st_ino)
+        return "the store's file handles have an unknown layout";
+    if (root_st->st_ino != CBFS_EXT4_ROOT_INO)
+        return "the store is not the root of its filesystem (an inode number could name a "
+               "file outside it): give the store a filesystem of its own";
+    return NULL;
+}
+
+int cbfs_fdcache_open_ino(struct cbfs_fdcache *c, uint32_t ino, int *fd)
+{
+    union cbfs_fdcache_fh h;
+    const uint32_t v[2] = {ino, 0};
+    h.fh.handle_bytes = sizeof v;
+    h.fh.handle_type = CBFS_FILEID_INO32_GEN;
+    memcpy(h.fh.f_handle, v, sizeof v);
+    return cbfs_fdcache_open_handle(c, &h.fh, fd);
 }

@@ -24,6 +24,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
 
 #include "cbfs/mutex.h"
 
@@ -74,6 +76,37 @@ void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
  * ESTALE (the object is gone from the store), ENOMEM. */
 int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd);
 void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
+
+/* Opens the object of fh (a handle of this store's filesystem) as an O_PATH
+ * fd in *fd, closing idle fds and retrying once when the daemon is out of
+ * them. @return 0, ESTALE (the object is gone, or handles do not work here),
+ * or the errno of open_by_handle_at. */
+int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int *fd);
+
+/* ---- objects by inode number (NFS export: fuse/export.h) ----
+ *
+ * ext4's file handles have the FILEID_INO32_GEN layout (u32 inode number, u32
+ * generation), and ext4 takes generation 0 as "any" (ext4_nfs_get_inode), so
+ * a handle can be made from an inode number alone; the FUSE kernel module
+ * compares generations itself. XFS has that layout for small inode numbers
+ * but takes 0 as a real generation, as btrfs and tmpfs check theirs. */
+
+/* @return the generation of the object fd is open on (O_PATH included): its
+ * i_generation where its file handle has the FILEID_INO32_GEN layout, else 0. */
+uint32_t cbfs_fdcache_generation(int fd);
+
+/* Decides whether an inode number alone may name an object of the store
+ * whose root is root_fd (root_st: its stat) for c: handles work, ext4, and
+ * the store is the root of its filesystem (a number names any file of the
+ * filesystem; none may be outside the store). @return NULL if so, else why
+ * not (a phrase for the log). */
+const char *cbfs_fdcache_ino_probe(const struct cbfs_fdcache *c, int root_fd,
+                                   const struct stat *root_st);
+
+/* Opens inode number ino of the store's filesystem, whatever its generation,
+ * as an O_PATH fd in *fd (only where cbfs_fdcache_ino_probe said yes).
+ * @return 0 or errno as cbfs_fdcache_open_handle (ESTALE: no such object). */
+int cbfs_fdcache_open_ino(struct cbfs_fdcache *c, uint32_t ino, int *fd);
 
 /* For callers whose own open failed with err: if err is EMFILE/ENFILE, closes
  * every idle fd of the cache. @return true if that freed any (worth one retry). */

@@ -51,6 +51,9 @@ void cbfs_op_init(void *userdata, struct fuse_conn_info *conn)
     const unsigned acl = FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
     if ((conn->capable & acl) == acl && cbfs_fs_store_acl(fs)) conn->want |= acl;
     fs->posix_acl = (conn->want & acl) == acl;
+    /* "." and ".." lookups of node ids (export.h), for NFS */
+    if (fs->export && (conn->capable & FUSE_CAP_EXPORT_SUPPORT))
+        conn->want |= FUSE_CAP_EXPORT_SUPPORT;
     cbfs_log_debug("fuse init: max_write %u, max_readahead %u, writeback cache %s, posix acl %s",
                    conn->max_write, conn->max_readahead,
                    (conn->want & FUSE_CAP_WRITEBACK_CACHE) ? "on" : "off",

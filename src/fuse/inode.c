@@ -50,12 +50,39 @@ static size_t cbfs_itable_slot(const struct cbfs_fs *fs, dev_t dev, ino_t ino)
     return (size_t)(h >> 32) & (fs->nbuckets - 1);
 }
 
+/* The newest inode of (dev, ino): a stale one (see "Node ids") may follow it
+ * in the chain. */
 static struct cbfs_inode *cbfs_itable_find(struct cbfs_fs *fs, dev_t dev, ino_t ino)
 {
     cbfs_assert_held(&fs->lock);
     struct cbfs_inode *p = fs->buckets[cbfs_itable_slot(fs, dev, ino)];
     while (p && !(p->ino == ino && p->dev == dev)) p = p->hnext;
     return p;
+}
+
+/* The inode whose node id is the inode number nodeid (not a local id, not
+ * the root's). */
+static struct cbfs_inode *cbfs_itable_find_id(struct cbfs_fs *fs, fuse_ino_t nodeid)
+{
+    cbfs_assert_held(&fs->lock);
+    struct cbfs_inode *p = fs->buckets[cbfs_itable_slot(fs, fs->dev, (ino_t)nodeid)];
+    while (p && !(p->nodeid == nodeid && p->dev == fs->dev)) p = p->hnext;
+    return p;
+}
+
+/* Gives inode, about to enter the table, its node id: its inode number where
+ * that is a stable id no other inode holds, else a local id. */
+static void cbfs_itable_assign_id(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    cbfs_assert_held(&fs->lock);
+    const bool natural = inode->dev == fs->dev && inode->ino > FUSE_ROOT_ID &&
+                         (uint64_t)inode->ino < CBFS_NODEID_LOCAL;
+    if (natural && !cbfs_itable_find_id(fs, (fuse_ino_t)inode->ino)) {
+        inode->nodeid = (fuse_ino_t)inode->ino;
+        return;
+    }
+    assert(((uintptr_t)inode & CBFS_NODEID_LOCAL) == 0);
+    inode->nodeid = (fuse_ino_t)(uintptr_t)inode | CBFS_NODEID_LOCAL;
 }
 
 /* Doubles the table when it is full; on allocation failure it just stays
@@ -119,9 +146,10 @@ static void cbfs_inode_destroy(struct cbfs_fs *fs, struct cbfs_inode *inode)
 }
 
 /* A new inode for the O_PATH fd (owned from here, also on failure) of the
- * object st describes; pinned_for_life for the root. NULL if out of memory. */
+ * object st describes, of generation gen; pinned_for_life for the root. Its
+ * node id is set when it enters the table. NULL if out of memory. */
 static struct cbfs_inode *cbfs_inode_alloc(struct cbfs_fs *fs, int fd, const struct stat *st,
-                                           bool pinned_for_life)
+                                           uint32_t gen, bool pinned_for_life)
 {
     struct cbfs_inode *inode = calloc(1, sizeof *inode);
     if (!inode) {
@@ -138,6 +166,7 @@ static struct cbfs_inode *cbfs_inode_alloc(struct cbfs_fs *fs, int fd, const str
     inode->dev = st->st_dev;
     inode->ino = st->st_ino;
     inode->type = st->st_mode & S_IFMT;
+    inode->gen = gen;
     inode->refs = 1;
     return inode;
 }
@@ -175,11 +204,21 @@ int cbfs_itable_init(struct cbfs_fs *fs)
         close(fd);
         return err;
     }
-    fs->root = cbfs_inode_alloc(fs, fd, &st, true);
+    fs->root = cbfs_inode_alloc(fs, fd, &st, 0, true);
     if (!fs->root) return ENOMEM;
+    fs->root->nodeid = FUSE_ROOT_ID;
+    fs->dev = st.st_dev;
     cbfs_mutex_lock(&fs->lock); /* no other thread yet: for the table's contract */
     cbfs_itable_insert(fs, fs->root);
     cbfs_mutex_unlock(&fs->lock);
+    const char *const why = cbfs_fdcache_ino_probe(&fs->fdc, fd, &st);
+    fs->export = why == NULL;
+    if (fs->export)
+        cbfs_log_info("NFS export: file handles of the mount survive cache drops and restarts");
+    else
+        cbfs_log_info("NFS export: off, file handles of the mount go stale when the kernel "
+                      "drops its caches: %s",
+                      why);
     return 0;
 }
 
@@ -201,15 +240,32 @@ void cbfs_itable_free(struct cbfs_fs *fs)
     fs->root = NULL;
 }
 
-struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino)
+struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t nodeid)
 {
-    if (ino == FUSE_ROOT_ID) return fs->root;
-    return (struct cbfs_inode *)(uintptr_t)ino;
+    if (nodeid == FUSE_ROOT_ID) return fs->root;
+    if (nodeid & CBFS_NODEID_LOCAL)
+        return (struct cbfs_inode *)(uintptr_t)(nodeid & ~CBFS_NODEID_LOCAL);
+    cbfs_mutex_lock(&fs->lock);
+    struct cbfs_inode *const inode = cbfs_itable_find_id(fs, nodeid);
+    cbfs_mutex_unlock(&fs->lock);
+    return inode;
+}
+
+struct cbfs_inode *cbfs_inode_find_nodeid(struct cbfs_fs *fs, fuse_ino_t nodeid)
+{
+    if (nodeid & CBFS_NODEID_LOCAL) return NULL;
+    cbfs_mutex_lock(&fs->lock);
+    struct cbfs_inode *const inode =
+        nodeid == FUSE_ROOT_ID ? fs->root : cbfs_itable_find_id(fs, nodeid);
+    if (inode) inode->refs++;
+    cbfs_mutex_unlock(&fs->lock);
+    return inode;
 }
 
 fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode)
 {
-    return inode == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)inode;
+    (void)fs;
+    return inode->nodeid;
 }
 
 int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
@@ -323,13 +379,15 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
 }
 
 /* Decides PLAIN or COMPRESSED for a regular file named name in dirfd (fd: its
- * O_PATH fd). Compressed: a sidecar exists next to it (its O_PATH fd goes to
- * *idx_fd, else -1), or the data starts with the frame envelope (sidecar
- * lost: the engine rebuilds it at first open). Any failure to find out is an
- * error, never a guess: a compressed file taken for a plain one would show
- * raw frames, and a write into it would overwrite them. @return 0 or errno. */
+ * O_PATH fd, fst its stat). Compressed: a sidecar exists next to it (its
+ * O_PATH fd goes to *idx_fd, else -1), or the data starts with the frame
+ * envelope (sidecar lost: the engine rebuilds it at first open). Any failure
+ * to find out is an error, never a guess: a compressed file taken for a plain
+ * one would show raw frames, and a write into it would overwrite them. A NULL
+ * name (file reached by id alone): see "Nameless files" in inode.h. @return 0
+ * or errno. */
 static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
-                             enum cbfs_kind *kind, int *idx_fd)
+                             const struct stat *fst, enum cbfs_kind *kind, int *idx_fd)
 {
     char sc[NAME_MAX + 1], path[CBFS_PROCFD_MAX];
     struct stat st;
@@ -337,8 +395,12 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
 
     *kind = CBFS_KIND_PLAIN;
     *idx_fd = -1;
+    if (!name && fst->st_size == 0) {
+        *kind = CBFS_KIND_COMPRESSED;
+        return 0;
+    }
     /* a name too long for a sidecar cannot have one */
-    if (cbfs_sidecar_name(name, sc, sizeof sc) == 0) {
+    if (name && cbfs_sidecar_name(name, sc, sizeof sc) == 0) {
         const int ifd = cbfs_fs_openat(fs, dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
         if (ifd == -1 && errno != ENOENT) return errno;
         if (ifd >= 0) {
@@ -368,15 +430,30 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
     return 0;
 }
 
-/* The inode of the object fd (an O_PATH fd just opened on name in dirfd;
- * owned from here) with one more ref: the one in the table, or a new one
- * inserted there. @return 0 or errno. */
+/* fs->lock held. The inode of the object (st, generation gen) in the table
+ * with one more ref; NULL if there is none, or only a stale one: an inode of
+ * the same inode number whose object is gone (the store reused the number). */
+static struct cbfs_inode *cbfs_itable_take(struct cbfs_fs *fs, const struct stat *st,
+                                           uint32_t gen)
+{
+    cbfs_assert_held(&fs->lock);
+    struct cbfs_inode *const inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
+    if (!inode || inode->type != (st->st_mode & S_IFMT) || inode->gen != gen) return NULL;
+    inode->refs++;
+    return inode;
+}
+
+/* The inode of the object fd (an O_PATH fd just opened on name in dirfd, or
+ * reached without a name: dirfd -1, name NULL; owned from here) with one
+ * more ref: the one in the table, or a new one inserted there. @return 0 or
+ * errno. */
 static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
                              const struct stat *st, struct cbfs_inode **out)
 {
+    /* the generation tells a reused inode number from the same object */
+    const uint32_t gen = cbfs_fdcache_generation(fd);
     cbfs_mutex_lock(&fs->lock);
-    struct cbfs_inode *inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
-    if (inode) inode->refs++;
+    struct cbfs_inode *inode = cbfs_itable_take(fs, st, gen);
     cbfs_mutex_unlock(&fs->lock);
     if (inode) {
         close(fd);
@@ -388,11 +465,12 @@ static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, in
      * it unless a concurrent lookup of the same object won the race. */
     enum cbfs_kind kind = CBFS_KIND_OTHER;
     int idx_fd = -1, err;
-    if (S_ISREG(st->st_mode) && (err = cbfs_inode_detect(fs, dirfd, name, fd, &kind, &idx_fd))) {
+    if (S_ISREG(st->st_mode) &&
+        (err = cbfs_inode_detect(fs, dirfd, name, fd, st, &kind, &idx_fd))) {
         close(fd);
         return err;
     }
-    struct cbfs_inode *const fresh = cbfs_inode_alloc(fs, fd, st, false);
+    struct cbfs_inode *const fresh = cbfs_inode_alloc(fs, fd, st, gen, false);
     if (!fresh) {
         if (idx_fd >= 0) close(idx_fd);
         return ENOMEM;
@@ -407,10 +485,9 @@ static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, in
         fresh->has_idx = true;
     }
     cbfs_mutex_lock(&fs->lock);
-    inode = cbfs_itable_find(fs, st->st_dev, st->st_ino);
-    if (inode) {
-        inode->refs++;
-    } else {
+    inode = cbfs_itable_take(fs, st, gen);
+    if (!inode) {
+        cbfs_itable_assign_id(fs, fresh);
         cbfs_itable_insert(fs, fresh);
         inode = fresh;
     }
@@ -418,6 +495,35 @@ static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, in
     if (inode != fresh) cbfs_inode_destroy(fs, fresh);
     *out = inode;
     return 0;
+}
+
+/* A COMPRESSED inode first reached without its name ("Nameless files" in
+ * inode.h) learns its sidecar when a lookup finds it as name in dirfd.
+ * @return 0 or errno (of opening a sidecar that is there). */
+static int cbfs_inode_attach_idx(struct cbfs_fs *fs, struct cbfs_inode *inode, int dirfd,
+                                 const char *name)
+{
+    char sc[NAME_MAX + 1];
+    struct stat st;
+    int err = 0;
+    if (inode->kind != CBFS_KIND_COMPRESSED || cbfs_sidecar_name(name, sc, sizeof sc) != 0)
+        return 0;
+    cbfs_mutex_lock(&inode->lock);
+    if (!inode->has_idx) {
+        const int ifd = cbfs_fs_openat(fs, dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (ifd == -1) {
+            err = errno == ENOENT ? 0 : errno;
+        } else if (fstat(ifd, &st) == -1) {
+            err = errno;
+            close(ifd);
+        } else if (!S_ISREG(st.st_mode)) {
+            close(ifd); /* not a sidecar: a directory or the like of that name */
+        } else if ((err = cbfs_storeobj_init(&fs->fdc, &inode->idx, ifd, false)) == 0) {
+            inode->has_idx = true;
+        }
+    }
+    cbfs_mutex_unlock(&inode->lock);
+    return err;
 }
 
 int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *name,
@@ -432,8 +538,9 @@ int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *na
     } else if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
         err = errno;
         close(fd);
-    } else {
-        err = cbfs_inode_intern(fs, dirfd, name, fd, st, &inode);
+    } else if ((err = cbfs_inode_intern(fs, dirfd, name, fd, st, &inode)) == 0 &&
+               (err = cbfs_inode_attach_idx(fs, inode, dirfd, name)) != 0) {
+        cbfs_inode_unref(fs, inode, 1);
     }
     cbfs_inode_unpin(fs, dir);
     if (err) return err;
@@ -452,6 +559,19 @@ int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *na
 fail:
     cbfs_inode_unref(fs, inode, 1);
     return err;
+}
+
+int cbfs_inode_adopt(struct cbfs_fs *fs, int fd, struct stat *st, struct cbfs_inode **out)
+{
+    struct cbfs_inode *inode;
+    int err = cbfs_inode_intern(fs, -1, NULL, fd, st, &inode);
+    if (err) return err;
+    if (inode->kind == CBFS_KIND_COMPRESSED && (err = cbfs_inode_stat(fs, inode, st)) != 0) {
+        cbfs_inode_unref(fs, inode, 1);
+        return err;
+    }
+    *out = inode;
+    return 0;
 }
 
 int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
@@ -597,8 +717,9 @@ static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inod
 /* inode->lock held; fd: inode's pinned O_PATH fd. Opens (creating if lost)
  * the sidecar for the engine. On success *ifd is open with the given access
  * mode, or -1 if the sidecar is missing and cannot be created on a read-only
- * store or where the file's name is unknown (the engine then rebuilds the
- * index in memory). */
+ * store (the engine then rebuilds the index in memory). EROFS where the
+ * sidecar and the file's name are both unknown and writable is asked: the
+ * engine must not write without its sidecar ("Nameless files", inode.h). */
 static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
                                    bool writable, int *ifd)
 {
@@ -611,7 +732,13 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     *ifd = -1;
     if (!writable) return 0;
     err = cbfs_inode_get_location(fs, inode, &dir, name, sizeof name);
-    if (err) return err == ENOENT ? 0 : err;
+    if (err == ENOENT) {
+        cbfs_log_info("inode %llu: its name and sidecar are not known (it was reached by "
+                      "file handle, or unlinked): read-only until a lookup names it",
+                      (unsigned long long)inode->ino);
+        return EROFS;
+    }
+    if (err) return err;
     err = cbfs_sidecar_name(name, sc, sizeof sc);
     if (err) goto out;
     err = cbfs_inode_pin(fs, dir, &dirfd);

@@ -27,7 +27,29 @@
  * directory. At zero the inode leaves the table and is freed. The root inode
  * is never freed before cbfs_fs_free. Helpers in src/fuse return 0 or a
  * positive errno: this layer is the errno boundary, and cbfs_err would lose
- * ENOTDIR, ENOTEMPTY, EXDEV... */
+ * ENOTDIR, ENOTEMPTY, EXDEV...
+ *
+ * Node ids (how the kernel, and the file handles it gives out for NFS, name
+ * an inode): the root is FUSE_ROOT_ID; an object on the store root's
+ * filesystem is its inode number there, the same after the kernel dropped its
+ * caches and after a daemon restart; generation is the store's i_generation
+ * (cbfs_fdcache_generation, else 0; the root's is 0). Local ids
+ * (the inode's address | CBFS_NODEID_LOCAL), valid for this daemon's life
+ * only, go to what cannot have a stable one: objects of another filesystem
+ * mounted inside the store (their inode numbers could collide with the
+ * store's), inode numbers 0, 1 and >= 2^63, and a new object whose inode
+ * number a stale inode still holds (the store reused a deleted file's number,
+ * other generation or type, before the kernel forgot the old one). A handle
+ * to a local id goes stale with the kernel's cache. How an inode is rebuilt
+ * from its id alone (a "." lookup): export.h.
+ *
+ * Nameless files: a regular file reached by id alone (export.h) has no
+ * location, so its sidecar is unknown until a lookup names it. Its kind then
+ * comes from its data: framed or empty is COMPRESSED (an empty file may have a
+ * sidecar), anything else PLAIN. Such a COMPRESSED file opens read-only (the
+ * index rebuilt from the frames in memory): writing without the sidecar would
+ * leave it stale, and writing raw bytes into what may be a compressed file
+ * would lose them at its next open. */
 #ifndef CBFS_FUSE_INODE_H
 #define CBFS_FUSE_INODE_H
 
@@ -51,6 +73,8 @@ struct cbfs_inode {
                                  cache: pin it with cbfs_inode_pin) */
     dev_t dev;
     ino_t ino;
+    fuse_ino_t nodeid;   /* see "Node ids" above */
+    uint32_t gen;        /* generation in entry replies */
     mode_t type;         /* st_mode & S_IFMT */
     enum cbfs_kind kind; /* decided when the inode is first looked up */
 
@@ -91,6 +115,10 @@ struct cbfs_fs {
                                    any other request, read-only after */
     bool posix_acl;             /* FUSE_POSIX_ACL (and DONT_MASK) negotiated; as writeback */
     struct cbfs_inode *root;    /* FUSE_ROOT_ID; never freed before cbfs_fs_free */
+    dev_t dev;                  /* the root's st_dev: its objects' ids are inode numbers */
+    bool export;                /* ids can be looked up by "." (export.h); set by
+                                   cbfs_itable_init, read-only after (unit tests set it
+                                   on a scratch store before any lookup) */
     uint64_t started_ns;        /* immutable: cbfs_now_ns() at cbfs_fs_new, for stats */
 
     struct cbfs_fdcache fdc;    /* O_PATH fds of every inode's objects (own lock) */
@@ -109,9 +137,16 @@ int cbfs_itable_init(struct cbfs_fs *fs);
 /* Frees every inode (engine state must already be closed). */
 void cbfs_itable_free(struct cbfs_fs *fs);
 
-/* Maps a FUSE node id to its inode, and back (the root is FUSE_ROOT_ID, any
- * other inode its address). */
-struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t ino);
+#define CBFS_NODEID_LOCAL (UINT64_C(1) << 63) /* see "Node ids" above */
+
+/* Maps a node id the kernel holds (it looked it up and has not forgotten
+ * it) to its inode, without a ref; NULL if the table has no such inode (a
+ * bug: the kernel and the table disagree). */
+struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t nodeid);
+/* @return the inode of nodeid with one more ref, or NULL if the table does
+ * not hold it; local ids are not looked up (NULL): for ids the kernel may
+ * not hold, such as those in file handles. */
+struct cbfs_inode *cbfs_inode_find_nodeid(struct cbfs_fs *fs, fuse_ino_t nodeid);
 fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
 
 /* Pins the O_PATH fd of inode's store object: *fd stays valid until
@@ -134,6 +169,13 @@ int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, m
  * checked here. @return 0 or an errno. */
 int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *name,
                       struct cbfs_inode **out, struct stat *st);
+
+/* Like cbfs_inode_lookup for an object reached without a name (by its file
+ * handle, or as a directory's ".."): fd is an O_PATH fd on it (owned from
+ * here, also on failure), st its lstat, overwritten with the attributes as
+ * the mount shows them. A new regular file gets no location ("Nameless files"
+ * above). @return 0 or an errno. */
+int cbfs_inode_adopt(struct cbfs_fs *fs, int fd, struct stat *st, struct cbfs_inode **out);
 
 /* Adds n refs (n kernel lookups, or a handle). */
 void cbfs_inode_ref(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t n);

@@ -15,20 +15,24 @@
 #include "cbfs/log.h"
 #include "cbfs/store.h"
 #include "fuse/channel.h"
+#include "fuse/export.h"
 #include "fuse/ops.h"
 
 void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
-    struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
     struct cbfs_inode *inode;
     struct stat st;
+    int err;
 
-    if (cbfs_name_hidden(fs, dir, name)) {
-        fuse_reply_err(req, ENOENT);
-        return;
+    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) {
+        /* NFS export: parent may be an id the kernel does not hold */
+        err = cbfs_export_lookup(fs, parent, name, &inode, &st);
+    } else {
+        struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+        err = cbfs_name_hidden(fs, dir, name) ? ENOENT
+                                              : cbfs_inode_lookup(fs, dir, name, &inode, &st);
     }
-    const int err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
     if (err) {
         fuse_reply_err(req, err);
         return;
@@ -40,7 +44,13 @@ static void cbfs_forget_one(struct cbfs_fs *fs, fuse_ino_t ino, uint64_t nlookup
 {
     /* The root is not counted by the kernel's lookups; it lives until the end. */
     if (ino == FUSE_ROOT_ID) return;
-    cbfs_inode_unref(fs, cbfs_inode_get(fs, ino), nlookup);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    if (!inode) {
+        cbfs_log_err("internal: forget of node %llu, which the inode table does not hold",
+                     (unsigned long long)ino);
+        return;
+    }
+    cbfs_inode_unref(fs, inode, nlookup);
 }
 
 void cbfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

@@ -14,6 +14,7 @@ void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const s
 {
     memset(e, 0, sizeof *e);
     e->ino = cbfs_inode_nodeid(fs, inode);
+    e->generation = inode->gen;
     e->attr = *st;
     e->attr_timeout = fs->opt.attr_timeout;
     e->entry_timeout = fs->opt.attr_timeout;

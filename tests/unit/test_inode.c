@@ -1,6 +1,7 @@
-/* Inode table tests (src/fuse/inode.c) on a real store directory under /tmp,
- * no mount: lookups and refs, hard links, the locations that say where a
- * file's sidecar lives, and how a regular file's kind is decided. */
+/* Inode table tests (src/fuse/inode.c, export.c) on a real store directory
+ * under /tmp, no mount: lookups and refs, hard links, the locations that say
+ * where a file's sidecar lives, how a regular file's kind is decided, node
+ * ids, and the "." and ".." lookups of NFS export. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +14,9 @@
 
 #include "cbfs/engine.h"
 #include "cbfs/format.h"
+#include "cbfs/store.h"
 #include "fdlimit.h"
+#include "fuse/export.h"
 #include "fuse/inode.h"
 #include "testdata.h"
 
@@ -281,4 +284,263 @@ Test(inode, an_unopenable_sidecar_is_an_error_not_plain)
     inode = it_lookup(it_fs->root, "s", &st); /* with fds again */
     cr_assert_eq(inode->kind, CBFS_KIND_COMPRESSED);
     cbfs_inode_unref(it_fs, inode, 1);
+}
+
+/* ---- node ids (inode.h, "Node ids") ---- */
+
+/* The generation of name in the store, from its file handle as the kernel's
+ * nfsd would see it. */
+static uint32_t it_generation(const char *name)
+{
+    const int fd = openat(it_root, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    cr_assert(fd >= 0);
+    const uint32_t gen = cbfs_fdcache_generation(fd);
+    close(fd);
+    return gen;
+}
+
+Test(inode, node_ids_are_store_inode_numbers)
+{
+    struct stat st;
+    it_touch("a", 1);
+    struct cbfs_inode *const a = it_lookup(it_fs->root, "a", &st);
+    cr_assert_eq(cbfs_inode_nodeid(it_fs, a), (fuse_ino_t)st.st_ino);
+    cr_assert_eq(a->gen, it_generation("a"));
+    cr_assert_eq(cbfs_inode_get(it_fs, st.st_ino), a);
+    cbfs_inode_unref(it_fs, a, 1);
+    cr_assert_null(cbfs_inode_get(it_fs, st.st_ino), "forgotten: no longer in the table");
+    cr_assert_null(cbfs_inode_find_nodeid(it_fs, st.st_ino));
+}
+
+Test(inode, the_root_is_fuse_root_id_with_generation_0)
+{
+    cr_assert_eq(cbfs_inode_nodeid(it_fs, it_fs->root), FUSE_ROOT_ID);
+    cr_assert_eq(it_fs->root->gen, 0, "the kernel's root inode has generation 0");
+    cr_assert_eq(cbfs_inode_get(it_fs, FUSE_ROOT_ID), it_fs->root);
+    struct cbfs_inode *const r = cbfs_inode_find_nodeid(it_fs, FUSE_ROOT_ID);
+    cr_assert_eq(r, it_fs->root);
+    cbfs_inode_unref(it_fs, r, 1);
+}
+
+/* The store frees a deleted file's inode number and gives it to a new file
+ * while the kernel still holds the old inode: the new one must not share the
+ * old one's id (nor its inode), or the kernel would take one for the other. */
+Test(inode, a_reused_inode_number_gets_a_local_id)
+{
+    struct stat xst, yst;
+    char name[32];
+    it_touch("x", 0);
+    if (it_generation("x") == 0) {
+        it_teardown();
+        cr_skip_test("the store's file handles carry no generation");
+    }
+    struct cbfs_inode *const x = it_lookup(it_fs->root, "x", &xst);
+    cbfs_fdcache_relieve(&it_fs->fdc, EMFILE); /* x's idle O_PATH fd goes */
+    cr_assert_eq(unlinkat(it_root, "x", 0), 0);
+    int i;
+    for (i = 0; i < 64; i++) {
+        snprintf(name, sizeof name, "y%d", i);
+        it_touch(name, 0);
+        cr_assert_eq(fstatat(it_root, name, &yst, 0), 0);
+        if (yst.st_ino == xst.st_ino) break;
+    }
+    if (i == 64) {
+        cbfs_inode_unref(it_fs, x, 1);
+        it_teardown();
+        cr_skip_test("the store did not reuse the inode number");
+    }
+    struct cbfs_inode *const y = it_lookup(it_fs->root, name, NULL);
+    cr_assert_neq(y, x);
+    cr_assert(y->nodeid & CBFS_NODEID_LOCAL, "the number is x's: y gets a local id");
+    cr_assert_eq(cbfs_inode_get(it_fs, y->nodeid), y);
+    cr_assert_eq(cbfs_inode_get(it_fs, xst.st_ino), x, "x keeps its id until forgotten");
+    struct cbfs_inode *const newest = cbfs_inode_find(it_fs, yst.st_dev, yst.st_ino);
+    cr_assert_eq(newest, y, "a lookup of the number finds the live object");
+    cbfs_inode_unref(it_fs, newest, 1);
+    cbfs_inode_unref(it_fs, x, 1);
+    cbfs_inode_unref(it_fs, y, 1);
+    cr_assert_eq(it_fs->count, 1);
+}
+
+/* ---- "." and ".." lookups (export.h) ---- */
+
+/* Export support on the scratch store, a directory below /tmp: the probe may
+ * refuse it only for not being the root of its filesystem (stand-in for one
+ * that is); anything else (no handles, not ext4) skips the test. */
+static void ex_setup(void)
+{
+    struct stat st;
+    it_setup();
+    cr_assert_eq(fstat(it_root, &st), 0);
+    const char *const why = cbfs_fdcache_ino_probe(&it_fs->fdc, it_root, &st);
+    cr_assert_not(it_fs->export && why, "the probe decides export");
+    if (why && !strstr(why, "not the root of its filesystem")) {
+        it_teardown();
+        cr_skip_test("no export support on this store: %s", why);
+    }
+    it_fs->export = true;
+}
+
+TestSuite(export, .init = ex_setup, .fini = it_teardown, .timeout = 60);
+
+/* The node id of name (looked up, then forgotten again: the table no longer
+ * holds it). */
+static fuse_ino_t ex_forgotten_id(struct cbfs_inode *dir, const char *name)
+{
+    struct cbfs_inode *const inode = it_lookup(dir, name, NULL);
+    const fuse_ino_t id = cbfs_inode_nodeid(it_fs, inode);
+    cbfs_inode_unref(it_fs, inode, 1);
+    cr_assert_null(cbfs_inode_find_nodeid(it_fs, id));
+    return id;
+}
+
+/* LOOKUP of name ("." or "..") in id; asserts success. */
+static struct cbfs_inode *ex_lookup(fuse_ino_t id, const char *name, struct stat *st)
+{
+    struct cbfs_inode *inode = NULL;
+    struct stat sb;
+    const int err = cbfs_export_lookup(it_fs, id, name, &inode, st ? st : &sb);
+    cr_assert_eq(err, 0, "lookup of '%s' in %llu: %s", name, (unsigned long long)id,
+                 strerror(err));
+    return inode;
+}
+
+static int ex_lookup_err(fuse_ino_t id, const char *name)
+{
+    struct cbfs_inode *inode = NULL;
+    struct stat st;
+    const int err = cbfs_export_lookup(it_fs, id, name, &inode, &st);
+    if (err == 0) cbfs_inode_unref(it_fs, inode, 1);
+    return err;
+}
+
+/* Opens and closes inode's engine state (with an engine of our own where the
+ * fixture's fs has none). @return whether it opened writable. */
+static bool ex_opens_writable(struct cbfs_inode *inode)
+{
+    const struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 1};
+    struct cbfs_engine *const had = it_fs->opt.eng, *eng = NULL;
+    struct cbfs_file *f;
+    if (!had) {
+        cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
+        it_fs->opt.eng = eng;
+    }
+    const int err = cbfs_inode_file_get(it_fs, inode, &f);
+    cr_assert_eq(err, 0, "open: %s", strerror(err));
+    const bool writable = inode->writable;
+    cr_assert_eq(cbfs_inode_file_put(it_fs, inode), 0);
+    it_fs->opt.eng = had;
+    if (eng) cbfs_engine_destroy(eng);
+    return writable;
+}
+
+Test(export, dot_rebuilds_a_forgotten_file)
+{
+    char name[NAME_MAX + 1];
+    struct cbfs_inode *where;
+    struct stat st, sb;
+    it_touch("p", 4321);
+    cr_assert_eq(fstatat(it_root, "p", &sb, 0), 0);
+    const fuse_ino_t id = ex_forgotten_id(it_fs->root, "p");
+    struct cbfs_inode *const p = ex_lookup(id, ".", &st);
+    cr_assert_eq(p->nodeid, id);
+    cr_assert_eq(p->ino, sb.st_ino);
+    cr_assert_eq(p->gen, it_generation("p"));
+    cr_assert_eq(p->kind, CBFS_KIND_PLAIN);
+    cr_assert_eq(st.st_size, 4321);
+    cr_assert_eq(cbfs_inode_get_location(it_fs, p, &where, name, sizeof name), ENOENT,
+                 "reached by id alone: its name is not known");
+    struct cbfs_inode *const again = ex_lookup(id, ".", NULL);
+    cr_assert_eq(again, p, "in the table now: the same inode");
+    cbfs_inode_unref(it_fs, p, 2);
+    cr_assert_eq(it_fs->count, 1);
+}
+
+Test(export, a_nameless_compressed_file_reads_but_opens_read_only_until_named)
+{
+    struct stat st;
+    it_write_compressed("c", 300000);
+    const fuse_ino_t id = ex_forgotten_id(it_fs->root, "c");
+    struct cbfs_inode *const c = ex_lookup(id, ".", &st);
+    cr_assert_eq(c->kind, CBFS_KIND_COMPRESSED, "found by its frames");
+    cr_assert_not(c->has_idx);
+    cr_assert_eq(st.st_size, 300000, "size rebuilt from the frames");
+    cr_assert_not(ex_opens_writable(c), "no sidecar to write with");
+
+    struct cbfs_inode *const named = it_lookup(it_fs->root, "c", NULL);
+    cr_assert_eq(named, c);
+    cr_assert(c->has_idx, "the lookup found its sidecar");
+    cr_assert(ex_opens_writable(c));
+    cbfs_inode_unref(it_fs, c, 2);
+}
+
+/* An empty data file may have a sidecar (a compressed file of size 0): raw
+ * bytes written into it would be cut off at its next open. */
+Test(export, a_nameless_empty_file_is_compressed_and_read_only)
+{
+    struct stat st;
+    it_touch("e", 0);
+    const fuse_ino_t id = ex_forgotten_id(it_fs->root, "e");
+    struct cbfs_inode *const e = ex_lookup(id, ".", &st);
+    cr_assert_eq(e->kind, CBFS_KIND_COMPRESSED);
+    cr_assert_eq(st.st_size, 0);
+    cr_assert_not(ex_opens_writable(e));
+    cbfs_inode_unref(it_fs, e, 1);
+}
+
+Test(export, dotdot_walks_up_to_the_root)
+{
+    struct stat dst;
+    cr_assert_eq(mkdirat(it_root, "d", 0755), 0);
+    cr_assert_eq(mkdirat(it_root, "d/e", 0755), 0);
+    cr_assert_eq(fstatat(it_root, "d", &dst, 0), 0);
+    struct cbfs_inode *const d0 = it_lookup(it_fs->root, "d", NULL);
+    const fuse_ino_t eid = ex_forgotten_id(d0, "e");
+    cbfs_inode_unref(it_fs, d0, 1);
+    cr_assert_eq(it_fs->count, 1);
+
+    struct cbfs_inode *const e = ex_lookup(eid, ".", NULL);
+    cr_assert_eq(e->type, S_IFDIR);
+    struct cbfs_inode *const d = ex_lookup(e->nodeid, "..", NULL);
+    cr_assert_eq(d->nodeid, (fuse_ino_t)dst.st_ino);
+    struct cbfs_inode *const r = ex_lookup(d->nodeid, "..", NULL);
+    cr_assert_eq(r, it_fs->root);
+    struct cbfs_inode *const r2 = ex_lookup(FUSE_ROOT_ID, "..", NULL);
+    cr_assert_eq(r2, it_fs->root, "the root's parent is the root");
+    cbfs_inode_unref(it_fs, r, 1);
+    cbfs_inode_unref(it_fs, r2, 1);
+    cbfs_inode_unref(it_fs, d, 1);
+    cbfs_inode_unref(it_fs, e, 1);
+    cr_assert_eq(it_fs->count, 1);
+}
+
+Test(export, gone_and_hidden_objects_are_stale)
+{
+    struct stat st;
+    it_write_compressed("c", 1000);
+    it_touch("gone", 10);
+    const fuse_ino_t gone = ex_forgotten_id(it_fs->root, "gone");
+    cr_assert_eq(unlinkat(it_root, "gone", 0), 0);
+    cr_assert_eq(ex_lookup_err(gone, "."), ESTALE, "deleted");
+
+    cr_assert_eq(fstatat(it_root, "c" CBFS_INDEX_SUFFIX, &st, 0), 0);
+    cr_assert_eq(ex_lookup_err(st.st_ino, "."), ESTALE, "a sidecar");
+    cr_assert_eq(mkdirat(it_root, CBFS_STORE_DIR, 0700), 0);
+    cr_assert_eq(mkdirat(it_root, CBFS_STORE_DIR "/sub", 0700), 0);
+    it_touch(CBFS_STORE_DIR "/" CBFS_STORE_CONF, 10);
+    cr_assert_eq(fstatat(it_root, CBFS_STORE_DIR, &st, 0), 0);
+    cr_assert_eq(ex_lookup_err(st.st_ino, "."), ESTALE, ".cbfs");
+    cr_assert_eq(fstatat(it_root, CBFS_STORE_DIR "/sub", &st, 0), 0);
+    cr_assert_eq(ex_lookup_err(st.st_ino, "."), ESTALE, "a directory in .cbfs");
+    cr_assert_eq(fstatat(it_root, CBFS_STORE_DIR "/" CBFS_STORE_CONF, &st, 0), 0);
+    cr_assert_eq(ex_lookup_err(st.st_ino, "."), ESTALE, "a file in .cbfs");
+
+    struct cbfs_inode *const c = it_lookup(it_fs->root, "c", NULL);
+    cr_assert_eq(ex_lookup_err(((fuse_ino_t)(uintptr_t)c) | CBFS_NODEID_LOCAL, "."), ESTALE,
+                 "a local id is never looked up by \".\"");
+    cbfs_inode_unref(it_fs, c, 1);
+    cr_assert_eq(it_fs->count, 1);
+
+    it_fs->export = false;
+    cr_assert_eq(ex_lookup_err(FUSE_ROOT_ID, "."), ENOENT, "no export support: no \".\"");
 }

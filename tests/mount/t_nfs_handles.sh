@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# NFS export (docs/NFS.md): file handles taken through the mount with
+# name_to_handle_at, as nfsd takes them, open the same files and directories
+# (compressed, plain, empty, a symlink) after the kernel dropped its caches and
+# after a daemon restart, on a store that is the root of its own ext4 filesystem
+# (a loop device here). A deleted file's handle is stale. A compressed file
+# reached by handle alone opens read-only until a lookup names it; a plain one is
+# writable. On a store that is only a directory of its filesystem, export support
+# is off: handles go stale once the kernel forgot the inode. Needs root.
+. "$(dirname "$0")/lib.sh"
+
+FH=$CBFS_TOOLS/fhandle.py
+img=$T/ext4.img fs=$T/fs mnt=$T/mnt src=$T/src
+mkdir -p "$fs" "$src"
+truncate -s 128M "$img"
+mkfs.ext4 -q -F "$img" >"$T/mkfs.out" 2>&1 || fail "mkfs.ext4: $(cat "$T/mkfs.out")"
+# (the harness's EXIT trap lazily unmounts anything left mounted below $T)
+mount -o loop "$img" "$fs" || fail "cannot mount a loop ext4 (needs root)"
+
+python3 "$CBFS_TOOLS/gendata.py" csv 3M "$src/big" 1
+python3 "$CBFS_TOOLS/gendata.py" mixed 700K "$src/mixed" 2
+python3 "$CBFS_TOOLS/gendata.py" csv 10K "$src/small" 3
+
+cbfs_mount "$fs" "$mnt" codec=zstd
+mkdir -p "$mnt/d/e" "$mnt/d/raw" "$mnt/keep"
+check setfattr -n user.cbfs.codec -v none "$mnt/d/raw"
+cp "$src/big" "$mnt/d/e/big"
+cp "$src/mixed" "$mnt/d/mixed"
+cp "$src/mixed" "$mnt/d/raw/plain"
+cp "$src/small" "$mnt/d/doomed"
+: >"$mnt/keep/empty"
+ln -s e/big "$mnt/d/link"
+[[ -f $fs/d/e/big.cbfsidx && -f $fs/keep/empty.cbfsidx ]] || fail "compressed files have no sidecar"
+[[ ! -e $fs/d/raw/plain.cbfsidx ]] || fail "d/raw/plain is not plain"
+
+paths=(d d/e d/raw d/e/big d/mixed d/raw/plain d/doomed keep/empty d/link)
+python3 "$FH" save "$mnt" "$T/handles" "${paths[@]}" || fail "name_to_handle_at through the mount"
+
+sum() { echo "sha256:$(sha "$1")"; }
+# expect: the "PATH RESULT" lines fhandle.py open prints when all is well
+expect() {
+    {
+        echo "d dir:d"
+        echo "d/e dir:d/e"
+        echo "d/raw dir:d/raw"
+        echo "d/e/big $(sum "$T/exp.big")"
+        echo "d/mixed $(sum "$src/mixed")"
+        echo "d/raw/plain $(sum "$T/exp.plain")"
+        echo "d/doomed ${doomed:-$(sum "$src/small")}"
+        echo "keep/empty $(sum /dev/null)"
+        echo "d/link lnk:e/big"
+    } >"$T/expected"
+}
+# check_handles WHAT: every handle opens what expect says
+check_handles() {
+    expect
+    python3 "$FH" open "$mnt" "$T/handles" >"$T/got" 2>"$T/fh.err" ||
+        fail "$1: fhandle.py open: $(head -c 300 "$T/fh.err")"
+    diff -u "$T/expected" "$T/got" >"$T/diff" || fail "$1: handles open other things: $(tr '\n' '|' <"$T/diff")"
+}
+cp "$src/big" "$T/exp.big"
+cp "$src/mixed" "$T/exp.plain"
+doomed=
+
+check_handles "inodes cached"
+drop_caches
+check_handles "after drop_caches"
+
+rm "$mnt/d/doomed"
+doomed=err:ESTALE
+drop_caches
+check_handles "a deleted file"
+
+# daemon restart: a new daemon knows the ids only from the store
+cbfs_umount "$mnt"
+cbfs_mount "$fs" "$mnt" codec=zstd
+check_handles "after a remount"
+
+# Writes by handle alone. (Opening the directory handles above looked up names
+# in / and d, not in d/e, d/raw or keep.) A plain file needs no sidecar; a
+# compressed file's sidecar is found by its name, so it stays read-only until a
+# lookup names it.
+check_eq ok "$(python3 "$FH" append "$mnt" "$T/handles" d/raw/plain tail1)" "append to a plain file by handle"
+printf tail1 >>"$T/exp.plain"
+check_eq err:EROFS "$(python3 "$FH" append "$mnt" "$T/handles" d/e/big tail2)" \
+    "append to a compressed file by handle alone"
+check_eq err:EROFS "$(python3 "$FH" append "$mnt" "$T/handles" keep/empty tail2)" \
+    "append to an empty file by handle alone (it may have a sidecar)"
+ls "$mnt/d/e" >/dev/null
+check_eq ok "$(python3 "$FH" append "$mnt" "$T/handles" d/e/big tail3)" \
+    "append to a compressed file by handle once its name was looked up"
+printf tail3 >>"$T/exp.big"
+drop_caches
+check_handles "after the appends"
+same_file "$T/exp.big" "$mnt/d/e/big"
+same_file "$T/exp.plain" "$mnt/d/raw/plain"
+cbfs_umount "$mnt"
+cbfs_tool
+check "$CBFS" verify "$fs"
+(($(stat -c %s "$fs/d/e/big") < $(stat -c %s "$T/exp.big"))) || fail "d/e/big is not compressed in the store"
+
+# A store that is a directory of its filesystem: no export support.
+mkdir -p "$T/store2"
+cbfs_mount "$T/store2" "$mnt" codec=zstd
+cp "$src/small" "$mnt/f"
+python3 "$FH" save "$mnt" "$T/handles2" f
+check_eq "f $(sum "$src/small")" "$(python3 "$FH" open "$mnt" "$T/handles2")" "handle, inode cached"
+drop_caches
+check_eq "f err:ESTALE" "$(python3 "$FH" open "$mnt" "$T/handles2")" "handle without export support"
+cbfs_umount "$mnt"
+umount "$fs" || fail "cannot unmount the ext4 store"
+pass
