@@ -2,7 +2,9 @@
  * a few levels, on 1 MiB blocks as the daemon compresses them. Prints a
  * Markdown table. A benchmark, not a test: it checks round trips but has no
  * pass/fail thresholds.
- *   cbfs-codec-bench [MiB] [FILE]   (default: 64 MiB of generated backup data) */
+ *   cbfs-codec-bench [MiB] [FILE] [CODEC:LEVEL,...]
+ * (default: 64 MiB of generated backup data, every built codec at the levels below; the
+ * third argument keeps only the listed runs, e.g. lz4:1,zstd:1) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -142,12 +144,30 @@ out:
     return rc;
 }
 
+/* 1 when no filter was given, or "name:level" is one of its comma-separated entries. */
+static int bench_selected(const char *filter, const char *name, int level)
+{
+    if (filter == NULL) return 1;
+    char want[64];
+    snprintf(want, sizeof want, "%s:%d", name, level);
+    const size_t wlen = strlen(want);
+    for (const char *p = filter; *p;) {
+        const char *end = strchr(p, ',');
+        const size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == wlen && strncmp(p, want, n) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     size_t mib = 64;
     const char *path = NULL;
-    if (argc > 3 || (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))) {
-        fprintf(stderr, "usage: %s [MiB] [FILE]\n", argv[0]);
+    const char *filter = NULL;
+    if (argc > 4 || (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))) {
+        fprintf(stderr, "usage: %s [MiB] [FILE] [CODEC:LEVEL,...]\n", argv[0]);
         return 2;
     }
     if (argc > 1) {
@@ -160,6 +180,7 @@ int main(int argc, char **argv)
         mib = v;
     }
     if (argc > 2) path = argv[2];
+    if (argc > 3) filter = argv[3];
 
     size_t len = mib << 20;
     unsigned char *data = malloc(len);
@@ -189,6 +210,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof bench_runs / sizeof bench_runs[0]; i++) {
         const struct cbfs_codec_ops *c = cbfs_codec_by_id(bench_runs[i].id);
         if (!c) continue; /* not built */
+        if (!bench_selected(filter, c->name, bench_runs[i].level)) continue;
         rc |= bench_one(c, bench_runs[i].level, data, len);
     }
     free(data);
