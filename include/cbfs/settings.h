@@ -58,7 +58,7 @@ struct cbfs_settings {
     double attr_timeout;     /* seconds */
     bool writeback_cache;
     /* The FUSE channel (tuning for many cores; docs/PERF.md). */
-    unsigned fuse_threads;   /* most threads serving requests */
+    unsigned fuse_threads;   /* most threads serving requests; 0 = automatic (main.c) */
     bool clone_fd;           /* one /dev/fuse queue per thread */
     unsigned max_background; /* kernel's queue of async requests (writeback); 0 = its own */
 

@@ -80,8 +80,9 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
     /* Channel tuning, for measuring on many cores (docs/PERF.md); libfuse's
      * own defaults: 10 threads, one queue, the kernel's 12 background. */
     [CBFS_SET_FUSE_THREADS] = {"fuse_threads", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
-                               CBFS_F_(fuse_threads), 1, 256, 10,
-                               "most threads serving FUSE requests"},
+                               CBFS_F_(fuse_threads), 0, 256, 0,
+                               "most threads serving FUSE requests, 0 = twice the online "
+                               "CPUs, 4 to 10"},
     [CBFS_SET_CLONE_FD] = {"clone_fd", "[=on|off]", CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
                            CBFS_F_(clone_fd), 0, 0, 0,
                            "one /dev/fuse queue per serving thread"},

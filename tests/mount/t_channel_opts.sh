@@ -31,6 +31,6 @@ cbfs_umount "$mnt"
 cbfs_mount "$store" "$mnt" codec=lz4,clone_fd=off,fuse_threads=1
 for i in 1 2 3 4; do same_file "$T/src$i" "$mnt/f$i"; done
 cbfs_umount "$mnt"
-check_fails "$CBFS_MOUNT_BIN" -f -o fuse_threads=0 "$store" "$mnt"
-grep -q 'fuse_threads=0: give a whole number from 1 to 256' "$T/last.err" || fail "fuse_threads=0: $(cat "$T/last.err")"
+check_fails "$CBFS_MOUNT_BIN" -f -o fuse_threads=257 "$store" "$mnt"
+grep -q "fuse_threads=257: give a whole number from 0 to 256" "$T/last.err" || fail "fuse_threads=257: $(cat "$T/last.err")"
 pass
