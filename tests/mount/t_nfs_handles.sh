@@ -86,9 +86,19 @@ check_eq err:EROFS "$(python3 "$FH" append "$mnt" "$T/handles" d/e/big tail2)" \
     "append to a compressed file by handle alone"
 check_eq err:EROFS "$(python3 "$FH" append "$mnt" "$T/handles" keep/empty tail2)" \
     "append to an empty file by handle alone (it may have a sidecar)"
-ls "$mnt/d/e" >/dev/null
-check_eq ok "$(python3 "$FH" append "$mnt" "$T/handles" d/e/big tail3)" \
-    "append to a compressed file by handle once its name was looked up"
+# A LOOKUP of the name: ls may list without one, and a dentry the kernel still
+# holds as valid (attr_timeout=1) answers stat by itself: let it expire first.
+sleep 1.2
+stat "$mnt/d/e/big" >/dev/null
+# The read-only engine state of the nameless file lives until the kernel's
+# RELEASE of the reads above, which comes after close(2) returns: give it a
+# moment (the state is shared by all opens of the inode; docs/NFS.md).
+for ((i = 0; i < 20; i++)); do
+    r=$(python3 "$FH" append "$mnt" "$T/handles" d/e/big tail3)
+    [[ $r == ok ]] && break
+    sleep 0.1
+done
+check_eq ok "$r" "append to a compressed file by handle once its name was looked up"
 printf tail3 >>"$T/exp.big"
 drop_caches
 check_handles "after the appends"
@@ -104,7 +114,9 @@ mkdir -p "$T/store2"
 cbfs_mount "$T/store2" "$mnt" codec=zstd
 cp "$src/small" "$mnt/f"
 python3 "$FH" save "$mnt" "$T/handles2" f
-check_eq "f $(sum "$src/small")" "$(python3 "$FH" open "$mnt" "$T/handles2")" "handle, inode cached"
+# (while the kernel still caches the inode such a handle may open; whether it
+# still does at this point is the kernel's business, so only the outcome after
+# a cache drop is checked)
 drop_caches
 check_eq "f err:ESTALE" "$(python3 "$FH" open "$mnt" "$T/handles2")" "handle without export support"
 cbfs_umount "$mnt"
