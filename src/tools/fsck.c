@@ -60,8 +60,9 @@ static bool tool_fsck_index_clean(const struct tool_file *tf)
  * data file's owner, mode and ACL (cbfs_store_sidecar_match). */
 static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool_file *tf)
 {
-    char side[NAME_MAX + 1];
-    cbfs_err e = cbfs_store_sidecar_name(name, side, sizeof side);
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    cbfs_err e = cbfs_store_sidecar_path(tf->layout, name, side, sizeof side);
+    if (e == CBFS_OK) e = cbfs_store_sidecar_dir(tf->layout, dirfd);
     if (e) return e;
     if (tf->load_err == CBFS_E_WRONG_FILE && unlinkat(dirfd, side, 0) != 0)
         return cbfs_err_from_errno(errno);
@@ -98,7 +99,7 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
         return false;
     }
     struct tool_file again;
-    if (tool_file_open(dirfd, name, &again) != CBFS_OK) return false;
+    if (tool_file_open(tf->layout, dirfd, name, &again) != CBFS_OK) return false;
     const bool ok = tool_fsck_index_clean(&again);
     printf("%s: %s: index rebuilt from %" PRIu64 " frame(s)%s\n", display,
            ok ? "repaired" : "NOT repaired",
@@ -108,8 +109,8 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
     return ok;
 }
 
-static int tool_fsck_one(void *arg, int dirfd, const char *name, const char *display,
-                         enum tool_ent_kind kind)
+static int tool_fsck_one(void *arg, unsigned layout, int dirfd, const char *name,
+                         const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck *const f = arg;
     if (kind == TOOL_ENT_ORPHAN_SIDECAR) {
@@ -125,7 +126,7 @@ static int tool_fsck_one(void *arg, int dirfd, const char *name, const char *dis
         return 0;
     }
     struct tool_file tf;
-    if (!tool_file_open_walked(dirfd, name, display, "fsck", &f->errors, &tf)) return 0;
+    if (!tool_file_open_walked(layout, dirfd, name, display, "fsck", &f->errors, &tf)) return 0;
     f->files++;
     f->cbfs_files += tf.is_cbfs;
     struct tool_check chk;
