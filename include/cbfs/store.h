@@ -63,7 +63,10 @@
 #define CBFS_LAYOUT_INDEXDIR 2u /* .cbfsidx/NAME: per-directory index directory */
 #define CBFS_LAYOUT_NEWEST CBFS_LAYOUT_INDEXDIR /* what new stores get */
 #define CBFS_INDEX_DIR ".cbfsidx"               /* layout 2's index directory */
-#define CBFS_INDEX_DIR_MODE 0700                /* ... its mode (owner: the directory's) */
+/* The index directory's mode (owner: its directory's): others may reach a
+ * sidecar but not list them, so each sidecar's own mode and ACL (the data
+ * file's, cbfs_store_sidecar_match) decide who reads it, as in layout 1. */
+#define CBFS_INDEX_DIR_MODE 0711
 
 #define CBFS_STORE_SUFFIX_LEN (sizeof CBFS_INDEX_SUFFIX - 1)
 /* room for any sidecar path (cbfs_store_sidecar_path) and its NUL */
@@ -106,8 +109,8 @@ cbfs_err cbfs_store_name_check(unsigned layout, const char *name, bool in_root, 
 cbfs_err cbfs_store_sidecar_path(unsigned layout, const char *name, char *buf, size_t cap);
 
 /* Makes sure sidecars can be created in directory dirfd (any fd, O_PATH
- * included): layout 2 makes its CBFS_INDEX_DIR (mode CBFS_INDEX_DIR_MODE, the
- * directory's owner and group when run as root) unless there; layout 1 has
+ * included): layout 2 makes its CBFS_INDEX_DIR (mode CBFS_INDEX_DIR_MODE
+ * whatever the umask, the directory's owner and group when run as root) unless there; layout 1 has
  * nothing to do. @return CBFS_OK or the error (CBFS_E_EXIST if the name is
  * taken by something that is not a directory). */
 cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd);

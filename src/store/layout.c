@@ -70,6 +70,8 @@ cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd)
     if (errno != ENOENT) return cbfs_err_from_errno(errno);
     if (mkdirat(dirfd, CBFS_INDEX_DIR, CBFS_INDEX_DIR_MODE) == -1)
         return errno == EEXIST ? CBFS_OK : cbfs_err_from_errno(errno); /* a racing creator */
+    if (fchmodat(dirfd, CBFS_INDEX_DIR, CBFS_INDEX_DIR_MODE, 0) == -1) /* not the umask's */
+        return cbfs_err_from_errno(errno);
     /* the directory's owner: whoever may list the directory owns its index */
     if (geteuid() == 0 && fstatat(dirfd, "", &st, AT_EMPTY_PATH) == 0 &&
         fchownat(dirfd, CBFS_INDEX_DIR, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) == -1)
