@@ -218,6 +218,19 @@ void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_
  * .cbfs/. Requires the lock. */
 cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_conf *conf);
 
+/* ---- layout upgrade (upgrade.c) ---- */
+
+/* Converts a locked, unmounted store from layout 1 to CBFS_LAYOUT_NEWEST:
+ * renames every NAME.cbfsidx to .cbfsidx/NAME (removes ".cbfsidx" files, the
+ * sidecars of no file), fsyncs each directory and its index directory, and
+ * then writes store.conf with the new layout. Crash-safe by construction: a
+ * rerun after an interrupted one finishes the job. A store already in the
+ * newest layout is left alone. display: the store path for msg.
+ * @return CBFS_OK with *moved = the sidecars moved, or the error with one
+ * sentence in msg. */
+cbfs_err cbfs_store_upgrade(struct cbfs_store *st, const char *display, uint64_t *moved,
+                            char *msg, size_t msg_cap);
+
 /* Drops the lock and closes every descriptor. If this store's .cbfs/ was
  * created by cbfs_store_lock and no store.conf was written since (a first
  * mount that failed, or a read-only one), .cbfs/ is removed again.
