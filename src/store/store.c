@@ -219,27 +219,31 @@ static cbfs_err cbfs_store_scan(char *text, struct cbfs_store_raw *raw, char *ms
     return CBFS_OK;
 }
 
-/* layout= (a store.conf without it predates layouts: layout 1). */
-static cbfs_err cbfs_store_parse_layout(const struct cbfs_store_raw *raw,
-                                        struct cbfs_store_conf *conf, char *msg, size_t cap)
+/* A version number val of key (format_version, layout): 1 to newest.
+ * @return CBFS_E_INVAL (not a number, or 0), CBFS_E_VERSION (newer than this
+ * cbfs knows), with one sentence in msg. */
+static cbfs_err cbfs_store_parse_version(const char *key, const char *val, unsigned newest,
+                                         unsigned *out, char *msg, size_t cap)
 {
-    conf->layout = CBFS_LAYOUT_SUFFIX;
-    if (!raw->has_layout) return CBFS_OK;
     char *end;
     errno = 0;
-    const unsigned long v = strtoul(raw->layout, &end, 10);
-    if (errno || end == raw->layout || *end || raw->layout[0] == '-' || v == 0) {
-        snprintf(msg, cap, "layout '%s' is not a layout number", raw->layout);
+    const unsigned long v = strtoul(val, &end, 10);
+    if (errno || end == val || *end || val[0] == '-') {
+        snprintf(msg, cap, "%s '%s' is not a number", key, val);
         return CBFS_E_INVAL;
     }
-    if (v > CBFS_LAYOUT_NEWEST) {
+    if (v > newest) {
         snprintf(msg, cap,
-                 "layout %lu is newer than this cbfs understands (%u); "
+                 "%s %lu is newer than this cbfs understands (%u); "
                  "upgrade cbfs to mount this store",
-                 v, CBFS_LAYOUT_NEWEST);
+                 key, v, newest);
         return CBFS_E_VERSION;
     }
-    conf->layout = (unsigned)v;
+    if (v == 0) {
+        snprintf(msg, cap, "%s 0 is invalid", key);
+        return CBFS_E_INVAL;
+    }
+    *out = (unsigned)v;
     return CBFS_OK;
 }
 
@@ -249,31 +253,19 @@ static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char 
     cbfs_err e = cbfs_store_scan(text, &raw, msg, cap);
     if (e) return e;
 
-    char *end;
     if (!raw.has_version) {
         snprintf(msg, cap, "format_version is missing");
         return CBFS_E_INVAL;
     }
-    errno = 0;
-    const unsigned long ver = strtoul(raw.version, &end, 10);
-    if (errno || end == raw.version || *end || raw.version[0] == '-') {
-        snprintf(msg, cap, "format_version '%s' is not a number", raw.version);
-        return CBFS_E_INVAL;
-    }
-    if (ver > CBFS_STORE_CONF_VERSION) {
-        snprintf(msg, cap,
-                 "format_version %lu is newer than this cbfs understands (%u); "
-                 "upgrade cbfs to mount this store",
-                 ver, CBFS_STORE_CONF_VERSION);
-        return CBFS_E_VERSION;
-    }
-    if (ver == 0) {
-        snprintf(msg, cap, "format_version 0 is invalid");
-        return CBFS_E_INVAL;
-    }
-    conf->format_version = (unsigned)ver;
-    e = cbfs_store_parse_layout(&raw, conf, msg, cap);
+    e = cbfs_store_parse_version("format_version", raw.version, CBFS_STORE_CONF_VERSION,
+                                 &conf->format_version, msg, cap);
     if (e) return e;
+    /* a store.conf without layout= predates layouts: layout 1 */
+    conf->layout = CBFS_LAYOUT_SUFFIX;
+    if (raw.has_layout &&
+        (e = cbfs_store_parse_version("layout", raw.layout, CBFS_LAYOUT_NEWEST, &conf->layout,
+                                      msg, cap)) != CBFS_OK)
+        return e;
 
     if (raw.has_uuid) {
         const size_t n = strlen(raw.uuid);
