@@ -19,6 +19,8 @@
     X(PERM, EPERM, "operation not permitted")                                           \
     X(NOENT, ENOENT, "no such file or directory")                                       \
     X(EXIST, EEXIST, "file exists")                                                     \
+    X(NOTEMPTY, ENOTEMPTY, "directory not empty")                                       \
+    X(NOTDIR, ENOTDIR, "not a directory")                                               \
     X(NAMETOOLONG, ENAMETOOLONG, "file name too long")                                  \
     X(BADF, EBADF, "bad file descriptor")                                               \
     X(MFILE, EMFILE, "the cbfs daemon has too many open files (raise its LimitNOFILE)")  \

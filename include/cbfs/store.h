@@ -33,44 +33,98 @@
 
 /* ---- layout (layout.c) ----
  *
- * The rules (docs/FORMAT.md, "Store layout"):
+ * A store is in one of two layouts (store.conf's layout=, CBFS_LAYOUT_* below;
+ * a store.conf without the key is layout 1). The rules (docs/FORMAT.md,
+ * "Store layout"):
  *
  * - CBFS_STORE_DIR is cbfs's only in the store root, the one place the daemon
  *   keeps its metadata. There the mount hides it and refuses to create it,
  *   whatever its type, and the tool skips it. Below the root ".cbfs" is an
- *   ordinary name.
- * - Every name that ends in CBFS_INDEX_SUFFIX, in any directory, is a sidecar
- *   name: the sidecar of the data file named by the rest. ".cbfsidx" itself is
- *   one too (the sidecar of no file, so always an orphan): one suffix test,
- *   no exception. The mount hides and refuses all of them; the tool never
- *   takes one for a data file and reports those whose data file is missing.
- * - A data file name is at most CBFS_STORE_NAME_MAX bytes, so that its sidecar
- *   name fits a directory entry (NAME_MAX).
+ *   ordinary name. (Both layouts.)
+ * - Layout 1 (CBFS_LAYOUT_SUFFIX): the sidecar of dir/NAME is
+ *   dir/NAME.cbfsidx. Every name that ends in CBFS_INDEX_SUFFIX, in any
+ *   directory, is a sidecar name (".cbfsidx" itself too: the sidecar of no
+ *   file, so always an orphan). A data file name is at most NAME_MAX minus
+ *   the suffix (247 bytes), so that its sidecar name fits.
+ * - Layout 2 (CBFS_LAYOUT_INDEXDIR): the sidecar of dir/NAME is
+ *   dir/.cbfsidx/NAME, in a per-directory index directory made on demand.
+ *   The one name CBFS_INDEX_DIR is reserved, in every directory; names
+ *   ending in the suffix are ordinary. A data file name is up to NAME_MAX.
+ * - The mount hides the reserved names from readdir and lookup (ENOENT) and
+ *   refuses to create them (EPERM); a name longer than the layout allows is
+ *   ENAMETOOLONG from every operation (cbfs_store_name_check).
  * - A regular file is a cbfs (compressed) file when its sidecar exists, or
  *   when its data starts with a frame envelope (the sidecar was lost and is
  *   rebuilt from the frames). Any other regular file is plain.
  * - A sidecar has its data file's owner, mode and access ACL
  *   (cbfs_store_sidecar_match). */
 
+#define CBFS_LAYOUT_SUFFIX 1u   /* NAME.cbfsidx beside NAME */
+#define CBFS_LAYOUT_INDEXDIR 2u /* .cbfsidx/NAME: per-directory index directory */
+#define CBFS_LAYOUT_NEWEST CBFS_LAYOUT_INDEXDIR /* what new stores get */
+#define CBFS_INDEX_DIR ".cbfsidx"               /* layout 2's index directory */
+/* The index directory's mode (owner: its directory's): others may reach a
+ * sidecar but not list them, so each sidecar's own mode and ACL (the data
+ * file's, cbfs_store_sidecar_match) decide who reads it, as in layout 1. */
+#define CBFS_INDEX_DIR_MODE 0711
+
 #define CBFS_STORE_SUFFIX_LEN (sizeof CBFS_INDEX_SUFFIX - 1)
-#define CBFS_STORE_NAME_MAX (NAME_MAX - CBFS_STORE_SUFFIX_LEN) /* 247 */
+/* room for any sidecar path (cbfs_store_sidecar_path) and its NUL */
+#define CBFS_STORE_SIDECAR_PATH_MAX (sizeof CBFS_INDEX_DIR + NAME_MAX + 1)
+#define CBFS_STORE_NAME_MAX (NAME_MAX - CBFS_STORE_SUFFIX_LEN) /* 247: layout 1 */
 
 /* The rule in words, for messages that refuse a name. */
 #define CBFS_STORE_RESERVED_RULE                                                                  \
-    "\"" CBFS_STORE_DIR "\" in the store root and names ending in \"" CBFS_INDEX_SUFFIX        \
-    "\" are its own"
+    "\"" CBFS_STORE_DIR "\" in the store root and, in every directory, \"" CBFS_INDEX_DIR     \
+    "\" (layout 2) or names ending in it (layout 1) are its own"
 
-/* @return true if name ends in CBFS_INDEX_SUFFIX (".cbfsidx" included). */
+/* @return true if layout is one this cbfs knows (CBFS_LAYOUT_SUFFIX or
+ * CBFS_LAYOUT_INDEXDIR). */
+bool cbfs_store_layout_known(unsigned layout);
+
+/* @return the longest data file name of the layout: 247 or NAME_MAX. */
+size_t cbfs_store_name_max(unsigned layout);
+
+/* @return true if name ends in CBFS_INDEX_SUFFIX (".cbfsidx" included): a
+ * sidecar name in layout 1. */
 bool cbfs_store_is_sidecar_name(const char *name);
 
 /* @return true for the names the mount hides from readdir and lookup and
  * refuses to create: CBFS_STORE_DIR when in_root (name is an entry of the
- * store root), sidecar names anywhere. */
-bool cbfs_store_name_hidden(const char *name, bool in_root);
+ * store root); anywhere, sidecar names (layout 1) or CBFS_INDEX_DIR
+ * (layout 2). */
+bool cbfs_store_name_hidden(unsigned layout, const char *name, bool in_root);
+
+/* The check every name that arrives at the mount goes through.
+ * @return CBFS_E_NAMETOOLONG (longer than cbfs_store_name_max), else for a
+ * hidden name CBFS_E_PERM if creating (the name is refused) or CBFS_E_NOENT
+ * (it does not exist), else CBFS_OK. */
+cbfs_err cbfs_store_name_check(unsigned layout, const char *name, bool in_root, bool creating);
+
+/* Writes the path of data file name's sidecar, relative to the directory
+ * holding name, into buf: "NAME.cbfsidx" (layout 1) or ".cbfsidx/NAME"
+ * (layout 2); usable as the name of any *at call on that directory.
+ * @return CBFS_E_NAMETOOLONG if name is longer than the layout allows or the
+ * result does not fit cap (nothing written then). */
+cbfs_err cbfs_store_sidecar_path(unsigned layout, const char *name, char *buf, size_t cap);
+
+/* Makes sure sidecars can be created in directory dirfd (any fd, O_PATH
+ * included): layout 2 makes its CBFS_INDEX_DIR (mode CBFS_INDEX_DIR_MODE
+ * whatever the umask, the directory's owner and group when run as root) unless there; layout 1 has
+ * nothing to do. @return CBFS_OK or the error (CBFS_E_EXIST if the name is
+ * taken by something that is not a directory). */
+cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd);
+
+/* rmdir of name in dirfd with ext4's answer for a directory that looks empty
+ * through the mount: in layout 2 one that holds only its index directory
+ * (empty, or with stale sidecars, whose data files cannot be there) is
+ * removed with it. @return CBFS_OK or the error of rmdir (CBFS_E_NOTEMPTY,
+ * CBFS_E_NOTDIR, ...). */
+cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name);
 
 /* Writes the sidecar name of data file name (name + CBFS_INDEX_SUFFIX) into
- * buf. @return CBFS_E_NAMETOOLONG if name is longer than CBFS_STORE_NAME_MAX
- * or the result does not fit cap (nothing written then). */
+ * buf: layout 1's name. @return CBFS_E_NAMETOOLONG if name is longer than
+ * CBFS_STORE_NAME_MAX or the result does not fit cap (nothing written then). */
 cbfs_err cbfs_store_sidecar_name(const char *name, char *buf, size_t cap);
 
 /* Writes the data file name of a sidecar name (the name without the suffix;
@@ -108,6 +162,7 @@ cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd);
  * unknown keys are ignored so newer minor additions stay readable. */
 struct cbfs_store_conf {
     unsigned format_version;            /* CBFS_STORE_CONF_VERSION when written */
+    unsigned layout;                    /* CBFS_LAYOUT_*; 1 when the key is missing */
     char uuid[33];                      /* 32 lower-case hex digits + NUL */
     char created[32];                   /* RFC 3339 UTC, e.g. 2024-05-01T10:00:00Z */
     const struct cbfs_codec_ops *codec; /* default codec for new files */
@@ -148,6 +203,12 @@ void cbfs_store_set_pid(struct cbfs_store *st, pid_t pid);
 cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *conf, bool *found,
                               char *msg, size_t msg_cap);
 
+/* The layout of the store whose root is root_fd, for readers that do not
+ * lock it (the cbfs tool): store.conf's, or CBFS_LAYOUT_NEWEST (what the
+ * first mount will write) when there is none yet. Errors as
+ * cbfs_store_read_conf. */
+cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, char *msg, size_t msg_cap);
+
 /* Fills a fresh conf: current version, a new random uuid, created = now, and
  * the given codec/level/block size. */
 void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_ops *codec,
@@ -156,6 +217,19 @@ void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_
 /* Writes .cbfs/store.conf atomically: temporary file, fsync, rename, fsync of
  * .cbfs/. Requires the lock. */
 cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_conf *conf);
+
+/* ---- layout upgrade (upgrade.c) ---- */
+
+/* Converts a locked, unmounted store from layout 1 to CBFS_LAYOUT_NEWEST:
+ * renames every NAME.cbfsidx to .cbfsidx/NAME (removes ".cbfsidx" files, the
+ * sidecars of no file), fsyncs each directory and its index directory, and
+ * then writes store.conf with the new layout. Crash-safe by construction: a
+ * rerun after an interrupted one finishes the job. A store already in the
+ * newest layout is left alone. display: the store path for msg.
+ * @return CBFS_OK with *moved = the sidecars moved, or the error with one
+ * sentence in msg. */
+cbfs_err cbfs_store_upgrade(struct cbfs_store *st, const char *display, uint64_t *moved,
+                            char *msg, size_t msg_cap);
 
 /* Drops the lock and closes every descriptor. If this store's .cbfs/ was
  * created by cbfs_store_lock and no store.conf was written since (a first

@@ -38,6 +38,8 @@ cbfs_err cbfs_err_from_errno(int eno)
     case EPERM: return CBFS_E_PERM;
     case ENOENT: return CBFS_E_NOENT;
     case EEXIST: return CBFS_E_EXIST;
+    case ENOTEMPTY: return CBFS_E_NOTEMPTY;
+    case ENOTDIR: return CBFS_E_NOTDIR;
     case ENAMETOOLONG: return CBFS_E_NAMETOOLONG;
     case EBADF: return CBFS_E_BADF;
     case EMFILE: return CBFS_E_MFILE;

@@ -16,6 +16,7 @@ struct cbfs_fs_options {
     int store_fd;                       /* O_PATH|O_DIRECTORY on the store root, opened
                                            before mounting (in-place mounts); borrowed */
     const char *store_path;             /* for log lines */
+    unsigned layout;                    /* the store's CBFS_LAYOUT_* (store.conf) */
     const struct cbfs_codec_ops *codec; /* codec for new files (NONE: plain files) */
     int level;
     struct cbfs_engine *eng;            /* borrowed; outlives the fs */

@@ -47,7 +47,7 @@ static bool cbfs_export_in_dir(int dirfd, ino_t ino)
 }
 
 /* Is the object fd (st: its stat) reached by number one the mount hides:
- * the .cbfs directory, an entry of it, or a sidecar? @return 0 if not,
+ * the .cbfs directory, an entry of it, a sidecar or an index directory? @return 0 if not,
  * ESTALE if so, or errno. */
 static int cbfs_export_check_hidden(struct cbfs_fs *fs, int fd, const struct stat *st)
 {
@@ -55,6 +55,11 @@ static int cbfs_export_check_hidden(struct cbfs_fs *fs, int fd, const struct sta
     int rfd, err = 0;
     if (S_ISREG(st->st_mode) && cbfs_export_is_sidecar(fd, &err)) return ESTALE;
     if (err) return err;
+    /* layout 2: an index directory (its parent holds it under that name) */
+    if (S_ISDIR(st->st_mode) && fs->opt.layout == CBFS_LAYOUT_INDEXDIR &&
+        fstatat(fd, "../" CBFS_INDEX_DIR, &cst, AT_SYMLINK_NOFOLLOW) == 0 &&
+        cst.st_dev == st->st_dev && cst.st_ino == st->st_ino)
+        return ESTALE;
     if ((err = cbfs_inode_pin(fs, fs->root, &rfd)) != 0) return err;
     if (fstatat(rfd, CBFS_STORE_DIR, &cst, AT_SYMLINK_NOFOLLOW) == 0) {
         if (cst.st_dev == st->st_dev && cst.st_ino == st->st_ino) {

@@ -69,6 +69,7 @@ void cbfs_op_destroy(void *userdata)
 
 struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
 {
+    if (!cbfs_store_layout_known(opt->layout)) return NULL; /* contract: the store's layout */
     struct cbfs_fs *fs = calloc(1, sizeof *fs);
     if (!fs) return NULL;
     fs->opt = *opt;

@@ -24,21 +24,28 @@ void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd)
 
 bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name)
 {
-    return cbfs_store_name_hidden(name, dir == fs->root);
+    return cbfs_store_name_hidden(fs->opt.layout, name, dir == fs->root);
 }
 
-bool cbfs_name_reserved(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
-                        const char *op)
+int cbfs_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
+                    const char *op)
 {
-    if (!cbfs_name_hidden(fs, dir, name)) return false;
-    cbfs_log_info("%s '%s' refused: the name is reserved by cbfs (" CBFS_STORE_RESERVED_RULE ")",
-                  op, name);
-    return true;
+    const cbfs_err e = cbfs_store_name_check(fs->opt.layout, name, dir == fs->root, op != NULL);
+    if (e == CBFS_E_PERM)
+        cbfs_log_info("%s '%s' refused: the name is reserved by cbfs (" CBFS_STORE_RESERVED_RULE
+                      ")",
+                      op, name);
+    return cbfs_err_errno(e);
 }
 
-int cbfs_sidecar_name(const char *name, char *buf, size_t cap)
+int cbfs_sidecar_path(const struct cbfs_fs *fs, const char *name, char *buf, size_t cap)
 {
-    return cbfs_err_errno(cbfs_store_sidecar_name(name, buf, cap));
+    return cbfs_err_errno(cbfs_store_sidecar_path(fs->opt.layout, name, buf, cap));
+}
+
+int cbfs_sidecar_dir(const struct cbfs_fs *fs, int dirfd)
+{
+    return cbfs_err_errno(cbfs_store_sidecar_dir(fs->opt.layout, dirfd));
 }
 
 /* ---- hash table (fs->lock held) ---- */
@@ -389,7 +396,7 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
 static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
                              const struct stat *fst, enum cbfs_kind *kind, int *idx_fd)
 {
-    char sc[NAME_MAX + 1], path[CBFS_PROCFD_MAX];
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX], path[CBFS_PROCFD_MAX];
     struct stat st;
     int err;
 
@@ -400,7 +407,7 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
         return 0;
     }
     /* a name too long for a sidecar cannot have one */
-    if (name && cbfs_sidecar_name(name, sc, sizeof sc) == 0) {
+    if (name && cbfs_sidecar_path(fs, name, sc, sizeof sc) == 0) {
         const int ifd = cbfs_fs_openat(fs, dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
         if (ifd == -1 && errno != ENOENT) return errno;
         if (ifd >= 0) {
@@ -503,10 +510,10 @@ static int cbfs_inode_intern(struct cbfs_fs *fs, int dirfd, const char *name, in
 static int cbfs_inode_attach_idx(struct cbfs_fs *fs, struct cbfs_inode *inode, int dirfd,
                                  const char *name)
 {
-    char sc[NAME_MAX + 1];
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     struct stat st;
     int err = 0;
-    if (inode->kind != CBFS_KIND_COMPRESSED || cbfs_sidecar_name(name, sc, sizeof sc) != 0)
+    if (inode->kind != CBFS_KIND_COMPRESSED || cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0)
         return 0;
     cbfs_mutex_lock(&inode->lock);
     if (!inode->has_idx) {
@@ -723,7 +730,7 @@ static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inod
 static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
                                    bool writable, int *ifd)
 {
-    char name[NAME_MAX + 1], sc[NAME_MAX + 1];
+    char name[NAME_MAX + 1], sc[CBFS_STORE_SIDECAR_PATH_MAX];
     struct cbfs_inode *dir = NULL;
     int err, dirfd;
 
@@ -739,10 +746,12 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
         return EROFS;
     }
     if (err) return err;
-    err = cbfs_sidecar_name(name, sc, sizeof sc);
+    err = cbfs_sidecar_path(fs, name, sc, sizeof sc);
     if (err) goto out;
     err = cbfs_inode_pin(fs, dir, &dirfd);
     if (err) goto out;
+    err = cbfs_sidecar_dir(fs, dirfd);
+    if (err) goto out_unpin;
     *ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (*ifd == -1) {
         err = errno;

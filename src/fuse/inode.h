@@ -239,13 +239,21 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file);
 #define CBFS_PROCFD_MAX 32
 void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd);
 
-/* true for names the mount hides: ".cbfs" in the root, "*.cbfsidx" anywhere. */
+/* true for names the mount hides (cbfs_store_name_hidden for the store's
+ * layout): ".cbfs" in the root, the sidecar names or index directory anywhere. */
 bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name);
-/* Like cbfs_name_hidden, and logs that the name is reserved (for creates). */
-bool cbfs_name_reserved(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
-                        const char *op);
-/* Writes name + CBFS_INDEX_SUFFIX. @return ENAMETOOLONG if it does not fit a
- * directory entry. */
-int cbfs_sidecar_name(const char *name, char *buf, size_t cap);
+/* The check of every name an operation receives (cbfs_store_name_check):
+ * op NULL for a name that must exist (hidden: ENOENT), else the operation
+ * creating it, for the log line of a refused reserved name (EPERM).
+ * @return 0, ENAMETOOLONG, ENOENT or EPERM. */
+int cbfs_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
+                    const char *op);
+/* Writes the path of name's sidecar relative to its directory
+ * (cbfs_store_sidecar_path); cap: CBFS_STORE_SIDECAR_PATH_MAX. @return 0 or
+ * ENAMETOOLONG (the name cannot have a sidecar). */
+int cbfs_sidecar_path(const struct cbfs_fs *fs, const char *name, char *buf, size_t cap);
+/* Makes sure a sidecar can be created in dirfd (cbfs_store_sidecar_dir).
+ * @return 0 or errno. */
+int cbfs_sidecar_dir(const struct cbfs_fs *fs, int dirfd);
 
 #endif

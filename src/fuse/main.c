@@ -164,8 +164,10 @@ out:
 }
 
 /* Takes the store lock, reads (or on the first mount writes) store.conf and
- * merges its defaults into the options. @return 0, or -1 after printing why. */
-static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_options *o)
+ * merges its defaults into the options; *layout = the store's layout (a new
+ * store's: the newest). @return 0, or -1 after printing why. */
+static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_options *o,
+                           unsigned *layout)
 {
     char msg[512];
     pid_t holder;
@@ -208,6 +210,7 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
         cbfs_main_error("%s", msg);
         return -1;
     }
+    *layout = found ? conf.layout : CBFS_LAYOUT_NEWEST;
     if (!found) {
         if (o->readonly) return 0; /* nothing is written by a read-only mount */
         cbfs_store_conf_init(&conf, o->set.codec, o->set.level, o->set.block_size);
@@ -289,6 +292,7 @@ int main(int argc, char *argv[])
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     bool handlers = false, mounted = false;
     cbfs_err e;
+    unsigned layout = CBFS_LAYOUT_NEWEST;
 
     e = cbfs_options_parse(argc, argv, &o, msg, sizeof msg);
     if (e) {
@@ -325,7 +329,7 @@ int main(int argc, char *argv[])
         cbfs_main_error("store %s: %s", store_path, cbfs_err_str(e));
         goto out;
     }
-    if (cbfs_main_store(st, store_path, &o) < 0) goto out;
+    if (cbfs_main_store(st, store_path, &o, &layout) < 0) goto out;
 
     if (!o.foreground) {
         notify_fd = cbfs_main_fork();
@@ -358,6 +362,7 @@ int main(int argc, char *argv[])
     const struct cbfs_fs_options fopt = {
         .store_fd = cbfs_store_fd(st),
         .store_path = store_path,
+        .layout = layout,
         .codec = o.set.codec,
         .level = o.set.level,
         .eng = eng,

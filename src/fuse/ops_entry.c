@@ -30,8 +30,8 @@ void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         err = cbfs_export_lookup(fs, parent, name, &inode, &st);
     } else {
         struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-        err = cbfs_name_hidden(fs, dir, name) ? ENOENT
-                                              : cbfs_inode_lookup(fs, dir, name, &inode, &st);
+        err = cbfs_name_check(fs, dir, name, NULL);
+        if (err == 0) err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
     }
     if (err) {
         fuse_reply_err(req, err);
@@ -281,8 +281,9 @@ static bool cbfs_pin_dir(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *
 static bool cbfs_pin_dir_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
                              const char *name, const char *op, int *dirfd)
 {
-    if (cbfs_name_reserved(fs, dir, name, op)) {
-        fuse_reply_err(req, EPERM);
+    const int err = cbfs_name_check(fs, dir, name, op);
+    if (err) {
+        fuse_reply_err(req, err);
         return false;
     }
     return cbfs_pin_dir(req, fs, dir, dirfd);
@@ -381,10 +382,12 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
 static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, int dirfd,
                         const char *newname)
 {
-    char path[CBFS_PROCFD_MAX], sc[NAME_MAX + 1];
+    char path[CBFS_PROCFD_MAX], sc[CBFS_STORE_SIDECAR_PATH_MAX];
     int err, ifd;
     const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
-    if (compressed && (err = cbfs_sidecar_name(newname, sc, sizeof sc)) != 0) return err;
+    if (compressed && ((err = cbfs_sidecar_path(fs, newname, sc, sizeof sc)) != 0 ||
+                       (err = cbfs_sidecar_dir(fs, dirfd)) != 0))
+        return err;
     cbfs_procfd(path, fd);
     if (linkat(AT_FDCWD, path, dirfd, newname, AT_SYMLINK_FOLLOW) == -1) return errno;
     if (!compressed) return 0;
@@ -429,10 +432,10 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
 }
 
 /* Removes name+suffix in dirfd if present. @return 0 or errno (not ENOENT). */
-static int cbfs_sidecar_remove(int dirfd, const char *name)
+static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name)
 {
-    char sc[NAME_MAX + 1];
-    if (cbfs_sidecar_name(name, sc, sizeof sc) != 0) return 0; /* cannot exist */
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
+    if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
     if (unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) return errno;
     return 0;
 }
@@ -445,7 +448,7 @@ static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
         return errno;
     if (!S_ISREG(st.st_mode)) return 0;
     /* An open file keeps working through the engine's fds, as on ext4. */
-    const int err = cbfs_sidecar_remove(dirfd, name);
+    const int err = cbfs_sidecar_remove(fs, dirfd, name);
     if (err) cbfs_log_warn("cannot remove the sidecar of '%s': %s", name, strerror(err));
     struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
     if (inode) {
@@ -461,15 +464,15 @@ static void cbfs_remove_name(fuse_req_t req, fuse_ino_t parent, const char *name
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    int dirfd;
+    int dirfd, err = cbfs_name_check(fs, dir, name, NULL);
 
-    if (cbfs_name_hidden(fs, dir, name)) {
-        fuse_reply_err(req, ENOENT);
+    if (err) {
+        fuse_reply_err(req, err);
         return;
     }
     if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
-    const int err = is_dir ? (unlinkat(dirfd, name, AT_REMOVEDIR) == -1 ? errno : 0)
-                           : cbfs_unlink_at(fs, dir, dirfd, name);
+    err = is_dir ? cbfs_err_errno(cbfs_store_rmdir(fs->opt.layout, dirfd, name))
+                 : cbfs_unlink_at(fs, dir, dirfd, name);
     cbfs_inode_unpin(fs, dir);
     fuse_reply_err(req, err);
 }
@@ -489,19 +492,19 @@ struct cbfs_rename_side {
     struct cbfs_inode *dir;
     int fd; /* dir's pinned fd */
     const char *name;
-    char sc[NAME_MAX + 1];
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     bool exists, reg, has_sc;
     struct stat st;
 };
 
-static int cbfs_rename_probe(struct cbfs_rename_side *s)
+static int cbfs_rename_probe(struct cbfs_fs *fs, struct cbfs_rename_side *s)
 {
     struct stat sst;
     s->exists = fstatat(s->fd, s->name, &s->st, AT_SYMLINK_NOFOLLOW) == 0;
     if (!s->exists && errno != ENOENT) return errno;
     s->reg = s->exists && S_ISREG(s->st.st_mode);
     /* a name too long for a sidecar leaves sc empty: it cannot have one */
-    if (cbfs_sidecar_name(s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
+    if (cbfs_sidecar_path(fs, s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
     s->has_sc = false;
     if (s->reg && s->sc[0]) {
         if (fstatat(s->fd, s->sc, &sst, AT_SYMLINK_NOFOLLOW) == 0)
@@ -528,10 +531,14 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                           struct cbfs_rename_side *b, unsigned int flags)
 {
     int err;
-    if ((err = cbfs_rename_probe(a)) != 0 || (err = cbfs_rename_probe(b)) != 0) return err;
+    if ((err = cbfs_rename_probe(fs, a)) != 0 || (err = cbfs_rename_probe(fs, b)) != 0) return err;
     if (!a->exists) return ENOENT;
     if ((a->has_sc && !b->sc[0]) || ((flags & RENAME_EXCHANGE) && b->has_sc && !a->sc[0]))
         return ENAMETOOLONG;
+    /* the sidecars' new homes exist before the data files move */
+    if ((a->has_sc && (err = cbfs_sidecar_dir(fs, b->fd)) != 0) ||
+        ((flags & RENAME_EXCHANGE) && b->has_sc && (err = cbfs_sidecar_dir(fs, a->fd)) != 0))
+        return err;
     if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) return errno;
     /* Same file under both names: rename(2) did nothing, and neither may we. */
     if (b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino) return 0;
@@ -580,9 +587,9 @@ void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_in
         fuse_reply_err(req, EINVAL);
         return;
     }
-    if (cbfs_name_reserved(fs, a.dir, name, "rename") ||
-        cbfs_name_reserved(fs, b.dir, newname, "rename to")) {
-        fuse_reply_err(req, EPERM);
+    if ((err = cbfs_name_check(fs, a.dir, name, "rename")) != 0 ||
+        (err = cbfs_name_check(fs, b.dir, newname, "rename to")) != 0) {
+        fuse_reply_err(req, err);
         return;
     }
     if (!cbfs_pin_dir(req, fs, a.dir, &a.fd)) return;
@@ -609,8 +616,9 @@ void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
         fuse_reply_err(req, err);
         return;
     }
-    /* every name needs room for its sidecar's suffix */
-    if (sv.f_namemax > CBFS_STORE_NAME_MAX) sv.f_namemax = CBFS_STORE_NAME_MAX;
+    /* layout 1: every name needs room for its sidecar's suffix */
+    const size_t max = cbfs_store_name_max(fs->opt.layout);
+    if (sv.f_namemax > max) sv.f_namemax = max;
     fuse_reply_statfs(req, &sv);
 }
 

@@ -72,7 +72,7 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
 {
     const struct cbfs_codec_ops *codec = fs->opt.codec;
     int level = fs->opt.level, err, ifd = -1;
-    char spec[64], msg[256], sc[NAME_MAX + 1];
+    char spec[64], msg[256], sc[CBFS_STORE_SIDECAR_PATH_MAX];
 
     if (plain_fd) *plain_fd = -1;
     *inode = NULL;
@@ -90,7 +90,9 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
         return err; /* which codec the directory asks for cannot be read */
     }
     const bool compressed = codec && codec->id != CBFS_CODEC_NONE;
-    if (compressed && (err = cbfs_sidecar_name(name, sc, sizeof sc)) != 0) return err;
+    if (compressed && ((err = cbfs_sidecar_path(fs, name, sc, sizeof sc)) != 0 ||
+                       (err = cbfs_sidecar_dir(fs, dirfd)) != 0))
+        return err;
 
     const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
     bool inherit;
@@ -166,11 +168,12 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     int fd = -1;
 
     const bool kill = cbfs_chan_take_kill(); /* O_TRUNC of an existing set-id file */
-    if (cbfs_name_reserved(fs, dir, name, "create")) {
-        fuse_reply_err(req, EPERM);
+    int dirfd, err = cbfs_name_check(fs, dir, name, "create");
+    if (err) {
+        fuse_reply_err(req, err);
         return;
     }
-    int dirfd, err = cbfs_inode_pin(fs, dir, &dirfd);
+    err = cbfs_inode_pin(fs, dir, &dirfd);
     if (err) goto reply_err;
     err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, cbfs_store_flags(fs, fi->flags),
                               &inode, &st, &fd);

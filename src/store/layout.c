@@ -1,9 +1,13 @@
 /* Store layout: which names in a store are cbfs's own (the metadata directory
- * in the root, sidecar names everywhere) and which regular files are cbfs
+ * in the root, sidecar names or the index directory everywhere), where a
+ * file's sidecar lives in each layout, and which regular files are cbfs
  * files. The rules are written out in include/cbfs/store.h and
  * docs/FORMAT.md; this file is their only implementation, with the one
  * rule for a sidecar's owner, mode and ACL. */
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +26,112 @@ bool cbfs_store_is_sidecar_name(const char *name)
            memcmp(name + n - CBFS_STORE_SUFFIX_LEN, CBFS_INDEX_SUFFIX, CBFS_STORE_SUFFIX_LEN) == 0;
 }
 
-bool cbfs_store_name_hidden(const char *name, bool in_root)
+bool cbfs_store_layout_known(unsigned layout)
+{
+    return layout == CBFS_LAYOUT_SUFFIX || layout == CBFS_LAYOUT_INDEXDIR;
+}
+
+size_t cbfs_store_name_max(unsigned layout)
+{
+    assert(cbfs_store_layout_known(layout));
+    return layout == CBFS_LAYOUT_SUFFIX ? CBFS_STORE_NAME_MAX : NAME_MAX;
+}
+
+bool cbfs_store_name_hidden(unsigned layout, const char *name, bool in_root)
 {
     if (in_root && strcmp(name, CBFS_STORE_DIR) == 0) return true;
-    return cbfs_store_is_sidecar_name(name);
+    if (layout == CBFS_LAYOUT_SUFFIX) return cbfs_store_is_sidecar_name(name);
+    return strcmp(name, CBFS_INDEX_DIR) == 0;
+}
+
+cbfs_err cbfs_store_name_check(unsigned layout, const char *name, bool in_root, bool creating)
+{
+    if (strlen(name) > cbfs_store_name_max(layout)) return CBFS_E_NAMETOOLONG;
+    if (cbfs_store_name_hidden(layout, name, in_root)) return creating ? CBFS_E_PERM : CBFS_E_NOENT;
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_store_sidecar_path(unsigned layout, const char *name, char *buf, size_t cap)
+{
+    if (layout == CBFS_LAYOUT_SUFFIX) return cbfs_store_sidecar_name(name, buf, cap);
+    const size_t n = strlen(name);
+    if (n > NAME_MAX || sizeof CBFS_INDEX_DIR + n >= cap) return CBFS_E_NAMETOOLONG;
+    memcpy(buf, CBFS_INDEX_DIR "/", sizeof CBFS_INDEX_DIR);
+    memcpy(buf + sizeof CBFS_INDEX_DIR, name, n + 1);
+    return CBFS_OK;
+}
+
+cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd)
+{
+    struct stat st;
+    if (layout == CBFS_LAYOUT_SUFFIX) return CBFS_OK;
+    if (fstatat(dirfd, CBFS_INDEX_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return S_ISDIR(st.st_mode) ? CBFS_OK : CBFS_E_EXIST;
+    if (errno != ENOENT) return cbfs_err_from_errno(errno);
+    if (mkdirat(dirfd, CBFS_INDEX_DIR, CBFS_INDEX_DIR_MODE) == -1)
+        return errno == EEXIST ? CBFS_OK : cbfs_err_from_errno(errno); /* a racing creator */
+    if (fchmodat(dirfd, CBFS_INDEX_DIR, CBFS_INDEX_DIR_MODE, 0) == -1) /* not the umask's */
+        return cbfs_err_from_errno(errno);
+    /* the directory's owner: whoever may list the directory owns its index */
+    if (geteuid() == 0 && fstatat(dirfd, "", &st, AT_EMPTY_PATH) == 0 &&
+        fchownat(dirfd, CBFS_INDEX_DIR, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) == -1)
+        return cbfs_err_from_errno(errno);
+    return CBFS_OK;
+}
+
+/* Empties index directory idx (every sidecar in it is stale: the directory
+ * holding it has no other entry) and removes it from dirfd. */
+static cbfs_err cbfs_store_drop_index(int parent, int idx)
+{
+    DIR *const d = fdopendir(idx);
+    if (!d) {
+        close(idx);
+        return cbfs_err_from_errno(errno);
+    }
+    cbfs_err e = CBFS_OK;
+    for (struct dirent *de; e == CBFS_OK && (de = readdir(d)) != NULL;) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == -1) e = cbfs_err_from_errno(errno);
+    }
+    closedir(d);
+    if (e == CBFS_OK && unlinkat(parent, CBFS_INDEX_DIR, AT_REMOVEDIR) == -1)
+        e = cbfs_err_from_errno(errno);
+    return e;
+}
+
+/* @return true if directory fd holds no entry but CBFS_INDEX_DIR. */
+static bool cbfs_store_only_index(int fd)
+{
+    const int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *const d = dup >= 0 ? fdopendir(dup) : NULL;
+    if (!d) {
+        if (dup >= 0) close(dup);
+        return false;
+    }
+    bool only = true;
+    for (struct dirent *de; only && (de = readdir(d)) != NULL;)
+        only = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+               strcmp(de->d_name, CBFS_INDEX_DIR) == 0;
+    closedir(d);
+    return only;
+}
+
+cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name)
+{
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0) return CBFS_OK;
+    if ((errno != ENOTEMPTY && errno != EEXIST) || layout == CBFS_LAYOUT_SUFFIX)
+        return cbfs_err_from_errno(errno);
+    const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return cbfs_err_from_errno(errno);
+    cbfs_err e = CBFS_E_NOTEMPTY;
+    if (cbfs_store_only_index(fd)) {
+        const int idx =
+            openat(fd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e = idx < 0 ? cbfs_err_from_errno(errno) : cbfs_store_drop_index(fd, idx);
+    }
+    close(fd);
+    if (e) return e;
+    return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
 }
 
 cbfs_err cbfs_store_sidecar_name(const char *name, char *buf, size_t cap)

@@ -140,8 +140,8 @@ fail:
  * whole file is read: the version must be judged before any other value is
  * interpreted. */
 struct cbfs_store_raw {
-    char version[32], uuid[33], created[32];
-    bool has_version, has_uuid;
+    char version[32], uuid[33], created[32], layout[32];
+    bool has_version, has_uuid, has_layout;
     struct {
         char key[32], val[64];
     } set[CBFS_SET_COUNT_]; /* settings lines (CBFS_SCOPE_STORE), one per key */
@@ -182,6 +182,9 @@ static cbfs_err cbfs_store_line(struct cbfs_store_raw *raw, const char *key, con
     } else if (strcmp(key, "uuid") == 0) {
         ok = cbfs_store_keep(raw->uuid, sizeof raw->uuid, key, val, msg, cap);
         raw->has_uuid = true;
+    } else if (strcmp(key, "layout") == 0) {
+        ok = cbfs_store_keep(raw->layout, sizeof raw->layout, key, val, msg, cap);
+        raw->has_layout = true;
     } else if (strcmp(key, "created") == 0) {
         ok = cbfs_store_keep(raw->created, sizeof raw->created, key, val, msg, cap);
     } else if (cbfs_settings_known(key, CBFS_SCOPE_STORE)) {
@@ -216,35 +219,53 @@ static cbfs_err cbfs_store_scan(char *text, struct cbfs_store_raw *raw, char *ms
     return CBFS_OK;
 }
 
+/* A version number val of key (format_version, layout): 1 to newest.
+ * @return CBFS_E_INVAL (not a number, or 0), CBFS_E_VERSION (newer than this
+ * cbfs knows), with one sentence in msg. */
+static cbfs_err cbfs_store_parse_version(const char *key, const char *val, unsigned newest,
+                                         unsigned *out, char *msg, size_t cap)
+{
+    char *end;
+    errno = 0;
+    const unsigned long v = strtoul(val, &end, 10);
+    if (errno || end == val || *end || val[0] == '-') {
+        snprintf(msg, cap, "%s '%s' is not a number", key, val);
+        return CBFS_E_INVAL;
+    }
+    if (v > newest) {
+        snprintf(msg, cap,
+                 "%s %lu is newer than this cbfs understands (%u); "
+                 "upgrade cbfs to mount this store",
+                 key, v, newest);
+        return CBFS_E_VERSION;
+    }
+    if (v == 0) {
+        snprintf(msg, cap, "%s 0 is invalid", key);
+        return CBFS_E_INVAL;
+    }
+    *out = (unsigned)v;
+    return CBFS_OK;
+}
+
 static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char *msg, size_t cap)
 {
     struct cbfs_store_raw raw = {0};
     cbfs_err e = cbfs_store_scan(text, &raw, msg, cap);
     if (e) return e;
 
-    char *end;
     if (!raw.has_version) {
         snprintf(msg, cap, "format_version is missing");
         return CBFS_E_INVAL;
     }
-    errno = 0;
-    const unsigned long ver = strtoul(raw.version, &end, 10);
-    if (errno || end == raw.version || *end || raw.version[0] == '-') {
-        snprintf(msg, cap, "format_version '%s' is not a number", raw.version);
-        return CBFS_E_INVAL;
-    }
-    if (ver > CBFS_STORE_CONF_VERSION) {
-        snprintf(msg, cap,
-                 "format_version %lu is newer than this cbfs understands (%u); "
-                 "upgrade cbfs to mount this store",
-                 ver, CBFS_STORE_CONF_VERSION);
-        return CBFS_E_VERSION;
-    }
-    if (ver == 0) {
-        snprintf(msg, cap, "format_version 0 is invalid");
-        return CBFS_E_INVAL;
-    }
-    conf->format_version = (unsigned)ver;
+    e = cbfs_store_parse_version("format_version", raw.version, CBFS_STORE_CONF_VERSION,
+                                 &conf->format_version, msg, cap);
+    if (e) return e;
+    /* a store.conf without layout= predates layouts: layout 1 */
+    conf->layout = CBFS_LAYOUT_SUFFIX;
+    if (raw.has_layout &&
+        (e = cbfs_store_parse_version("layout", raw.layout, CBFS_LAYOUT_NEWEST, &conf->layout,
+                                      msg, cap)) != CBFS_OK)
+        return e;
 
     if (raw.has_uuid) {
         const size_t n = strlen(raw.uuid);
@@ -271,15 +292,14 @@ static cbfs_err cbfs_store_parse(char *text, struct cbfs_store_conf *conf, char 
     return CBFS_OK;
 }
 
-cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *conf, bool *found,
-                              char *msg, size_t msg_cap)
+/* cbfs_store_read_conf from the metadata directory dirfd. */
+static cbfs_err cbfs_store_read_conf_in(int dirfd, struct cbfs_store_conf *conf, bool *found,
+                                        char *msg, size_t msg_cap)
 {
     cbfs_err e;
     char *text = NULL;
     *found = false;
     if (msg_cap) msg[0] = '\0';
-    const int dirfd = st->meta_fd >= 0 ? st->meta_fd : -1;
-    if (dirfd < 0) return CBFS_E_INVAL; /* contract: lock first */
     const int fd = openat(dirfd, CBFS_STORE_CONF, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) return CBFS_OK;
@@ -320,11 +340,35 @@ out:
     return e;
 }
 
+cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *conf, bool *found,
+                              char *msg, size_t msg_cap)
+{
+    if (st->meta_fd < 0) return CBFS_E_INVAL; /* contract: lock first */
+    return cbfs_store_read_conf_in(st->meta_fd, conf, found, msg, msg_cap);
+}
+
+cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, char *msg, size_t msg_cap)
+{
+    struct cbfs_store_conf conf;
+    bool found;
+    *layout = CBFS_LAYOUT_NEWEST;
+    const int meta = openat(root_fd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (meta < 0) {
+        if (msg_cap) snprintf(msg, msg_cap, "cannot open it: %s", strerror(errno));
+        return cbfs_err_from_errno(errno);
+    }
+    const cbfs_err e = cbfs_store_read_conf_in(meta, &conf, &found, msg, msg_cap);
+    close(meta);
+    if (e == CBFS_OK && found) *layout = conf.layout;
+    return e;
+}
+
 void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_ops *codec,
                           int level, uint32_t block_size)
 {
     memset(conf, 0, sizeof *conf);
     conf->format_version = CBFS_STORE_CONF_VERSION;
+    conf->layout = CBFS_LAYOUT_NEWEST;
     snprintf(conf->uuid, sizeof conf->uuid, "%016" PRIx64 "%016" PRIx64, cbfs_random64(),
              cbfs_random64());
     const time_t now = time(NULL);
@@ -346,12 +390,13 @@ cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_co
                            "# codec, level and block_size are the defaults for mounts that do\n"
                            "# not give them; never edit format_version or uuid.\n"
                            "format_version=%u\n"
+                           "layout=%u\n"
                            "uuid=%s\n"
                            "created=%s\n"
                            "codec=%s\n"
                            "level=%d\n"
                            "block_size=%" PRIu32 "\n",
-                           conf->format_version, conf->uuid, conf->created, conf->codec->name,
+                           conf->format_version, conf->layout, conf->uuid, conf->created, conf->codec->name,
                            conf->level, conf->block_size);
     if (n < 0 || (size_t)n >= sizeof buf) return CBFS_E_INVAL;
 

@@ -117,7 +117,7 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
     const struct cbfs_index_report *const rep = &tf->rep;
     const struct cbfs_index *const idx = &tf->idx;
     char side[4096];
-    snprintf(side, sizeof side, "%s%s", display, CBFS_INDEX_SUFFIX);
+    tool_file_side_display(tf, display, side, sizeof side);
     if (rep->sidecar_missing) {
         if (tf->idx_fd < 0)
             tool_check_add(chk, side, UINT64_MAX,

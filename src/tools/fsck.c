@@ -24,11 +24,14 @@ enum { FSCK_CLEAN = 0, FSCK_CORRECTED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8 
 
 static const char tool_fsck_help[] =
     "usage: cbfs fsck [--repair] STORE\n"
+    "       cbfs fsck --upgrade STORE\n"
     "Checks every data file of an unmounted store against its sidecar and reads every\n"
     "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"
     "torn tails, removes orphan sidecars. Damaged payloads are reported, never 'fixed'.\n"
     "exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
-    "             8 usage or operational error (e.g. the store is mounted)\n";
+    "             8 usage or operational error (e.g. the store is mounted)\n"
+    "With --upgrade: converts a store of layout 1 (NAME.cbfsidx sidecars, names up to 247\n"
+    "bytes) to layout 2 (DIR/.cbfsidx/NAME, names up to 255); rerun it if it was cut short.\n";
 
 struct tool_fsck {
     bool repair;
@@ -60,8 +63,9 @@ static bool tool_fsck_index_clean(const struct tool_file *tf)
  * data file's owner, mode and ACL (cbfs_store_sidecar_match). */
 static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool_file *tf)
 {
-    char side[NAME_MAX + 1];
-    cbfs_err e = cbfs_store_sidecar_name(name, side, sizeof side);
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    cbfs_err e = cbfs_store_sidecar_path(tf->layout, name, side, sizeof side);
+    if (e == CBFS_OK) e = cbfs_store_sidecar_dir(tf->layout, dirfd);
     if (e) return e;
     if (tf->load_err == CBFS_E_WRONG_FILE && unlinkat(dirfd, side, 0) != 0)
         return cbfs_err_from_errno(errno);
@@ -98,7 +102,7 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
         return false;
     }
     struct tool_file again;
-    if (tool_file_open(dirfd, name, &again) != CBFS_OK) return false;
+    if (tool_file_open(tf->layout, dirfd, name, &again) != CBFS_OK) return false;
     const bool ok = tool_fsck_index_clean(&again);
     printf("%s: %s: index rebuilt from %" PRIu64 " frame(s)%s\n", display,
            ok ? "repaired" : "NOT repaired",
@@ -108,8 +112,8 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
     return ok;
 }
 
-static int tool_fsck_one(void *arg, int dirfd, const char *name, const char *display,
-                         enum tool_ent_kind kind)
+static int tool_fsck_one(void *arg, unsigned layout, int dirfd, const char *name,
+                         const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck *const f = arg;
     if (kind == TOOL_ENT_ORPHAN_SIDECAR) {
@@ -125,7 +129,7 @@ static int tool_fsck_one(void *arg, int dirfd, const char *name, const char *dis
         return 0;
     }
     struct tool_file tf;
-    if (!tool_file_open_walked(dirfd, name, display, "fsck", &f->errors, &tf)) return 0;
+    if (!tool_file_open_walked(layout, dirfd, name, display, "fsck", &f->errors, &tf)) return 0;
     f->files++;
     f->cbfs_files += tf.is_cbfs;
     struct tool_check chk;
@@ -159,18 +163,39 @@ static int tool_fsck_one(void *arg, int dirfd, const char *name, const char *dis
     return 0;
 }
 
+/* --upgrade of the locked store st. @return the exit status. */
+static int tool_fsck_upgrade(struct cbfs_store *st, const char *path)
+{
+    char msg[PATH_MAX + 256];
+    uint64_t moved;
+    const cbfs_err e = cbfs_store_upgrade(st, path, &moved, msg, sizeof msg);
+    if (e) {
+        tool_err("fsck", "upgrade of %s stopped: %s; fix that and run it again (it goes on "
+                 "where it stopped)",
+                 path, msg);
+        return FSCK_ERROR;
+    }
+    printf("fsck %s: store layout %u: %" PRIu64 " sidecar(s) moved\n", path, CBFS_LAYOUT_NEWEST,
+           moved);
+    return FSCK_CLEAN;
+}
+
 int tool_fsck_main(int argc, char **argv)
 {
     static const struct option opts[] = {{"repair", no_argument, NULL, 'r'},
+                                         {"upgrade", no_argument, NULL, 'u'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct tool_fsck f;
     memset(&f, 0, sizeof f);
     int ch;
+    bool upgrade = false;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "hy", opts, NULL)) != -1) {
         if (ch == 'r' || ch == 'y')
             f.repair = true;
+        else if (ch == 'u')
+            upgrade = true;
         else
             return tool_usage(tool_fsck_help, ch == 'h') ? FSCK_ERROR : FSCK_CLEAN;
     }
@@ -190,7 +215,7 @@ int tool_fsck_main(int argc, char **argv)
     }
     cbfs_err e = cbfs_store_open(path, &st);
     pid_t holder = 0;
-    if (!e) e = cbfs_store_lock(st, !f.repair, &holder);
+    if (!e) e = cbfs_store_lock(st, !f.repair && !upgrade, &holder);
     if (e == CBFS_E_BUSY) {
         tool_err("fsck", "%s is mounted (daemon pid %ld holds %s/%s): unmount it first", path,
                  (long)holder, CBFS_STORE_DIR, CBFS_STORE_LOCK);
@@ -198,6 +223,10 @@ int tool_fsck_main(int argc, char **argv)
     }
     if (e) {
         tool_err("fsck", "%s: cannot lock the store: %s", path, cbfs_err_str(e));
+        goto out;
+    }
+    if (upgrade) {
+        rc = tool_fsck_upgrade(st, path);
         goto out;
     }
     e = cbfs_pool_create(tool_ncpus(), &f.pool);

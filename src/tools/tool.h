@@ -70,6 +70,7 @@ struct tool_loc {
     bool via_mount;   /* the path was inside a mounted cbfs, mapped to its store */
     bool in_store;    /* the entry or a directory above it is a store root */
     bool at_root;     /* the entry is the store root itself (a directory) */
+    unsigned layout;  /* the store's CBFS_LAYOUT_*; layout 1 outside a store */
 };
 
 /* Resolves path: a path inside a mounted cbfs (fuse.cbfs in
@@ -85,12 +86,13 @@ bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbf
 /* What the walk hands to its callback. */
 enum tool_ent_kind {
     TOOL_ENT_FILE,           /* a regular file: data file or plain file */
-    TOOL_ENT_ORPHAN_SIDECAR, /* NAME.cbfsidx whose NAME does not exist */
+    TOOL_ENT_ORPHAN_SIDECAR, /* a sidecar whose data file does not exist */
 };
-/* dirfd: the entry's directory; name: entry name in it; display: full path
- * for messages. @return nonzero to stop the walk with that value. */
-typedef int (*tool_walk_fn)(void *arg, int dirfd, const char *name, const char *display,
-                            enum tool_ent_kind kind);
+/* layout: the store's; dirfd: the entry's directory (for an orphan sidecar:
+ * the directory holding it); name: entry name in it; display: full path for
+ * messages. @return nonzero to stop the walk with that value. */
+typedef int (*tool_walk_fn)(void *arg, unsigned layout, int dirfd, const char *name,
+                            const char *display, enum tool_ent_kind kind);
 
 /* Visits loc: the file itself, or every entry below a directory, sorted by
  * name, not following symlinks, skipping what the mount hides (cbfs/store.h:
@@ -114,6 +116,7 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
 
 /* A data file opened with its sidecar and its index loaded. */
 struct tool_file {
+    unsigned layout;           /* the store's: where the sidecar is */
     int data_fd, idx_fd;       /* idx_fd -1 when there is no sidecar */
     struct stat data_st, idx_st; /* idx_st zero without a sidecar */
     bool is_cbfs;              /* false: a plain file (codec=none or never cbfs) */
@@ -127,12 +130,15 @@ struct tool_file {
  * loads the index without repairing anything. A missing sidecar is not an
  * error (rep.sidecar_missing). @return open/stat errors only (CBFS_E_INVAL:
  * not a regular file); format problems land in tf->load_err. */
-cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf);
+cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, struct tool_file *tf);
 /* tool_file_open for a walk callback: on failure prints
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
-bool tool_file_open_walked(int dirfd, const char *name, const char *display, const char *sub,
+bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, const char *display, const char *sub,
                            unsigned *errors, struct tool_file *tf);
 void tool_file_close(struct tool_file *tf);
+/* Writes the sidecar's path for messages (display: the data file's) into buf. */
+void tool_file_side_display(const struct tool_file *tf, const char *display, char *buf,
+                            size_t cap);
 
 /* Physical bytes: data file + sidecar. */
 uint64_t tool_file_physical(const struct tool_file *tf);

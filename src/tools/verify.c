@@ -50,18 +50,19 @@ static void tool_verify_bar(void *arg)
             secs > 0 ? (double)done / 1e6 / secs : 0.0);
 }
 
-static int tool_verify_size(void *arg, int dirfd, const char *name, const char *display,
-                            enum tool_ent_kind kind)
+static int tool_verify_size(void *arg, unsigned layout, int dirfd, const char *name,
+                            const char *display, enum tool_ent_kind kind)
 {
     (void)display;
+    (void)layout;
     struct stat st;
     if (kind == TOOL_ENT_FILE && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         *(uint64_t *)arg += (uint64_t)st.st_size;
     return 0;
 }
 
-static int tool_verify_one(void *arg, int dirfd, const char *name, const char *display,
-                           enum tool_ent_kind kind)
+static int tool_verify_one(void *arg, unsigned layout, int dirfd, const char *name,
+                           const char *display, enum tool_ent_kind kind)
 {
     struct tool_verify *const v = arg;
     if (kind == TOOL_ENT_ORPHAN_SIDECAR) {
@@ -69,7 +70,7 @@ static int tool_verify_one(void *arg, int dirfd, const char *name, const char *d
         return 0;
     }
     struct tool_file tf;
-    if (!tool_file_open_walked(dirfd, name, display, "verify", &v->errors, &tf)) return 0;
+    if (!tool_file_open_walked(layout, dirfd, name, display, "verify", &v->errors, &tf)) return 0;
     v->files++;
     v->plain += !tf.is_cbfs;
     v->cbfs_files += tf.is_cbfs;

@@ -170,6 +170,21 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
     loc->via_mount = mapped != NULL;
     loc->in_store = loc->via_mount || tool_store_root(p, &root_len);
     loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
+    loc->layout = CBFS_LAYOUT_SUFFIX;
+    if (loc->in_store) {
+        char root[PATH_MAX];
+        snprintf(root, sizeof root, "%.*s", (int)root_len, p);
+        const int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        char why[256];
+        e = rfd < 0 ? cbfs_err_from_errno(errno)
+                    : cbfs_store_read_layout(rfd, &loc->layout, why, sizeof why);
+        if (rfd >= 0) close(rfd);
+        if (e) {
+            snprintf(msg, cap, "%s: cannot read its %s/%s: %s", root, CBFS_STORE_DIR,
+                     CBFS_STORE_CONF, rfd < 0 ? cbfs_err_str(e) : why);
+            goto fail;
+        }
+    }
     loc->display = strdup(path);
     if (!loc->display) goto nomem;
     if (S_ISDIR(st.st_mode)) {
@@ -178,7 +193,8 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
         loc->dirfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
     } else if (S_ISREG(st.st_mode)) {
         const char *const slash = strrchr(p, '/');
-        if (cbfs_store_is_sidecar_name(slash + 1)) {
+        if (cbfs_store_name_hidden(loc->layout, slash + 1, false) ||
+            (loc->layout == CBFS_LAYOUT_INDEXDIR && strstr(p, "/" CBFS_INDEX_DIR "/"))) {
             snprintf(msg, cap, "%s is an index sidecar; name its data file instead", path);
             e = CBFS_E_INVAL;
             goto fail;
@@ -263,11 +279,45 @@ nomem:
 }
 
 struct tool_walker {
+    unsigned layout;
     const char *sub;
     tool_walk_fn fn;
     void *arg;
     unsigned *errors;
 };
+
+/* Layout 2: reports the sidecars in dirfd's index directory (display: its
+ * path) whose data file is not in dirfd. */
+static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *display)
+{
+    struct stat st;
+    if (fstatat(dirfd, CBFS_INDEX_DIR, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    const int idx = openat(dirfd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char **names = NULL;
+    size_t n = 0;
+    const int rd = idx < 0 ? -1 : openat(idx, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const cbfs_err e = rd < 0 ? cbfs_err_from_errno(errno) : tool_read_names(rd, &names, &n);
+    if (e) {
+        tool_err(w->sub, "%s: cannot read directory: %s", display, cbfs_err_str(e));
+        (*w->errors)++;
+        if (idx >= 0) close(idx);
+        return 0;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", display, names[i]) >= (int)sizeof path)
+            continue; /* beyond PATH_MAX: no tool could name it */
+        if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+            rc = w->fn(w->arg, w->layout, idx, names[i], path, TOOL_ENT_ORPHAN_SIDECAR);
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    close(idx);
+    return rc;
+}
 
 /* in_root: dirfd is the store root, where the store's metadata is hidden. */
 static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *display,
@@ -285,10 +335,15 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const char *const name = names[i];
-        const bool sidecar = cbfs_store_is_sidecar_name(name);
-        if (cbfs_store_name_hidden(name, in_root) && !sidecar) continue; /* .cbfs/ */
+        const bool sidecar =
+            w->layout == CBFS_LAYOUT_SUFFIX && cbfs_store_is_sidecar_name(name);
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", display, name);
+        if (w->layout == CBFS_LAYOUT_INDEXDIR && strcmp(name, CBFS_INDEX_DIR) == 0) {
+            rc = tool_walk_index(w, dirfd, path);
+            continue;
+        }
+        if (cbfs_store_name_hidden(w->layout, name, in_root) && !sidecar) continue; /* .cbfs/ */
         struct stat st;
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* raced away */
         if (sidecar && !S_ISREG(st.st_mode)) continue; /* hidden by the mount too */
@@ -303,7 +358,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
             close(sub);
         } else if (S_ISREG(st.st_mode)) {
             if (!sidecar) {
-                rc = w->fn(w->arg, dirfd, name, path, TOOL_ENT_FILE);
+                rc = w->fn(w->arg, w->layout, dirfd, name, path, TOOL_ENT_FILE);
                 continue;
             }
             /* A sidecar: only interesting when its data file is gone (".cbfsidx"
@@ -312,7 +367,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
             if (cbfs_store_data_name(name, data, sizeof data) == CBFS_OK &&
                 (data[0] == '\0' ||
                  (fstatat(dirfd, data, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)))
-                rc = w->fn(w->arg, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
+                rc = w->fn(w->arg, w->layout, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
         }
     }
     for (size_t i = 0; i < n; i++) free(names[i]);
@@ -323,8 +378,9 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
 int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
               unsigned *errors)
 {
-    if (!loc->is_dir) return fn(arg, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
-    const struct tool_walker w = {.sub = sub, .fn = fn, .arg = arg, .errors = errors};
+    if (!loc->is_dir)
+        return fn(arg, loc->layout, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
+    const struct tool_walker w = {.layout = loc->layout, .sub = sub, .fn = fn, .arg = arg, .errors = errors};
     return tool_walk_dir(&w, loc->dirfd, loc->display, loc->at_root);
 }
 
@@ -348,12 +404,13 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
     return errors;
 }
 
-cbfs_err tool_file_open(int dirfd, const char *name, struct tool_file *tf)
+cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, struct tool_file *tf)
 {
     memset(tf, 0, sizeof *tf);
+    tf->layout = layout;
     tf->idx_fd = -1;
-    char side[NAME_MAX + 1];
-    cbfs_err e = cbfs_store_sidecar_name(name, side, sizeof side);
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    cbfs_err e = cbfs_store_sidecar_path(layout, name, side, sizeof side);
     if (e) return e;
     const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
     tf->data_fd = openat(dirfd, name, flags);
@@ -391,10 +448,10 @@ fail:
     return e;
 }
 
-bool tool_file_open_walked(int dirfd, const char *name, const char *display, const char *sub,
-                           unsigned *errors, struct tool_file *tf)
+bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, const char *display,
+                           const char *sub, unsigned *errors, struct tool_file *tf)
 {
-    const cbfs_err e = tool_file_open(dirfd, name, tf);
+    const cbfs_err e = tool_file_open(layout, dirfd, name, tf);
     if (e) {
         tool_err(sub, "%s: %s", display, cbfs_err_str(e));
         (*errors)++;
@@ -402,12 +459,26 @@ bool tool_file_open_walked(int dirfd, const char *name, const char *display, con
     return e == CBFS_OK;
 }
 
+void tool_file_side_display(const struct tool_file *tf, const char *display, char *buf,
+                            size_t cap)
+{
+    if (tf->layout == CBFS_LAYOUT_SUFFIX) {
+        snprintf(buf, cap, "%s%s", display, CBFS_INDEX_SUFFIX);
+        return;
+    }
+    const char *const slash = strrchr(display, '/');
+    const int dlen = slash ? (int)(slash - display + 1) : 0;
+    snprintf(buf, cap, "%.*s%s/%s", dlen, display, CBFS_INDEX_DIR, display + dlen);
+}
+
 void tool_file_close(struct tool_file *tf)
 {
+    const unsigned layout = tf->layout;
     if (tf->is_cbfs && !tf->load_err) cbfs_index_free(&tf->idx);
     if (tf->data_fd >= 0) close(tf->data_fd);
     if (tf->idx_fd >= 0) close(tf->idx_fd);
     memset(tf, 0, sizeof *tf);
+    tf->layout = layout;
     tf->data_fd = tf->idx_fd = -1;
 }
 

@@ -102,7 +102,8 @@ same_file() {
 }
 
 # tree_manifest DIR: one line per entry (type, mode, size, link target), then the
-# sha256 of every regular file; sorted, store bookkeeping (.cbfs, *.cbfsidx) left out.
+# sha256 of every regular file; sorted, store bookkeeping (.cbfs, *.cbfsidx: layout 1's
+# sidecars and layout 2's index directories) left out.
 tree_manifest() {
     (
         cd "$1" || exit 1
@@ -216,6 +217,15 @@ cbfs_mount_fresh() {
     store=$T/store-$tag mnt=$T/mnt
     mkdir -p "$store"
     cbfs_mount "$store" "$mnt" "$1${2:+,$2}"
+}
+
+# cbfs_layout1_store DIR: makes DIR a store in layout 1 (NAME.cbfsidx sidecars, names up to
+# 247 bytes): a store.conf without layout=, as cbfs wrote before layouts (docs/FORMAT.md).
+cbfs_layout1_store() {
+    mkdir -p "$1/.cbfs"
+    printf '# cbfs store configuration, written at the first mount.\nformat_version=1\nuuid=%s\ncodec=lz4\nlevel=1\nblock_size=65536\n' \
+        "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$1/.cbfs/store.conf"
+    chmod 700 "$1/.cbfs"
 }
 
 # cbfs_tmpfs_store SIZE [TMPFS_OPTS]: a store whose file system the test controls (a full

@@ -124,25 +124,26 @@ for opts in codec=lz4 codec=none; do mounted_answers "$opts,allow_other" acl_ops
 # again: by the daemon (rebuilt from the frames at a writable open) and by fsck
 perms() { printf '%o %s' $((0$(stat -c %a "$1") & 0777)) "$(getfacl -cp "$1" | tr '\n' ' ')"; }
 store=$T/s.lz4_allow_other
-rm "$store/grant.cbfsidx" "$store/deny.cbfsidx" "$store/dd/f022.cbfsidx"
+rm "$store/.cbfsidx/grant" "$store/.cbfsidx/deny" "$store/dd/.cbfsidx/f022"
 cbfs_mount "$store" "$T/m" codec=lz4
 echo more >>"$T/m/grant"
 cbfs_umount "$T/m"
-[[ -f $store/grant.cbfsidx ]] || fail "the daemon did not rebuild the sidecar of grant"
+[[ -f $store/.cbfsidx/grant ]] || fail "the daemon did not rebuild the sidecar of grant"
 cbfs_tool
 rc=0
 "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
 check_eq 1 "$rc" "cbfs fsck --repair (1: errors corrected): $(tail -n 3 "$T/fsck.out" | tr '\n' '|')"
-[[ -f $store/deny.cbfsidx && -f $store/dd/f022.cbfsidx ]] && grep -q '/deny: repaired' "$T/fsck.out" ||
+[[ -f $store/.cbfsidx/deny && -f $store/dd/.cbfsidx/f022 ]] && grep -q '/deny: repaired' "$T/fsck.out" ||
     fail "fsck did not rebuild the sidecars: $(tail -n 3 "$T/fsck.out" | tr '\n' '|')"
 n=0
 while read -r sc; do
-    check_eq "$(perms "${sc%.cbfsidx}")" "$(perms "$sc")" "mode and ACL of the sidecar $sc"
+    data=$(dirname "$(dirname "$sc")")/$(basename "$sc")
+    check_eq "$(perms "$data")" "$(perms "$sc")" "mode and ACL of the sidecar $sc"
     n=$((n + 1))
-done < <(find "$store" -name '*.cbfsidx')
+done < <(find "$store" -path '*/.cbfsidx/*' -type f)
 ((n >= 10)) || fail "only $n sidecars in the store"
-check_eq "$(try "read" cat "$store/deny.cbfsidx")" "read: Permission denied" "nobody reading the sidecar of deny"
-check_eq "$(try "read" cat "$store/grant.cbfsidx")" "read: ok" "nobody reading the sidecar of grant"
+check_eq "$(try "read" cat "$store/.cbfsidx/deny")" "read: Permission denied" "nobody reading the sidecar of deny"
+check_eq "$(try "read" cat "$store/.cbfsidx/grant")" "read: ok" "nobody reading the sidecar of grant"
 
 # a store without ACLs (ramfs keeps no xattrs): the mount has none, and the modes
 # and the umask decide as before (no ENOTSUP from permission checks)

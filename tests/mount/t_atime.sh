@@ -19,7 +19,7 @@ printf '#!/bin/sh\necho ran\n' >"$mnt/run.sh"
 chmod 755 "$mnt/run.sh"
 touch "$mnt/d/x"
 cbfs_umount "$mnt"
-[[ -e $store/c.csv.cbfsidx && ! -e $store/plain/p.csv.cbfsidx ]] || fail "c.csv should be compressed, plain/p.csv plain"
+[[ -e $store/.cbfsidx/c.csv && ! -e $store/plain/.cbfsidx/p.csv ]] || fail "c.csv should be compressed, plain/p.csv plain"
 
 files=(c.csv plain/p.csv run.sh)
 # age: every atime in the store two days back

@@ -7,6 +7,7 @@
 
 store=$T/s/store mnt=$T/m/mnt
 mkdir -p "$store" "$T/m"
+cbfs_layout1_store "$store" # the rules of layout 1 (t_long_names: layout 2)
 cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
 python3 "$CBFS_TOOLS/gendata.py" csv 200K "$T/data.csv" 61
 

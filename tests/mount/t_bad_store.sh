@@ -109,7 +109,7 @@ done
 # replay stops there and the frames are rescanned, or EIO; never wrong bytes
 for pos in $((64 * 4 + 20)) 20; do
     begin "record+$pos"
-    flip "$store/v.csv.cbfsidx" "$pos"
+    flip "$store/.cbfsidx/v.csv" "$pos"
     cbfs_mount "$store" "$mnt" "$OPTS"
     blocks v.csv
     if [[ $RES == "ok 16 "* ]]; then recovered=$((recovered + 1)); else detected=$((detected + 1)); fi
@@ -133,7 +133,7 @@ done
 # (5) the sidecar of another file: refused on open (EIO) with a log line; opening it
 # for writing does not "repair" either file
 begin wrong-sidecar
-cp "$pristine/w.csv.cbfsidx" "$store/v.csv.cbfsidx"
+cp "$pristine/.cbfsidx/w.csv" "$store/.cbfsidx/v.csv"
 cbfs_mount "$store" "$mnt" "$OPTS"
 blocks v.csv
 [[ $RES == "open EIO" ]] || problem "expected EIO on open: $RES"
@@ -141,15 +141,15 @@ logged v.csv || problem "no log line names v.csv"
 refused sh -c "echo x >>'$mnt/v.csv'"
 cbfs_umount "$mnt"
 unchanged v.csv
-cmp -s "$pristine/w.csv.cbfsidx" "$store/v.csv.cbfsidx" || problem "the foreign sidecar was modified"
+cmp -s "$pristine/.cbfsidx/w.csv" "$store/.cbfsidx/v.csv" || problem "the foreign sidecar was modified"
 detected=$((detected + 1))
 
 # (6) a sidecar of format version 2 (header record byte 8, re-sealed): refused, the log
 # names the version, nothing in the store is touched
 begin version2
-printf '\x02' | dd of="$store/v.csv.cbfsidx" bs=1 seek=8 conv=notrunc status=none
-"$T/xxh3seal" "$store/v.csv.cbfsidx" 0 || fail "xxh3seal failed"
-cp "$store/v.csv.cbfsidx" "$T/v2.cbfsidx"
+printf '\x02' | dd of="$store/.cbfsidx/v.csv" bs=1 seek=8 conv=notrunc status=none
+"$T/xxh3seal" "$store/.cbfsidx/v.csv" 0 || fail "xxh3seal failed"
+cp "$store/.cbfsidx/v.csv" "$T/v2.cbfsidx"
 cbfs_mount "$store" "$mnt" "$OPTS"
 blocks v.csv
 [[ $RES == "open EIO" ]] || problem "expected EIO on open: $RES"
@@ -160,7 +160,7 @@ refused sh -c "echo x >>'$mnt/v.csv'"
 refused truncate -s 0 "$mnt/v.csv"
 cbfs_umount "$mnt"
 unchanged v.csv
-cmp -s "$T/v2.cbfsidx" "$store/v.csv.cbfsidx" || problem "the version-2 sidecar was modified"
+cmp -s "$T/v2.cbfsidx" "$store/.cbfsidx/v.csv" || problem "the version-2 sidecar was modified"
 detected=$((detected + 1))
 
 # (7) files that are not cbfs files, put directly into the store: served byte-exact
@@ -175,7 +175,7 @@ cp "$T/w.csv.zst" "$store/w.csv.zst"
 # junk with a junk sidecar: whatever the daemon decides, it never invents bytes
 head -c 100000 /dev/urandom >"$T/junk"
 cp "$T/junk" "$store/junk"
-head -c 640 /dev/urandom >"$store/junk.cbfsidx"
+head -c 640 /dev/urandom >"$store/.cbfsidx/junk"
 cbfs_mount "$store" "$mnt" "$OPTS"
 drop_caches
 same_file "$T/plain.rnd" "$mnt/plain.rnd"
@@ -195,16 +195,16 @@ detected=$((detected + 1))
 # (8) a sidecar that is a symlink out of the store: the daemon must not read or write
 # through it (O_NOFOLLOW): the target stays untouched, reads are right or EIO
 begin sidecar-symlink
-cp "$pristine/w.csv.cbfsidx" "$out/w.idx"
-rm "$store/w.csv.cbfsidx"
-ln -s "$out/w.idx" "$store/w.csv.cbfsidx"
+cp "$pristine/.cbfsidx/w.csv" "$out/w.idx"
+rm "$store/.cbfsidx/w.csv"
+ln -s "$out/w.idx" "$store/.cbfsidx/w.csv"
 cbfs_mount "$store" "$mnt" "$OPTS"
 blocks w.csv
 if sh -c "echo appended >>'$mnt/w.csv'" 2>"$T/append.err"; then note "$CASE: append accepted"; else note "$CASE: append refused: $(cat "$T/append.err")"; fi
 truncate -s 100 "$mnt/w.csv" 2>/dev/null || true
 cbfs_umount "$mnt"
-cmp -s "$pristine/w.csv.cbfsidx" "$out/w.idx" || problem "the daemon wrote through the sidecar symlink into $out"
-[[ -L $store/w.csv.cbfsidx ]] || note "$CASE: the symlink was replaced by the daemon"
+cmp -s "$pristine/.cbfsidx/w.csv" "$out/w.idx" || problem "the daemon wrote through the sidecar symlink into $out"
+[[ -L $store/.cbfsidx/w.csv ]] || note "$CASE: the symlink was replaced by the daemon"
 detected=$((detected + 1))
 
 note "corruptions injected $injected, detected $detected, recovered exactly $recovered, silently cut short $silent, wrong bytes 0"

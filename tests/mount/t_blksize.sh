@@ -65,7 +65,7 @@ for bs in 16384 1048576; do
     mkdir "$mnt/plain"
     check setfattr -n user.cbfs.codec -v none "$mnt/plain"
     cp "$T/sparse.src" "$mnt/plain/p"
-    [[ ! -e $store/plain/p.cbfsidx ]] || fail "plain/p is compressed"
+    [[ ! -e $store/plain/.cbfsidx/p ]] || fail "plain/p is compressed"
     check_eq "$(stat -c %o "$store/plain/p")" "$(stat -c %o "$mnt/plain/p")" "st_blksize of a plain file"
     cbfs_umount "$mnt"
 

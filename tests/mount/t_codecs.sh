@@ -58,9 +58,9 @@ for codec in $(cbfs_codecs none); do
             same_file "$src/mixed.bin" "$mnt/cp.bin"
         fi
         if [[ $codec != none ]]; then
-            [[ -f $store/cp.bin.cbfsidx ]] || fail "$codec: no sidecar for a compressed file"
+            [[ -f $store/.cbfsidx/cp.bin ]] || fail "$codec: no sidecar for a compressed file"
         else
-            [[ ! -e $store/cp.bin.cbfsidx ]] || fail "codec=none wrote a sidecar"
+            [[ ! -e $store/.cbfsidx/cp.bin ]] || fail "codec=none wrote a sidecar"
             same_file "$src/mixed.bin" "$store/cp.bin"   # stored as a plain file
         fi
         cbfs_umount "$mnt"

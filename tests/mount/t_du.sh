@@ -24,7 +24,7 @@ cbfs_umount "$mnt"
 cbfs_mount "$store" "$mnt" codec=zstd
 check_sizes "after remount"
 # the store really is smaller
-storek=$(du -kc "$store/big.csv" "$store/big.csv.cbfsidx" | tail -n1 | cut -f1)
+storek=$(du -kc "$store/big.csv" "$store/.cbfsidx/big.csv" | tail -n1 | cut -f1)
 ((storek * 3 < 65536)) || fail "store uses $storek KiB for 64 MiB of CSV"
 cbfs_umount "$mnt"
 pass

@@ -27,7 +27,7 @@ mkdir "$mnt/plain"
 check setfattr -n user.cbfs.codec -v none "$mnt/plain"
 cp "$T/a.csv" "$mnt/plain/p"
 sync
-[[ -e $store/c.cbfsidx && ! -e $store/plain/p.cbfsidx ]] || fail "c should be compressed, plain/p plain"
+[[ -e $store/.cbfsidx/c && ! -e $store/plain/.cbfsidx/p ]] || fail "c should be compressed, plain/p plain"
 free=$(avail)
 note "store free: $free bytes"
 

@@ -27,7 +27,7 @@ PY
 cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
 cp -r "$src/." "$mnt/"
 cbfs_umount "$mnt"
-nidx=$(find "$store" -name '*.cbfsidx' | wc -l)
+nidx=$(find "$store" -path '*/.cbfsidx/*' -type f | wc -l)
 check_eq "$N" "$nidx" "sidecars in the store"
 
 drop_caches

@@ -54,7 +54,7 @@ for codec in ${CBFS_FIO_CODECS:-$(cbfs_codecs)}; do
         fio_run "$codec/$variant write" --directory="$mnt/$variant" $(fio_job $variant $codec) --do_verify=0
         written=$(grep -o -m1 'io=[^ ,]*' "$T/fio.out")
         # the data really went through the mount: compressed files with sidecars in the store
-        nidx=$(find "$store/$variant" -name '*.cbfsidx' | wc -l)
+        nidx=$(find "$store/$variant" -path '*/.cbfsidx/*' -type f | wc -l)
         [[ $variant == manyfiles ]] && want=4 || want=1
         check_eq "$want" "$nidx" "$codec/$variant: sidecars in the store"
         [[ -z $(find "$T" -maxdepth 1 -type f -name '*file*') ]] || fail "fio wrote outside the mount"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The store's bookkeeping is invisible and its names are reserved: no .cbfs in the
+# The store's bookkeeping is invisible and its names are reserved (layout 1, the
+# NAME.cbfsidx layout; layout 2 is t_long_names): no .cbfs in the
 # root or *.cbfsidx anywhere through the mount, creating such names fails;
 # compressed files have a sidecar in the store, codec=none files do not. Below the
 # root ".cbfs" is an ordinary name, and the cbfs tool walks what the mount shows.
@@ -9,6 +10,7 @@ CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
 
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
+cbfs_layout1_store "$store" # the rules of layout 1 (t_long_names: layout 2)
 python3 "$CBFS_TOOLS/gendata.py" csv 200K "$T/a.csv" 71
 cbfs_mount "$store" "$mnt" codec=lz4
 cp "$T/a.csv" "$mnt/a"

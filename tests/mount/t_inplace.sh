@@ -25,7 +25,7 @@ cbfs_umount "$d"
 [[ -d $d/.cbfs ]] || fail "no .cbfs/ in the in-place store"
 for f in new.bin newdir/dd.bin; do
     [[ -f $d/$f ]] || fail "$f missing from the store after unmount"
-    [[ -f $d/$f.cbfsidx ]] || fail "$f has no sidecar in the store"
+    [[ -f $(dirname "$d/$f")/.cbfsidx/$(basename "$f") ]] || fail "$f has no sidecar in the store"
 done
 same_file "$ref/old/export.csv" "$d/old/export.csv"   # untouched files stay plain
 same_file "$ref/old/sub/random.bin" "$d/old/sub/random.bin"

@@ -26,7 +26,7 @@ for type in cbfs fuse.cbfs; do
     umount "$mnt" || fail "umount after mount -t $type"
     for _ in $(seq 50); do pgrep -f "mount.cbfs.* $store " >/dev/null || break; sleep 0.1; done
     pgrep -f "mount.cbfs.* $store " >/dev/null && fail "daemon still running after umount ($type)"
-    [[ -s $store/$type.csv.cbfsidx ]] || fail "mount -t $type: no compressed file in the store"
+    [[ -s $store/.cbfsidx/$type.csv ]] || fail "mount -t $type: no compressed file in the store"
     note "mount -t $type: ok"
 done
 pass

@@ -30,8 +30,8 @@ cp "$src/mixed" "$mnt/d/raw/plain"
 cp "$src/small" "$mnt/d/doomed"
 : >"$mnt/keep/empty"
 ln -s e/big "$mnt/d/link"
-[[ -f $fs/d/e/big.cbfsidx && -f $fs/keep/empty.cbfsidx ]] || fail "compressed files have no sidecar"
-[[ ! -e $fs/d/raw/plain.cbfsidx ]] || fail "d/raw/plain is not plain"
+[[ -f $fs/d/e/.cbfsidx/big && -f $fs/keep/.cbfsidx/empty ]] || fail "compressed files have no sidecar"
+[[ ! -e $fs/d/raw/.cbfsidx/plain ]] || fail "d/raw/plain is not plain"
 
 paths=(d d/e d/raw d/e/big d/mixed d/raw/plain d/doomed keep/empty d/link)
 python3 "$FH" save "$mnt" "$T/handles" "${paths[@]}" || fail "name_to_handle_at through the mount"

@@ -96,11 +96,11 @@ for opts in codec=lz4 codec=none; do
     ln -s ../.cbfs "$mnt/sub/up"
     ln -s .cbfs "$mnt/dot"
     ln -s "$(realpath "$mnt")/.cbfs" "$mnt/abs"
-    ln -s r644.cbfsidx "$mnt/side"
+    ln -s .cbfsidx/r644 "$mnt/side"
     ln -s "$(realpath "$store")" "$mnt/store"
     for who in try answer; do
         for p in .cbfs .cbfs/store.conf ./.cbfs/lock sub/../.cbfs/store.conf sub/up/store.conf \
-            dot/store.conf abs/store.conf side r644.cbfsidx sub/../r644.cbfsidx; do
+            dot/store.conf abs/store.conf side .cbfsidx/r644 sub/../.cbfsidx/r644 .cbfsidx; do
             check_eq "$p: No such file or directory" "$($who "$p" cat "$mnt/$p")" "$who cat"
         done
         check_eq "ls: No such file or directory" "$($who ls ls "$mnt/sub/up/")" "$who ls sub/up/"
@@ -116,9 +116,9 @@ for opts in codec=lz4 codec=none; do
     check_eq "lock: Permission denied" "$(try lock ls "$mnt/store/.cbfs")" "nobody: ls store/.cbfs"
     if [[ $tag == lz4 ]]; then
         for f in p600 acl_deny; do
-            check_eq "$f: Permission denied" "$(try $f cat "$mnt/store/$f.cbfsidx")" "nobody: sidecar of $f"
+            check_eq "$f: Permission denied" "$(try $f cat "$mnt/store/.cbfsidx/$f")" "nobody: sidecar of $f"
         done
-        check_eq "r644: ok" "$(try r644 cat "$mnt/store/r644.cbfsidx")" "nobody: sidecar of r644"
+        check_eq "r644: ok" "$(try r644 cat "$mnt/store/.cbfsidx/r644")" "nobody: sidecar of r644"
     fi
     check_eq "fds: Permission denied" "$(try fds ls "/proc/${CBFS_PID[$mnt]}/fd")" "nobody: the daemon's fds"
     cbfs_umount "$mnt"

@@ -96,7 +96,7 @@ for i in 1 2; do
     /usr/bin/cbfs verify "$T/store$i" >"$T/verify$i.out" 2>&1 ||
         fail "cbfs verify store$i: $(tail -n 3 "$T/verify$i.out")"
 done
-[[ -s $T/store1/a.csv.cbfsidx && -s $T/store2/a.csv.cbfsidx ]] || fail "no compressed files in the stores"
+[[ -s $T/store1/.cbfsidx/a.csv && -s $T/store2/.cbfsidx/a.csv ]] || fail "no compressed files in the stores"
 
 # remove: no file of the package is left (directories shared with others may stay)
 installed=0

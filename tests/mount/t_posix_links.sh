@@ -10,8 +10,8 @@ for codec in $(cbfs_codecs); do
         fail "$codec: $(cat "$T/out")"
     cbfs_umount "$mnt"
     # store: b and sub/c are one data file, each name has the (shared) sidecar, a is gone
-    [[ ! -e $store/a && ! -e $store/a.cbfsidx ]] || fail "$codec: store still has a or a.cbfsidx"
-    for f in b sub/c b.cbfsidx sub/c.cbfsidx; do
+    [[ ! -e $store/a && ! -e $store/.cbfsidx/a ]] || fail "$codec: store still has a or .cbfsidx/a"
+    for f in b sub/c .cbfsidx/b sub/.cbfsidx/c; do
         [[ -f $store/$f ]] || fail "$codec: store lacks $f"
     done
     check_eq "$(stat -c %i "$store/b")" "$(stat -c %i "$store/sub/c")" "$codec: store inode of b vs sub/c"

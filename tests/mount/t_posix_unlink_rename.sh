@@ -34,7 +34,7 @@ for codec in $(cbfs_codecs); do
     done
     check_eq 0 "$(deleted_fds "$pid")" "$codec: daemon descriptors of deleted store files after the renames"
     cbfs_umount "$mnt"
-    check_eq "./dir2/w2 ./dir2/w2.cbfsidx ./p ./p.cbfsidx ./q ./q.cbfsidx ./target ./target.cbfsidx " \
+    check_eq "./.cbfsidx/p ./.cbfsidx/q ./.cbfsidx/target ./dir2/.cbfsidx/w2 ./dir2/w2 ./p ./q ./target " \
         "$(store_files)" "$codec: store files after the renames"
     drop_caches
     cbfs_mount "$store" "$mnt"

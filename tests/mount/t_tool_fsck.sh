@@ -30,22 +30,22 @@ fsck_rc 0 "$store"
 cp -a "$store" "$T/pristine"
 
 # damage: deleted sidecar, torn tail (first 100 bytes of a frame), zero tail, orphan
-rm "$store/a.csv.cbfsidx"
+rm "$store/.cbfsidx/a.csv"
 bsize=$(stat -c %s "$store/sub/b.bin")
 read -r _ off _ _ _ _ _ < <(python3 "$CBFS_TOOLS/frames.py" "$store/sub/b.bin" | awk '$3 == 2')
 head -c $((off + 100)) "$store/sub/b.bin" | tail -c 100 >>"$store/sub/b.bin"
 csize=$(stat -c %s "$store/c.csv")
 head -c 4096 /dev/zero >>"$store/c.csv"
-cp "$store/c.csv.cbfsidx" "$store/gone.cbfsidx"
+cp "$store/.cbfsidx/c.csv" "$store/.cbfsidx/gone"
 
 fsck_rc 4 "$store"
-for want in 'a.csv.cbfsidx: missing' "sub/b.bin: offset $bsize: " "c.csv: offset $csize: " 'gone.cbfsidx: orphan'; do
+for want in '.cbfsidx/a.csv: missing' "sub/b.bin: offset $bsize: " "c.csv: offset $csize: " '.cbfsidx/gone: orphan'; do
     grep -qF "$want" "$T/fsck.out" || fail "fsck did not report '$want': $(cat "$T/fsck.out")"
 done
 fsck_rc 1 --repair "$store"
 fsck_rc 0 "$store"
-[[ -s $store/a.csv.cbfsidx ]] || fail "sidecar not rebuilt"
-[[ ! -e $store/gone.cbfsidx ]] || fail "orphan sidecar not removed"
+[[ -s $store/.cbfsidx/a.csv ]] || fail "sidecar not rebuilt"
+[[ ! -e $store/.cbfsidx/gone ]] || fail "orphan sidecar not removed"
 check_eq "$bsize" "$(stat -c %s "$store/sub/b.bin")" "b.bin size after cutting the torn tail"
 check_eq "$csize" "$(stat -c %s "$store/c.csv")" "c.csv size after cutting the zero tail"
 check "$CBFS" verify "$store"

@@ -9,6 +9,7 @@ store=$T/store mnt=$T/mnt
 check "$CBFS" mkfs -o codec=zstd:5,block_size=64K "$store"
 grep -q 'codec zstd level 5' "$T/check.out" || fail "mkfs output: $(cat "$T/check.out")"
 grep -q '^codec *= *zstd' "$store/.cbfs/store.conf" || fail "store.conf: $(cat "$store/.cbfs/store.conf")"
+grep -qx 'layout=2' "$store/.cbfs/store.conf" || fail "mkfs: a new store is not in layout 2: $(cat "$store/.cbfs/store.conf")"
 rc=0; "$CBFS" mkfs "$store" >/dev/null 2>"$T/err" || rc=$?
 check_eq 1 "$rc" "mkfs of an initialised store"
 grep -q 'already a cbfs store' "$T/err" || fail "message: $(cat "$T/err")"

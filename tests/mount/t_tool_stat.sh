@@ -38,7 +38,7 @@ assert sorted(files) == ["a.csv", "plain.csv", "sub/b.bin"], sorted(files)
 for name, want in (("a.csv", a_len), ("sub/b.bin", b_len)):
     f = files[name]
     data = os.path.getsize(os.path.join(store, name))
-    side = os.path.getsize(os.path.join(store, name + ".cbfsidx"))
+    side = os.path.getsize(os.path.join(store, os.path.dirname(name), ".cbfsidx", os.path.basename(name)))
     assert f["kind"] == "cbfs" and f["logical"] == want, f
     assert f["data_bytes"] == data and f["index_bytes"] == side and f["physical"] == data + side, f
     assert abs(f["ratio"] - want / (data + side)) < 1e-3, f
@@ -96,7 +96,7 @@ grep -q 'gnuplot failed' "$T/err" || fail "--plot into a missing directory: $(ca
 
 # errors: not a store, a sidecar, a missing path -> exit 2 with a message
 mkdir -p "$T/notastore" && echo hello >"$T/notastore/x"
-for bad in "$T/notastore" "$store/a.csv.cbfsidx" "$T/missing"; do
+for bad in "$T/notastore" "$store/.cbfsidx/a.csv" "$T/missing"; do
     rc=0
     "$CBFS" stat "$bad" >"$T/out" 2>"$T/err" || rc=$?
     check_eq 2 "$rc" "exit status of cbfs stat $bad"

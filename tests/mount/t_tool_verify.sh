@@ -52,8 +52,8 @@ expect_damage header victim.csv "$off"
 
 # sidecar: record 0 is the header, then one 64-byte record per frame in file order
 cp -a "$store" "$T/sidecar"
-flip "$T/sidecar/victim.csv.cbfsidx" $((64 * (1 + 3) + 20))
-expect_damage sidecar victim.csv.cbfsidx $((64 * 4))
+flip "$T/sidecar/.cbfsidx/victim.csv" $((64 * (1 + 3) + 20))
+expect_damage sidecar .cbfsidx/victim.csv $((64 * 4))
 
 cp -a "$store" "$T/trunc"
 truncate -s $((off + 30)) "$T/trunc/victim.csv"
@@ -65,11 +65,11 @@ for c in payload header sidecar trunc; do
 done
 # a deleted sidecar is a problem too (exit 1), and --json lists it
 cp -a "$store" "$T/nosidecar"
-rm "$T/nosidecar/d/other.bin.cbfsidx"
+rm "$T/nosidecar/d/.cbfsidx/other.bin"
 rc=0
 "$CBFS" verify --json "$T/nosidecar" >"$T/ns.json" || rc=$?
 check_eq 1 "$rc" "missing sidecar: exit status"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any("other.bin.cbfsidx" in p["file"] and "missing" in p["what"] for p in d["problems"]), d' "$T/ns.json" ||
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any("d/.cbfsidx/other.bin" in p["file"] and "missing" in p["what"] for p in d["problems"]), d' "$T/ns.json" ||
     fail "missing sidecar not reported: $(cat "$T/ns.json")"
 # not a store
 mkdir -p "$T/plain" && echo x >"$T/plain/f"

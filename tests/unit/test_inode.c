@@ -34,7 +34,8 @@ static void it_setup(void)
     /* 16K: files written by it_write_compressed (64K) keep their own */
     const struct cbfs_engine_config cfg = {.block_size = 16 << 10, .workers = 1};
     cr_assert_eq(cbfs_engine_create(&cfg, &it_eng), CBFS_OK);
-    const struct cbfs_fs_options opt = {.store_fd = it_root, .store_path = it_dir, .eng = it_eng};
+    const struct cbfs_fs_options opt = {
+        .store_fd = it_root, .store_path = it_dir, .layout = CBFS_LAYOUT_SUFFIX, .eng = it_eng};
     it_fs = cbfs_fs_new(&opt);
     cr_assert_not_null(it_fs);
 }

@@ -49,16 +49,114 @@ static void st_write(const char *rel, const void *buf, size_t len)
 
 /* ---- layout: names ---- */
 
+#define L1 CBFS_LAYOUT_SUFFIX
+#define L2 CBFS_LAYOUT_INDEXDIR
+
 Test(store_layout, metadata_dir_hidden_only_in_the_root)
 {
-    cr_assert(cbfs_store_name_hidden(".cbfs", true));
-    cr_assert_not(cbfs_store_name_hidden(".cbfs", false));
-    cr_assert_not(cbfs_store_name_hidden(".cbfsx", true));
-    cr_assert_not(cbfs_store_name_hidden("cbfs", true));
-    cr_assert_not(cbfs_store_name_hidden(".cbf", true));
-    cr_assert_not(cbfs_store_name_hidden("", true));
-    cr_assert_not(cbfs_store_name_hidden("data.csv", true));
-    cr_assert_not(cbfs_store_name_hidden("data.csv", false));
+    cr_assert(cbfs_store_name_hidden(L1, ".cbfs", true));
+    cr_assert_not(cbfs_store_name_hidden(L1, ".cbfs", false));
+    cr_assert_not(cbfs_store_name_hidden(L1, ".cbfsx", true));
+    cr_assert_not(cbfs_store_name_hidden(L1, "cbfs", true));
+    cr_assert_not(cbfs_store_name_hidden(L1, ".cbf", true));
+    cr_assert_not(cbfs_store_name_hidden(L1, "", true));
+    cr_assert_not(cbfs_store_name_hidden(L1, "data.csv", true));
+    cr_assert_not(cbfs_store_name_hidden(L1, "data.csv", false));
+}
+
+Test(store_layout, metadata_dir_hidden_only_in_the_root_layout2)
+{
+    cr_assert(cbfs_store_name_hidden(L2, ".cbfs", true));
+    cr_assert_not(cbfs_store_name_hidden(L2, ".cbfs", false));
+    cr_assert_not(cbfs_store_name_hidden(L2, "data.csv", true));
+}
+
+Test(store_layout, layout2_reserves_only_the_index_dir)
+{
+    cr_assert(cbfs_store_name_hidden(L2, CBFS_INDEX_DIR, true));
+    cr_assert(cbfs_store_name_hidden(L2, CBFS_INDEX_DIR, false));
+    static const char *const users[] = {"a.cbfsidx", "x.cbfsidx.cbfsidx", "..cbfsidx",
+                                        ".cbfsidx.", ".cbfsid", "cbfsidx"};
+    for (size_t i = 0; i < sizeof users / sizeof users[0]; i++) {
+        cr_assert_not(cbfs_store_name_hidden(L2, users[i], true), "%s", users[i]);
+        cr_assert_not(cbfs_store_name_hidden(L2, users[i], false), "%s", users[i]);
+    }
+}
+
+Test(store_layout, name_check_both_layouts)
+{
+    char n255[NAME_MAX + 2], n248[CBFS_STORE_NAME_MAX + 2];
+    memset(n255, 'n', sizeof n255);
+    n255[NAME_MAX] = '\0';
+    memset(n248, 'n', sizeof n248);
+    n248[CBFS_STORE_NAME_MAX + 1] = '\0';
+    cr_assert_eq(cbfs_store_name_max(L1), 247);
+    cr_assert_eq(cbfs_store_name_max(L2), NAME_MAX);
+    cr_assert_eq(cbfs_store_name_check(L2, n255, false, true), CBFS_OK);
+    cr_assert_eq(cbfs_store_name_check(L1, n248, false, true), CBFS_E_NAMETOOLONG);
+    cr_assert_eq(cbfs_store_name_check(L2, n248, false, false), CBFS_OK);
+    n255[NAME_MAX] = 'n';
+    n255[NAME_MAX + 1] = '\0';
+    cr_assert_eq(cbfs_store_name_check(L2, n255, false, false), CBFS_E_NAMETOOLONG);
+    cr_assert_eq(cbfs_store_name_check(L2, n255, false, true), CBFS_E_NAMETOOLONG);
+    cr_assert_eq(cbfs_store_name_check(L2, CBFS_INDEX_DIR, false, true), CBFS_E_PERM);
+    cr_assert_eq(cbfs_store_name_check(L2, CBFS_INDEX_DIR, false, false), CBFS_E_NOENT);
+    cr_assert_eq(cbfs_store_name_check(L1, "a.cbfsidx", false, true), CBFS_E_PERM);
+    cr_assert_eq(cbfs_store_name_check(L2, "a.cbfsidx", false, true), CBFS_OK);
+    cr_assert_eq(cbfs_store_name_check(L1, ".cbfs", true, false), CBFS_E_NOENT);
+    cr_assert_eq(cbfs_store_name_check(L2, ".cbfs", false, true), CBFS_OK);
+}
+
+Test(store_layout, sidecar_path_both_layouts)
+{
+    char buf[CBFS_STORE_SIDECAR_PATH_MAX], name[NAME_MAX + 2];
+    cr_assert_eq(cbfs_store_sidecar_path(L1, "f", buf, sizeof buf), CBFS_OK);
+    cr_assert_str_eq(buf, "f" CBFS_INDEX_SUFFIX);
+    cr_assert_eq(cbfs_store_sidecar_path(L2, "f", buf, sizeof buf), CBFS_OK);
+    cr_assert_str_eq(buf, CBFS_INDEX_DIR "/f");
+    cr_assert_eq(cbfs_store_sidecar_path(L2, "f", buf, sizeof CBFS_INDEX_DIR + 1),
+                 CBFS_E_NAMETOOLONG);
+    cr_assert_eq(cbfs_store_sidecar_path(L2, "f", buf, sizeof CBFS_INDEX_DIR + 2), CBFS_OK);
+    memset(name, 'n', sizeof name);
+    name[NAME_MAX] = '\0';
+    cr_assert_eq(cbfs_store_sidecar_path(L2, name, buf, sizeof buf), CBFS_OK);
+    cr_assert_eq(strlen(buf), sizeof CBFS_INDEX_DIR + NAME_MAX);
+    cr_assert_eq(cbfs_store_sidecar_path(L1, name, buf, sizeof buf), CBFS_E_NAMETOOLONG);
+    name[NAME_MAX] = 'n';
+    name[NAME_MAX + 1] = '\0';
+    cr_assert_eq(cbfs_store_sidecar_path(L2, name, buf, sizeof buf), CBFS_E_NAMETOOLONG);
+}
+
+Test(store_layout, sidecar_dir_made_on_demand, .init = st_setup, .fini = st_teardown)
+{
+    const int dfd = open(st_dir, O_PATH | O_DIRECTORY);
+    cr_assert(dfd >= 0);
+    struct stat st;
+    cr_assert_eq(cbfs_store_sidecar_dir(L1, dfd), CBFS_OK);
+    cr_assert_neq(stat(st_path(CBFS_INDEX_DIR), &st), 0, "layout 1 makes no index directory");
+    cr_assert_eq(cbfs_store_sidecar_dir(L2, dfd), CBFS_OK);
+    cr_assert_eq(stat(st_path(CBFS_INDEX_DIR), &st), 0);
+    cr_assert(S_ISDIR(st.st_mode));
+    cr_assert_eq(st.st_mode & 07777, CBFS_INDEX_DIR_MODE);
+    cr_assert_eq(cbfs_store_sidecar_dir(L2, dfd), CBFS_OK, "already there");
+    close(dfd);
+}
+
+Test(store_layout, rmdir_takes_a_stale_index_dir, .init = st_setup, .fini = st_teardown)
+{
+    const int dfd = open(st_dir, O_PATH | O_DIRECTORY);
+    cr_assert(dfd >= 0);
+    cr_assert_eq(mkdir(st_path("d"), 0755), 0);
+    cr_assert_eq(mkdir(st_path("d/" CBFS_INDEX_DIR), 0700), 0);
+    st_write("d/" CBFS_INDEX_DIR "/gone", "x", 1);
+    cr_assert_eq(cbfs_store_rmdir(L1, dfd, "d"), CBFS_E_NOTEMPTY, "layout 1: as before");
+    st_write("d/kept", "x", 1);
+    cr_assert_eq(cbfs_store_rmdir(L2, dfd, "d"), CBFS_E_NOTEMPTY, "a real entry");
+    cr_assert_eq(unlink(st_path("d/kept")), 0);
+    cr_assert_eq(cbfs_store_rmdir(L2, dfd, "d"), CBFS_OK);
+    struct stat st;
+    cr_assert_neq(stat(st_path("d"), &st), 0);
+    close(dfd);
 }
 
 Test(store_layout, sidecar_names_hidden_everywhere)
@@ -67,14 +165,14 @@ Test(store_layout, sidecar_names_hidden_everywhere)
                                            "..cbfsidx", ".cbfs.cbfsidx"};
     for (size_t i = 0; i < sizeof sidecars / sizeof sidecars[0]; i++) {
         cr_assert(cbfs_store_is_sidecar_name(sidecars[i]), "%s", sidecars[i]);
-        cr_assert(cbfs_store_name_hidden(sidecars[i], true), "%s", sidecars[i]);
-        cr_assert(cbfs_store_name_hidden(sidecars[i], false), "%s", sidecars[i]);
+        cr_assert(cbfs_store_name_hidden(L1, sidecars[i], true), "%s", sidecars[i]);
+        cr_assert(cbfs_store_name_hidden(L1, sidecars[i], false), "%s", sidecars[i]);
     }
     static const char *const others[] = {"cbfsidx", "a.cbfsid",  "a.cbfsidx.bak", "a.CBFSIDX",
                                          "a.cbfsid x", "a.cbfsidx ", "",          ".cbfs"};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         cr_assert_not(cbfs_store_is_sidecar_name(others[i]), "%s", others[i]);
-        cr_assert_not(cbfs_store_name_hidden(others[i], false), "%s", others[i]);
+        cr_assert_not(cbfs_store_name_hidden(L1, others[i], false), "%s", others[i]);
     }
 }
 
@@ -332,6 +430,7 @@ Test(store_meta, conf_roundtrip, .init = st_setup, .fini = st_teardown)
     cr_assert_eq(back.codec, none);
     cr_assert_eq(back.level, 0);
     cr_assert_eq(back.block_size, 64u << 10);
+    cr_assert_eq(back.layout, CBFS_LAYOUT_NEWEST, "a new store gets the newest layout");
     cbfs_store_close(st);
     struct stat sb;
     cr_assert_eq(stat(st_path(CBFS_STORE_DIR "/" CBFS_STORE_CONF), &sb), 0, "kept after close");
@@ -360,6 +459,25 @@ Test(store_meta, conf_defaults_and_unknown_keys, .init = st_setup, .fini = st_te
     cr_assert_eq(conf.block_size, CBFS_BLOCK_DEFAULT);
     cr_assert_not_null(conf.codec);
     cr_assert_eq(conf.level, conf.codec->default_level);
+    cr_assert_eq(conf.layout, CBFS_LAYOUT_SUFFIX, "no layout key: a store of before layouts");
+}
+
+Test(store_meta, conf_layout_key, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store_conf conf;
+    char msg[256];
+    cr_assert_eq(st_conf("format_version=1\nlayout=2\n", &conf, msg, sizeof msg), CBFS_OK);
+    cr_assert_eq(conf.layout, CBFS_LAYOUT_INDEXDIR);
+    const int root = open(st_dir, O_PATH | O_DIRECTORY);
+    unsigned layout = 0;
+    cr_assert_eq(cbfs_store_read_layout(root, &layout, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(layout, CBFS_LAYOUT_INDEXDIR, "read without the lock, as the tool does");
+    st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\nlayout=3\n", 26);
+    cr_assert_eq(cbfs_store_read_layout(root, &layout, msg, sizeof msg), CBFS_E_VERSION);
+    cr_assert(strstr(msg, "upgrade cbfs"), "%s", msg);
+    st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\nlayout=x\n", 26);
+    cr_assert_eq(cbfs_store_read_layout(root, &layout, msg, sizeof msg), CBFS_E_INVAL);
+    close(root);
 }
 
 Test(store_meta, conf_refusals, .init = st_setup, .fini = st_teardown)

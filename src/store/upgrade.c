@@ -1,0 +1,155 @@
+/* Offline conversion of a layout-1 store (NAME.cbfsidx beside NAME) to layout
+ * 2 (.cbfsidx/NAME): every sidecar is renamed into its directory's index
+ * directory, the directories are fsynced, and only then store.conf records
+ * layout 2. Each step is a rename or a mkdir, so a run cut short leaves every
+ * sidecar at one of its two homes, and a rerun finishes the job. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cbfs/store.h"
+
+struct cbfs_upgrade {
+    uint64_t moved;
+    char *msg;
+    size_t cap;
+};
+
+static cbfs_err cbfs_upgrade_dir(struct cbfs_upgrade *u, int dirfd, const char *display,
+                                 bool in_root);
+
+/* One entry of directory dirfd: a layout-1 sidecar is moved, a directory
+ * is converted in turn. @return CBFS_OK or the error (msg written). */
+static cbfs_err cbfs_upgrade_entry(struct cbfs_upgrade *u, int dirfd, const char *display,
+                                   const char *name, bool in_root)
+{
+    struct stat st;
+    char data[NAME_MAX + 1], sub[PATH_MAX];
+    cbfs_err e;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return CBFS_OK; /* raced away */
+    snprintf(sub, sizeof sub, "%s/%s", display, name);
+    if (in_root && strcmp(name, CBFS_STORE_DIR) == 0) return CBFS_OK;
+    if (S_ISDIR(st.st_mode)) {
+        if (strcmp(name, CBFS_INDEX_DIR) == 0) return CBFS_OK; /* ours, from an earlier run */
+        const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) goto fail;
+        e = cbfs_upgrade_dir(u, fd, sub, false);
+        close(fd);
+        return e;
+    }
+    if (!S_ISREG(st.st_mode) || !cbfs_store_is_sidecar_name(name)) return CBFS_OK;
+    if (cbfs_store_data_name(name, data, sizeof data) != CBFS_OK) return CBFS_OK;
+    if (data[0] == '\0') { /* ".cbfsidx": the sidecar of no file, and layout 2's name */
+        if (unlinkat(dirfd, name, 0) != 0) goto fail;
+        return CBFS_OK;
+    }
+    char to[CBFS_STORE_SIDECAR_PATH_MAX];
+    e = cbfs_store_sidecar_path(CBFS_LAYOUT_INDEXDIR, data, to, sizeof to);
+    if (e == CBFS_OK) e = cbfs_store_sidecar_dir(CBFS_LAYOUT_INDEXDIR, dirfd);
+    if (e) {
+        snprintf(u->msg, u->cap, "%s: %s", sub, cbfs_err_str(e));
+        return e;
+    }
+    /* replaces a copy an earlier run moved, if the daemon made this one since */
+    if (renameat(dirfd, name, dirfd, to) != 0) goto fail;
+    u->moved++;
+    return CBFS_OK;
+fail:
+    e = cbfs_err_from_errno(errno);
+    snprintf(u->msg, u->cap, "%s: %s", sub, cbfs_err_str(e));
+    return e;
+}
+
+/* fsync of directory dirfd's index directory (if any) and of dirfd itself:
+ * the renames out of it and into the index are durable. */
+static cbfs_err cbfs_upgrade_sync(int dirfd)
+{
+    const int idx = openat(dirfd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (idx >= 0) {
+        const int r = fsync(idx);
+        close(idx);
+        if (r != 0) return cbfs_err_from_errno(errno);
+    } else if (errno != ENOENT) {
+        return cbfs_err_from_errno(errno);
+    }
+    return fsync(dirfd) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
+}
+
+/* Converts directory dirfd (O_RDONLY) and everything below it. */
+static cbfs_err cbfs_upgrade_dir(struct cbfs_upgrade *u, int dirfd, const char *display,
+                                 bool in_root)
+{
+    const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *const d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0) close(fd);
+        snprintf(u->msg, u->cap, "%s: cannot read directory: %s", display, strerror(errno));
+        return cbfs_err_from_errno(errno);
+    }
+    /* names first: renames while reading the directory may show entries twice */
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    cbfs_err e = CBFS_OK;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **const v = realloc(names, cap * sizeof *v);
+            if (!v) {
+                e = CBFS_E_NOMEM;
+                break;
+            }
+            names = v;
+        }
+        if (!(names[n] = strdup(de->d_name))) {
+            e = CBFS_E_NOMEM;
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n && e == CBFS_OK; i++)
+        e = cbfs_upgrade_entry(u, dirfd, display, names[i], in_root);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (e == CBFS_E_NOMEM) snprintf(u->msg, u->cap, "%s: out of memory", display);
+    if (e == CBFS_OK && (e = cbfs_upgrade_sync(dirfd)) != CBFS_OK)
+        snprintf(u->msg, u->cap, "%s: fsync: %s", display, cbfs_err_str(e));
+    return e;
+}
+
+cbfs_err cbfs_store_upgrade(struct cbfs_store *st, const char *display, uint64_t *moved,
+                            char *msg, size_t msg_cap)
+{
+    struct cbfs_store_conf conf;
+    bool found;
+    *moved = 0;
+    cbfs_err e = cbfs_store_read_conf(st, &conf, &found, msg, msg_cap);
+    if (e) return e;
+    if (!found) {
+        snprintf(msg, msg_cap, "no store.conf: not a store yet (mount it once, or cbfs mkfs)");
+        return CBFS_E_INVAL;
+    }
+    if (conf.layout == CBFS_LAYOUT_NEWEST) return CBFS_OK;
+    const int root = openat(cbfs_store_fd(st), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) {
+        snprintf(msg, msg_cap, "%s: %s", display, strerror(errno));
+        return cbfs_err_from_errno(errno);
+    }
+    struct cbfs_upgrade u = {.msg = msg, .cap = msg_cap};
+    e = cbfs_upgrade_dir(&u, root, display, true);
+    close(root);
+    *moved = u.moved;
+    if (e) return e;
+    /* every sidecar is at its new home, durably: now the store may say so */
+    conf.layout = CBFS_LAYOUT_INDEXDIR;
+    e = cbfs_store_write_conf(st, &conf);
+    if (e) snprintf(msg, msg_cap, "cannot write store.conf: %s", cbfs_err_str(e));
+    return e;
+}
