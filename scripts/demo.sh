@@ -89,7 +89,7 @@ read_s=$(secs "$t" "$(now)")
 got=$(sha256sum <"$MNT/sample.tar" | cut -c1-64)
 umount_demo
 
-physical=$(du -B1 -c "$STORE/sample.tar" "$STORE/sample.tar.cbfsidx" | tail -n 1 | cut -f1)
+physical=$(du -B1 -c "$STORE/sample.tar" "$STORE/.cbfsidx/sample.tar" | tail -n 1 | cut -f1) # data + sidecar (layout 2)
 echo
 echo "== results (codec=lz4, default block size 256 KiB, $(nproc) CPUs)"
 printf '  logical size        %12d bytes (%d MiB)\n' "$logical" $((logical / 1048576))
