@@ -389,17 +389,13 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         }
         err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, &ob);
         if (err) goto out;
-        /* The same bytes again (the writeback cache resends pages that were
-         * redirtied while under writeback) change nothing: a clean block
-         * stays clean and costs no new frame. */
-        const bool same = !ob->dirty && boff + n <= ob->len && memcmp(ob->data + boff, src, n) == 0;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
-        if (!same) memcpy(ob->data + boff, src, n);
+        memcpy(ob->data + boff, src, n);
         const bool was_complete = cbfs_oblock_complete(ob, f->bs);
         cbfs_oblock_mark(ob, boff, boff + n);
         if (boff + n > ob->len) ob->len = boff + n;
         ob->last_use = ++f->use_clock;
-        ob->dirty = ob->dirty || !same;
+        ob->dirty = true;
         off += n;
         src += n;
         left -= n;

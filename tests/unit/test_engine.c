@@ -543,29 +543,6 @@ Test(engine, block_pieces_in_any_order)
     free(data);
 }
 
-/* Pages the kernel sends again with the same bytes cost no new frame (a
- * whole block written again is not compared: that would mean decoding it). */
-Test(engine, identical_rewrite_adds_no_frame)
-{
-    const size_t bs = 64 << 10, size = 4 * bs;
-    unsigned char *data = malloc(size);
-    cbfs_td_backup(data, size, 15);
-    struct cbfs_file *f = eng_open("same", true, "lz4");
-    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
-    cr_assert_eq(cbfs_file_write(f, data + 2 * bs + 4096, 8192, 2 * bs + 4096), CBFS_OK);
-    cr_assert_eq(cbfs_file_write(f, data + bs + 8192, bs - 8192, bs + 8192), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    uint64_t blocks[8];
-    cr_assert_eq(eng_frame_order("same", blocks, 8), 4);
-    f = eng_open("same", false, "lz4");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    free(data);
-}
-
-/* st_blksize of a compressed file is its own block size: peek reads it from
- * the index, not from the engine's setting for new files. */
 Test(engine, peek_gives_the_files_own_block_size)
 {
     unsigned char buf[100000];
