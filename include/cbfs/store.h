@@ -181,6 +181,11 @@ cbfs_err cbfs_store_open(const char *path, struct cbfs_store **out);
  * cbfs_store_close. Owned by the store. */
 int cbfs_store_fd(const struct cbfs_store *st);
 
+/* fsyncs the directory name in dirfd (any fd on it; "." for dirfd itself,
+ * symlinks not followed): a real descriptor, since O_PATH ones cannot be
+ * fsynced. @return CBFS_OK, CBFS_E_NOENT if it does not exist, or an error. */
+cbfs_err cbfs_store_sync_dir(int dirfd, const char *name);
+
 /* Creates .cbfs/ (0700) if needed and takes .cbfs/lock with
  * flock(LOCK_EX|LOCK_NB), then writes our pid into it. The lock belongs to
  * the open file description, so it survives fork(): a daemonized child keeps

@@ -12,14 +12,13 @@
 
 /* @return whether the regular file fd is open on starts with a sidecar's
  * header record, or errno in *err. */
-static bool cbfs_export_is_sidecar(int fd, int *err)
+static bool cbfs_export_is_sidecar(struct cbfs_fs *fs, int fd, int *err)
 {
     char path[CBFS_PROCFD_MAX];
     uint8_t buf[CBFS_INDEX_REC_SIZE];
     struct cbfs_index_rec r;
     cbfs_procfd(path, fd);
-    int rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
-    if (rfd == -1 && errno == EPERM) rfd = open(path, O_RDONLY | O_CLOEXEC);
+    const int rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
     if (rfd == -1) {
         *err = errno;
         return false;
@@ -53,7 +52,7 @@ static int cbfs_export_check_hidden(struct cbfs_fs *fs, int fd, const struct sta
 {
     struct stat cst, pst;
     int rfd, err = 0;
-    if (S_ISREG(st->st_mode) && cbfs_export_is_sidecar(fd, &err)) return ESTALE;
+    if (S_ISREG(st->st_mode) && cbfs_export_is_sidecar(fs, fd, &err)) return ESTALE;
     if (err) return err;
     /* layout 2: an index directory (its parent holds it under that name) */
     if (S_ISDIR(st->st_mode) && fs->opt.layout == CBFS_LAYOUT_INDEXDIR &&

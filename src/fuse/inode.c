@@ -876,8 +876,9 @@ int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbf
     return err;
 }
 
-int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode)
+int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode, bool *changed)
 {
+    *changed = false;
     char path[CBFS_PROCFD_MAX];
     struct stat st;
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
@@ -888,7 +889,12 @@ int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode)
         mode_t mode = st.st_mode & 07777 & ~(mode_t)S_ISUID;
         if (mode & S_IXGRP) mode &= ~(mode_t)S_ISGID;
         cbfs_procfd(path, fd);
-        if (mode != (st.st_mode & 07777) && chmod(path, mode) == -1) err = errno;
+        if (mode != (st.st_mode & 07777)) {
+            if (chmod(path, mode) == -1)
+                err = errno;
+            else
+                *changed = true;
+        }
     }
     cbfs_inode_unpin(fs, inode);
     return err;

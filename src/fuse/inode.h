@@ -209,8 +209,9 @@ void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
 /* Clears the set-user-ID bit, and set-group-ID where the group may execute,
  * of inode's store object: the daemon's job under FUSE_HANDLE_KILLPRIV_V2
  * when an unprivileged caller writes, truncates or fallocates (the daemon
- * itself has CAP_FSETID, so the store would keep them). @return 0 or errno. */
-int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode);
+ * itself has CAP_FSETID, so the store would keep them). *changed: a bit was
+ * set and is gone. @return 0 or errno. */
+int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode, bool *changed);
 
 /* With the writeback cache the kernel owns a file's times and sends them in
  * SETATTR, also before dirty pages it still holds reach the engine; the

@@ -154,7 +154,9 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     cbfs_procfd(path, fd);
     /* KILLPRIV_V2: an unprivileged write, truncate or fallocate clears set-id
      * bits, which the store would not do for the daemon (it has CAP_FSETID) */
-    if (kill && !(valid & FUSE_SET_ATTR_MODE) && (err = cbfs_inode_kill_suidgid(fs, inode)) != 0)
+    bool changed; /* the attr reply below carries the new mode */
+    if (kill && !(valid & FUSE_SET_ATTR_MODE) &&
+        (err = cbfs_inode_kill_suidgid(fs, inode, &changed)) != 0)
         goto reply;
     if (valid & FUSE_SET_ATTR_MODE) {
         if ((hfd >= 0 ? fchmod(hfd, attr->st_mode) : chmod(path, attr->st_mode)) == -1) {

@@ -186,7 +186,8 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
             err = inode->type == S_IFDIR ? EISDIR : EEXIST;
         else
             err = cbfs_handle_open(fs, inode, fi->flags, &h);
-        if (err == 0 && kill) err = cbfs_inode_kill_suidgid(fs, inode);
+        bool changed; /* the create reply below carries the new attributes */
+        if (err == 0 && kill) err = cbfs_inode_kill_suidgid(fs, inode, &changed);
         if (err == 0 && (fi->flags & O_TRUNC)) err = cbfs_inode_stat(fs, inode, &st);
         if (err) goto reply_err;
     } else if (err) {
@@ -221,14 +222,15 @@ void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, EROFS);
         return;
     }
+    bool changed = false;
     int err = cbfs_handle_open(fs, inode, fi->flags, &h);
-    if (err == 0 && kill && (err = cbfs_inode_kill_suidgid(fs, inode)) != 0)
+    if (err == 0 && kill && (err = cbfs_inode_kill_suidgid(fs, inode, &changed)) != 0)
         (void)cbfs_file_handle_close(fs, h);
     if (err) {
         fuse_reply_err(req, err);
         return;
     }
-    if (kill) cbfs_chan_inval_attr(ino);
+    if (changed) cbfs_chan_inval_attr(ino);
     fi->fh = (uint64_t)(uintptr_t)h;
     if (fuse_reply_open(req, fi) != 0) (void)cbfs_file_handle_close(fs, h);
 }

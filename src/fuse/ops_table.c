@@ -116,13 +116,6 @@ static void cbfs_ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name
     fuse_reply_err(req, EROFS);
 }
 
-static void cbfs_ro_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
-                              off_t length, struct fuse_file_info *fi)
-{
-    (void)ino, (void)mode, (void)offset, (void)length, (void)fi;
-    fuse_reply_err(req, EROFS);
-}
-
 const struct fuse_lowlevel_ops *cbfs_fs_ops(bool readonly)
 {
     static struct fuse_lowlevel_ops ro; /* main calls this once, before any thread */
@@ -139,7 +132,6 @@ const struct fuse_lowlevel_ops *cbfs_fs_ops(bool readonly)
     ro.create = cbfs_ro_create;
     ro.setxattr = cbfs_ro_setxattr;
     ro.removexattr = cbfs_ro_removexattr;
-    ro.fallocate = cbfs_ro_fallocate;
     return &ro;
 }
 

@@ -71,11 +71,13 @@ int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode, bool inherit)
 
 bool cbfs_reply_kill_failed(fuse_req_t req, fuse_ino_t ino, struct cbfs_inode *inode)
 {
-    const int err = cbfs_inode_kill_suidgid((struct cbfs_fs *)fuse_req_userdata(req), inode);
+    bool changed;
+    const int err =
+        cbfs_inode_kill_suidgid((struct cbfs_fs *)fuse_req_userdata(req), inode, &changed);
     if (err) {
         fuse_reply_err(req, err);
         return true;
     }
-    cbfs_chan_inval_attr(ino);
+    if (changed) cbfs_chan_inval_attr(ino); /* else the kernel's mode is still right */
     return false;
 }

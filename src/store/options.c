@@ -156,7 +156,7 @@ static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, 
     /* fstab noise: mount(8) and systemd options, user=NAME from user mounts,
      * x-* (x-systemd.automount, ...) and comment=... */
     if (CBFS_IN_LIST(key, cbfs_noise_flags) || strncmp(key, "x-", 2) == 0 ||
-        strcmp(key, "comment") == 0 || strcmp(key, "user") == 0)
+        strcmp(key, "comment") == 0)
         return CBFS_OK;
 
     snprintf(msg, cap, "unknown mount option '%s'; see mount.cbfs(8) for the supported options",

@@ -50,10 +50,9 @@ int cbfs_store_fd(const struct cbfs_store *st)
     return st->root_fd;
 }
 
-/* fsync of a directory reached through an O_PATH descriptor needs a real one. */
-static cbfs_err cbfs_store_sync_dir(int dirfd, const char *name)
+cbfs_err cbfs_store_sync_dir(int dirfd, const char *name)
 {
-    const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return cbfs_err_from_errno(errno);
     cbfs_err e = CBFS_OK;
     if (fsync(fd) < 0) e = cbfs_err_from_errno(errno);

@@ -70,15 +70,9 @@ fail:
  * the renames out of it and into the index are durable. */
 static cbfs_err cbfs_upgrade_sync(int dirfd)
 {
-    const int idx = openat(dirfd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (idx >= 0) {
-        const int r = fsync(idx);
-        close(idx);
-        if (r != 0) return cbfs_err_from_errno(errno);
-    } else if (errno != ENOENT) {
-        return cbfs_err_from_errno(errno);
-    }
-    return fsync(dirfd) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
+    const cbfs_err e = cbfs_store_sync_dir(dirfd, CBFS_INDEX_DIR);
+    if (e != CBFS_OK && e != CBFS_E_NOENT) return e;
+    return cbfs_store_sync_dir(dirfd, ".");
 }
 
 /* Converts directory dirfd (O_RDONLY) and everything below it. */
