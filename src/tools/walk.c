@@ -462,23 +462,21 @@ bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, const c
 void tool_file_side_display(const struct tool_file *tf, const char *display, char *buf,
                             size_t cap)
 {
-    if (tf->layout == CBFS_LAYOUT_SUFFIX) {
-        snprintf(buf, cap, "%s%s", display, CBFS_INDEX_SUFFIX);
-        return;
-    }
+    /* the store layer names the sidecar; only the directory part is ours */
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
     const char *const slash = strrchr(display, '/');
     const int dlen = slash ? (int)(slash - display + 1) : 0;
-    snprintf(buf, cap, "%.*s%s/%s", dlen, display, CBFS_INDEX_DIR, display + dlen);
+    if (cbfs_store_sidecar_path(tf->layout, display + dlen, side, sizeof side) != CBFS_OK)
+        snprintf(side, sizeof side, "(sidecar of %s)", display + dlen); /* a name too long */
+    snprintf(buf, cap, "%.*s%s", dlen, display, side);
 }
 
 void tool_file_close(struct tool_file *tf)
 {
-    const unsigned layout = tf->layout;
     if (tf->is_cbfs && !tf->load_err) cbfs_index_free(&tf->idx);
     if (tf->data_fd >= 0) close(tf->data_fd);
     if (tf->idx_fd >= 0) close(tf->idx_fd);
     memset(tf, 0, sizeof *tf);
-    tf->layout = layout;
     tf->data_fd = tf->idx_fd = -1;
 }
 
