@@ -118,6 +118,7 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     f->append_off = f->idx.data_end;
     if (!empty && fstat(data_fd, &st) == 0 && (uint64_t)st.st_size > f->append_off)
         f->append_off = (uint64_t)st.st_size;
+    f->behind_off = f->append_off;
     *out = f;
     return CBFS_OK;
 fail:

@@ -34,6 +34,9 @@
 #define CBFS_GAP_WAIT_NS 200000000L /* 200 ms in all */
 #define CBFS_GAP_WAIT_STEP_NS 5000000L
 #define CBFS_COMMIT_BATCH 16
+/* Store data is handed to the disk (sync_file_range) every this many bytes
+ * appended: see cbfs_file_write_behind. */
+#define CBFS_WRITE_BEHIND (8u << 20)
 
 #define CBFS_OBLOCK_RUNS 6      /* written pieces of an open block that are tracked */
 #define CBFS_OBLOCK_UNTRACKED 0xff
@@ -104,6 +107,8 @@ struct cbfs_file {
     struct cbfs_wjob *pend_head, *pend_tail; /* lock: sealed blocks, submission order */
     bool committing;         /* lock: some thread holds the committer role */
     uint64_t append_off;     /* committer role: where the next frame goes */
+    uint64_t behind_off;     /* committer role: data below this was handed to the disk's
+                                writeback (cbfs_file_write_behind) */
     cbfs_err err;            /* lock: first background error, until flush reports it */
     bool dirty;              /* lock: changed since the last fdatasync */
     uint64_t ra_last;        /* lock: last block a reader touched (UINT64_MAX: none) */

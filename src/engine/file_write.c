@@ -23,6 +23,23 @@ static void cbfs_wjob_free(struct cbfs_file *f, struct cbfs_wjob *j)
     free(j);
 }
 
+/* A backup stream appends gigabytes and calls fdatasync once at the end.
+ * Left alone, the store's page cache would hold all of it dirty until then
+ * (the kernel's background writeback starts only at dirty_background_ratio,
+ * 2.4 GB on a 24 GiB machine), and that fdatasync would write it all while
+ * the writer waits. Starting the disk's writeback of every CBFS_WRITE_BEHIND
+ * bytes as they are appended overlaps the disk with compression. It is only
+ * a start (SYNC_FILE_RANGE_WRITE, no wait, no durability): its errors are
+ * ignored here because the writeback records them in the file, where the
+ * next fdatasync reports them (cbfs_file_flush). Committer role. */
+static void cbfs_file_write_behind(struct cbfs_file *f)
+{
+    if (f->append_off - f->behind_off < CBFS_WRITE_BEHIND) return;
+    (void)sync_file_range(f->data_fd, (off64_t)f->behind_off,
+                          (off64_t)(f->append_off - f->behind_off), SYNC_FILE_RANGE_WRITE);
+    f->behind_off = f->append_off;
+}
+
 /* Stores a batch of encoded frames and their records. Committer role, no lock. */
 static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch, size_t n,
                                   cbfs_err poison, struct cbfs_index_rec *recs, size_t *nrecs)
@@ -57,6 +74,7 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
             for (size_t i = 0; i < n; i++)
                 if (batch[i]->stored && !batch[i]->err) batch[i]->err = e;
         }
+        cbfs_file_write_behind(f);
     }
     CBFS_STAT_ADD(eng, st_ns_store_write, cbfs_now_ns() - t0);
 }
