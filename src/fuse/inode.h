@@ -206,6 +206,12 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
 int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
 void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
+/* Clears the bits of clear (of 07777) from the mode of the store object
+ * pinned as fd, whose stat the caller took (it picks clear from it), through
+ * its /proc/self/fd path: the one chmod both set-id kills use. No call when
+ * none of them is set. *changed: a bit was set and is gone. @return 0 or errno. */
+int cbfs_inode_mode_clear(int fd, const struct stat *st, mode_t clear, bool *changed);
+
 /* Clears the set-user-ID bit, and set-group-ID where the group may execute,
  * of inode's store object: the daemon's job under FUSE_HANDLE_KILLPRIV_V2
  * when an unprivileged caller writes, truncates or fallocates (the daemon
