@@ -876,6 +876,15 @@ int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbf
     return err;
 }
 
+int cbfs_inode_statvfs(struct cbfs_fs *fs, struct cbfs_inode *inode, struct statvfs *sv)
+{
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) return err;
+    if (fstatvfs(fd, sv) == -1) err = errno;
+    cbfs_inode_unpin(fs, inode);
+    return err;
+}
+
 int cbfs_inode_mode_clear(int fd, const struct stat *st, mode_t clear, bool *changed)
 {
     char path[CBFS_PROCFD_MAX];

@@ -608,12 +608,8 @@ void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct statvfs sv;
-    int fd, err = cbfs_inode_pin(fs, fs->root, &fd);
+    const int err = cbfs_inode_statvfs(fs, fs->root, &sv);
     (void)ino;
-    if (err == 0) {
-        if (fstatvfs(fd, &sv) == -1) err = errno;
-        cbfs_inode_unpin(fs, fs->root);
-    }
     if (err) {
         fuse_reply_err(req, err);
         return;
