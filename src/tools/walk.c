@@ -193,8 +193,8 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
         loc->dirfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
     } else if (S_ISREG(st.st_mode)) {
         const char *const slash = strrchr(p, '/');
-        if (cbfs_store_name_hidden(loc->layout, slash + 1, false) ||
-            (loc->layout == CBFS_LAYOUT_INDEXDIR && strstr(p, "/" CBFS_INDEX_DIR "/"))) {
+        /* outside a store the layout is 1's: only the file's own name counts */
+        if (cbfs_store_path_reserved(loc->layout, loc->in_store ? p + root_len : p)) {
             snprintf(msg, cap, "%s is an index sidecar; name its data file instead", path);
             e = CBFS_E_INVAL;
             goto fail;

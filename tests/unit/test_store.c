@@ -83,6 +83,21 @@ Test(store_layout, layout2_reserves_only_the_index_dir)
     }
 }
 
+Test(store_layout, path_reserved_both_layouts)
+{
+    cr_assert(cbfs_store_path_reserved(L1, "/d/a.csv.cbfsidx"));
+    cr_assert(cbfs_store_path_reserved(L1, "a.csv.cbfsidx"));
+    cr_assert_not(cbfs_store_path_reserved(L1, "/d/a.csv"));
+    cr_assert_not(cbfs_store_path_reserved(L1, "/.cbfsidx/a.csv")); /* layout 2's rule */
+    cr_assert(cbfs_store_path_reserved(L2, "/d/.cbfsidx/a.csv"));
+    cr_assert(cbfs_store_path_reserved(L2, ".cbfsidx/a.csv"));
+    cr_assert(cbfs_store_path_reserved(L2, "/d/.cbfsidx"));
+    cr_assert_not(cbfs_store_path_reserved(L2, "/d/a.csv.cbfsidx")); /* layout 1's rule */
+    cr_assert_not(cbfs_store_path_reserved(L2, "/d/x.cbfsidx/a.csv"));
+    cr_assert_not(cbfs_store_path_reserved(L2, "/d/.cbfsidxx/a.csv"));
+    cr_assert_not(cbfs_store_path_reserved(L2, "/.cbfs/a.csv"));
+}
+
 Test(store_layout, name_check_both_layouts)
 {
     char n255[NAME_MAX + 2], n248[CBFS_STORE_NAME_MAX + 2];
