@@ -30,7 +30,6 @@ struct cbfs_options {
      * mount only) and the daemon's tuning. Complete after
      * cbfs_options_resolve. */
     struct cbfs_settings set;
-    bool readonly; /* -o ro (last of ro/rw wins) */
 
     /* Kernel mount flags by their mount(8) names (ro, nosuid, noatime,
      * nodiratime, relatime, lazytime...; the table is in options.c): mflags
@@ -68,10 +67,10 @@ cbfs_err cbfs_options_resolve(struct cbfs_options *o, const struct cbfs_store_co
                               char *msg, size_t msg_cap);
 
 /* Builds the one -o list handed to libfuse: default_permissions, fsname=
- * <store_path> and subtype=cbfs unless the user gave them, ro when readonly,
- * noatime when cbfs_options_noatime, then the user's FUSE options and the
- * mount flags libfuse takes; escaped for libfuse's parser. *out is
- * malloc'ed. @return CBFS_E_NOMEM. */
+ * <store_path> and subtype=cbfs unless the user gave them, ro when
+ * cbfs_options_readonly, noatime when cbfs_options_noatime, then the user's
+ * FUSE options and the mount flags libfuse takes; escaped for libfuse's
+ * parser. *out is malloc'ed. @return CBFS_E_NOMEM. */
 cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_path, char **out);
 
 /* The daemon's atime policy for store files (mirrors the kernel's for a
@@ -79,6 +78,8 @@ cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_
  * for directories. */
 bool cbfs_options_noatime(const struct cbfs_options *o);
 bool cbfs_options_nodiratime(const struct cbfs_options *o);
+/* -o ro: the mount's MS_RDONLY (the last of ro/rw wins). */
+bool cbfs_options_readonly(const struct cbfs_options *o);
 
 /* The mount(2) flags for -o remount: MS_REMOUNT, then each flag the options
  * named as they set it, the others as the mount has them now (cur_st_flag:

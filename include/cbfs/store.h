@@ -95,6 +95,13 @@ bool cbfs_store_is_sidecar_name(const char *name);
  * (layout 2). */
 bool cbfs_store_name_hidden(unsigned layout, const char *name, bool in_root);
 
+/* @return true if path, a '/'-separated path below a store root of layout
+ * (from the root, or absolute), names a sidecar or another object that only
+ * sidecars may use: its last component is a name cbfs_store_name_hidden
+ * hides below the root, or (layout 2) a directory on the path is an index
+ * directory. For the tools, which are given paths, not names. */
+bool cbfs_store_path_reserved(unsigned layout, const char *path);
+
 /* The check every name that arrives at the mount goes through.
  * @return CBFS_E_NAMETOOLONG (longer than cbfs_store_name_max), else for a
  * hidden name CBFS_E_PERM if creating (the name is refused) or CBFS_E_NOENT

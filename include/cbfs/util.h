@@ -1,5 +1,6 @@
 /* Small shared helpers: little-endian field access for the on-disk format,
- * the block hash, size parsing and full-length pread/pwrite. */
+ * the block hash, size parsing, full-length pread/pwrite and a directory's
+ * names. */
 #ifndef CBFS_UTIL_H
 #define CBFS_UTIL_H
 
@@ -61,6 +62,15 @@ void cbfs_print_wrapped(FILE *out, int col, int indent, const char *text);
  * CBFS_E_TRUNCATED for pread_full; EINTR is retried; other errors mapped. */
 cbfs_err cbfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
 cbfs_err cbfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
+
+/* Reads the entry names of directory fd (consumed: closed on every path), "."
+ * and ".." left out, into a sorted malloc'd array of malloc'd strings (NULL
+ * for an empty directory): a list taken before the caller renames entries
+ * (readdir may then show one twice), in the same order on every run. On
+ * error *names is NULL and *count 0. @return 0 or the error of reading. */
+cbfs_err cbfs_dir_read_names(int fd, char ***names, size_t *count);
+/* Frees what cbfs_dir_read_names gave; NULL is a no-op. */
+void cbfs_dir_free_names(char **names, size_t count);
 
 /* 64 random bits from getrandom(2) (file ids, store uuids). */
 uint64_t cbfs_random64(void);

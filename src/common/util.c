@@ -1,4 +1,5 @@
 /* Hashing, size parsing, full-length positional I/O and other small helpers. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -138,4 +139,60 @@ uint64_t cbfs_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cbfs_dir_name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+cbfs_err cbfs_dir_read_names(int fd, char ***names, size_t *count)
+{
+    *names = NULL;
+    *count = 0;
+    DIR *const d = fdopendir(fd);
+    if (!d) {
+        const cbfs_err e = cbfs_err_from_errno(errno);
+        close(fd);
+        return e;
+    }
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    cbfs_err e = CBFS_OK;
+    const struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 32;
+            char **const nv = realloc(v, cap * sizeof *v);
+            if (!nv) {
+                e = CBFS_E_NOMEM;
+                break;
+            }
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name))) {
+            e = CBFS_E_NOMEM;
+            break;
+        }
+        n++;
+        errno = 0;
+    }
+    if (e == CBFS_OK && errno) e = cbfs_err_from_errno(errno);
+    closedir(d);
+    if (e) {
+        cbfs_dir_free_names(v, n);
+        return e;
+    }
+    if (n) qsort(v, n, sizeof *v, cbfs_dir_name_cmp); /* v is NULL for an empty directory */
+    *names = v;
+    *count = n;
+    return CBFS_OK;
+}
+
+void cbfs_dir_free_names(char **names, size_t count)
+{
+    for (size_t i = 0; i < count; i++) free(names[i]);
+    free(names);
 }

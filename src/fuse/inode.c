@@ -876,25 +876,40 @@ int cbfs_inode_file_get(struct cbfs_fs *fs, struct cbfs_inode *inode, struct cbf
     return err;
 }
 
+int cbfs_inode_statvfs(struct cbfs_fs *fs, struct cbfs_inode *inode, struct statvfs *sv)
+{
+    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    if (err) return err;
+    if (fstatvfs(fd, sv) == -1) err = errno;
+    cbfs_inode_unpin(fs, inode);
+    return err;
+}
+
+int cbfs_inode_mode_clear(int fd, const struct stat *st, mode_t clear, bool *changed)
+{
+    char path[CBFS_PROCFD_MAX];
+    const mode_t mode = st->st_mode & 07777 & ~clear;
+    *changed = false;
+    if (mode == (st->st_mode & 07777)) return 0;
+    cbfs_procfd(path, fd);
+    if (chmod(path, mode) == -1) return errno;
+    *changed = true;
+    return 0;
+}
+
 int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode, bool *changed)
 {
     *changed = false;
-    char path[CBFS_PROCFD_MAX];
     struct stat st;
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
     if (err) return err;
     if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
         err = errno;
     } else {
-        mode_t mode = st.st_mode & 07777 & ~(mode_t)S_ISUID;
-        if (mode & S_IXGRP) mode &= ~(mode_t)S_ISGID;
-        cbfs_procfd(path, fd);
-        if (mode != (st.st_mode & 07777)) {
-            if (chmod(path, mode) == -1)
-                err = errno;
-            else
-                *changed = true;
-        }
+        /* set-group-ID without group execute marks mandatory locking, not a
+         * privilege: the kernel keeps it (should_remove_suid), and so do we */
+        const mode_t clear = S_ISUID | (st.st_mode & S_IXGRP ? S_ISGID : 0);
+        err = cbfs_inode_mode_clear(fd, &st, clear, changed);
     }
     cbfs_inode_unpin(fs, inode);
     return err;

@@ -56,6 +56,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "cbfs/mutex.h"
 #include "fuse/cbfs_fuse.h"
@@ -205,6 +206,16 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
  * @return 0, ENOENT if it has none, or errno as cbfs_inode_pin. */
 int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
 void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
+
+/* fstatvfs of the store file system under inode (statfs asks at the root,
+ * fallocate's free-space check at the file). @return 0 or errno. */
+int cbfs_inode_statvfs(struct cbfs_fs *fs, struct cbfs_inode *inode, struct statvfs *sv);
+
+/* Clears the bits of clear (of 07777) from the mode of the store object
+ * pinned as fd, whose stat the caller took (it picks clear from it), through
+ * its /proc/self/fd path: the one chmod both set-id kills use. No call when
+ * none of them is set. *changed: a bit was set and is gone. @return 0 or errno. */
+int cbfs_inode_mode_clear(int fd, const struct stat *st, mode_t clear, bool *changed);
 
 /* Clears the set-user-ID bit, and set-group-ID where the group may execute,
  * of inode's store object: the daemon's job under FUSE_HANDLE_KILLPRIV_V2

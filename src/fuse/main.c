@@ -143,7 +143,7 @@ static int cbfs_main_remount(const struct cbfs_options *o)
     }
     if (mount(NULL, mnt, NULL, cbfs_options_remount_flags(o, sv.f_flag), NULL) == -1) {
         const int eno = errno;
-        if (eno == EBUSY && o->readonly)
+        if (eno == EBUSY && cbfs_options_readonly(o))
             cbfs_main_error("cannot remount %s read-only: files on it are open for writing; "
                             "close them first",
                             mnt);
@@ -171,7 +171,7 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
 {
     char msg[512];
     pid_t holder;
-    cbfs_err e = cbfs_store_lock(st, o->readonly, &holder);
+    cbfs_err e = cbfs_store_lock(st, cbfs_options_readonly(o), &holder);
     if (e == CBFS_E_BUSY) {
         if (holder)
             cbfs_main_error("store %s is in use by another cbfs daemon (pid %ld); unmount it "
@@ -212,7 +212,7 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
     }
     *layout = found ? conf.layout : CBFS_LAYOUT_NEWEST;
     if (!found) {
-        if (o->readonly) return 0; /* nothing is written by a read-only mount */
+        if (cbfs_options_readonly(o)) return 0; /* nothing is written by a read-only mount */
         cbfs_store_conf_init(&conf, o->set.codec, o->set.level, o->set.block_size);
         e = cbfs_store_write_conf(st, &conf);
         if (e) {
@@ -366,7 +366,7 @@ int main(int argc, char *argv[])
         .codec = o.set.codec,
         .level = o.set.level,
         .eng = eng,
-        .readonly = o.readonly,
+        .readonly = cbfs_options_readonly(&o),
         .noatime = cbfs_options_noatime(&o),
         .nodiratime = cbfs_options_nodiratime(&o),
         .attr_timeout = o.set.attr_timeout,
@@ -386,7 +386,7 @@ int main(int argc, char *argv[])
         cbfs_main_error("out of memory building the FUSE options");
         goto out;
     }
-    const struct fuse_lowlevel_ops *ops = cbfs_fs_ops(o.readonly);
+    const struct fuse_lowlevel_ops *ops = cbfs_fs_ops(cbfs_options_readonly(&o));
     se = fuse_session_new(&args, ops, sizeof *ops, fs);
     if (!se) {
         /* libfuse printed the offending option on stderr already. */

@@ -291,6 +291,33 @@ static bool cbfs_pin_dir_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_ino
     return cbfs_pin_dir(req, fs, dir, dirfd);
 }
 
+/* Removes name+suffix in dirfd if present. @return 0 or errno (not ENOENT). */
+static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name)
+{
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
+    if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
+    if (unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) return errno;
+    return 0;
+}
+
+/* unlink of name in dir (dirfd: pinned). @return 0 or errno. */
+static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 || unlinkat(dirfd, name, 0) == -1)
+        return errno;
+    if (!S_ISREG(st.st_mode)) return 0;
+    /* An open file keeps working through the engine's fds, as on ext4. */
+    const int err = cbfs_sidecar_remove(fs, dirfd, name);
+    if (err) cbfs_log_warn("cannot remove the sidecar of '%s': %s", name, strerror(err));
+    struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
+    if (inode) {
+        cbfs_inode_clear_location(fs, inode, dir, name);
+        cbfs_inode_unref(fs, inode, 1);
+    }
+    return 0;
+}
+
 static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
                                int dirfd, const char *name, mode_t mode)
 {
@@ -306,6 +333,9 @@ static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_i
     /* nobody has it open: close the state the creation installed */
     if (inode->kind == CBFS_KIND_COMPRESSED) err = cbfs_inode_file_put(fs, inode);
     if (err) {
+        /* the close that failed may not have written the sidecar, and the
+         * caller hears mknod failed: the name goes, as when create fails */
+        (void)cbfs_unlink_at(fs, dir, dirfd, name);
         cbfs_inode_unref(fs, inode, 1);
         fuse_reply_err(req, err);
         return;
@@ -431,33 +461,6 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
     }
     cbfs_inode_ref(fs, inode, 1);
     cbfs_reply_entry(req, fs, inode, &st);
-}
-
-/* Removes name+suffix in dirfd if present. @return 0 or errno (not ENOENT). */
-static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name)
-{
-    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
-    if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
-    if (unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) return errno;
-    return 0;
-}
-
-/* unlink of name in dir (dirfd: pinned). @return 0 or errno. */
-static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
-{
-    struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 || unlinkat(dirfd, name, 0) == -1)
-        return errno;
-    if (!S_ISREG(st.st_mode)) return 0;
-    /* An open file keeps working through the engine's fds, as on ext4. */
-    const int err = cbfs_sidecar_remove(fs, dirfd, name);
-    if (err) cbfs_log_warn("cannot remove the sidecar of '%s': %s", name, strerror(err));
-    struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
-    if (inode) {
-        cbfs_inode_clear_location(fs, inode, dir, name);
-        cbfs_inode_unref(fs, inode, 1);
-    }
-    return 0;
 }
 
 /* unlink, or rmdir if is_dir, of name in parent; replies. Hidden names do
@@ -608,12 +611,8 @@ void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct statvfs sv;
-    int fd, err = cbfs_inode_pin(fs, fs->root, &fd);
+    const int err = cbfs_inode_statvfs(fs, fs->root, &sv);
     (void)ino;
-    if (err == 0) {
-        if (fstatvfs(fd, &sv) == -1) err = errno;
-        cbfs_inode_unpin(fs, fs->root);
-    }
     if (err) {
         fuse_reply_err(req, err);
         return;

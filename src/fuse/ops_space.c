@@ -21,10 +21,7 @@ static int cbfs_space_check(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64
 {
     struct statvfs sv;
     if (end <= size) return 0;
-    int fd, err = cbfs_inode_pin(fs, inode, &fd);
-    if (err) return err;
-    if (fstatvfs(fd, &sv) == -1) err = errno;
-    cbfs_inode_unpin(fs, inode);
+    const int err = cbfs_inode_statvfs(fs, inode, &sv);
     if (err) return err;
     return end - size > (uint64_t)sv.f_bavail * sv.f_frsize ? ENOSPC : 0;
 }

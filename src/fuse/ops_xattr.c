@@ -137,14 +137,15 @@ static bool cbfs_xattr_caller_in_group(fuse_req_t req, gid_t gid)
  * negotiate (FUSE_SETXATTR_EXT): as on ext4 (posix_acl_update_mode), a caller
  * outside the file's group and without CAP_FSETID (taken as: not root) who
  * sets an access ACL clears the set-group-ID bit. The store leaves it for the
- * daemon, which is root. fd, path: the pinned object. @return 0 or errno. */
-static int cbfs_xattr_acl_kill_sgid(fuse_req_t req, int fd, const char *path)
+ * daemon, which is root. fd: the pinned object. @return 0 or errno. */
+static int cbfs_xattr_acl_kill_sgid(fuse_req_t req, int fd)
 {
     struct stat st;
+    bool changed;
     if (geteuid() != 0 || fuse_req_ctx(req)->uid == 0) return 0;
     if (fstat(fd, &st) == -1) return errno;
     if (!(st.st_mode & S_ISGID) || cbfs_xattr_caller_in_group(req, st.st_gid)) return 0;
-    return chmod(path, st.st_mode & 07777 & ~(mode_t)S_ISGID) == -1 ? errno : 0;
+    return cbfs_inode_mode_clear(fd, &st, S_ISGID, &changed);
 }
 
 /* setxattr, or removexattr where value is NULL (libfuse never passes a NULL
@@ -167,7 +168,7 @@ static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
     const int r = value ? setxattr(path, name, value, size, flags) : removexattr(path, name);
     int err = r == -1 ? errno : 0;
     const bool acl = err == 0 && strcmp(name, CBFS_STORE_XATTR_ACL) == 0;
-    if (acl && value) err = cbfs_xattr_acl_kill_sgid(req, fd, path);
+    if (acl && value) err = cbfs_xattr_acl_kill_sgid(req, fd);
     if (acl) cbfs_sidecar_sync(fs, inode, fd);
     cbfs_inode_unpin(fs, inode);
     if (acl) cbfs_chan_inval_attr(ino);

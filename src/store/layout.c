@@ -44,6 +44,22 @@ bool cbfs_store_name_hidden(unsigned layout, const char *name, bool in_root)
     return strcmp(name, CBFS_INDEX_DIR) == 0;
 }
 
+bool cbfs_store_path_reserved(unsigned layout, const char *path)
+{
+    const char *const slash = strrchr(path, '/');
+    const char *const last = slash ? slash + 1 : path;
+    if (cbfs_store_name_hidden(layout, last, false)) return true;
+    if (layout == CBFS_LAYOUT_SUFFIX) return false; /* a sidecar sits beside its file */
+    for (const char *c = path; c < last;) {
+        const char *const end = strchr(c, '/');
+        if ((size_t)(end - c) == sizeof CBFS_INDEX_DIR - 1 &&
+            memcmp(c, CBFS_INDEX_DIR, sizeof CBFS_INDEX_DIR - 1) == 0)
+            return true;
+        c = end + 1;
+    }
+    return false;
+}
+
 cbfs_err cbfs_store_name_check(unsigned layout, const char *name, bool in_root, bool creating)
 {
     if (strlen(name) > cbfs_store_name_max(layout)) return CBFS_E_NAMETOOLONG;

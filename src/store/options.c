@@ -137,7 +137,6 @@ static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, 
             o->mflags |= mf->flag;
         else
             o->mflags &= ~mf->flag;
-        o->readonly = (o->mflags & MS_RDONLY) != 0;
         return mf->libfuse ? cbfs_options_add_fuse(o, key) : CBFS_OK;
     }
     if (flag) return cbfs_options_add_fuse(o, key);
@@ -296,6 +295,11 @@ cbfs_err cbfs_options_resolve(struct cbfs_options *o, const struct cbfs_store_co
     return cbfs_settings_resolve(&o->set, conf, msg, msg_cap);
 }
 
+bool cbfs_options_readonly(const struct cbfs_options *o)
+{
+    return (o->mflags & MS_RDONLY) != 0;
+}
+
 bool cbfs_options_noatime(const struct cbfs_options *o)
 {
     return (o->mflags & MS_NOATIME) && !(o->mflags & MS_STRICTATIME);
@@ -339,7 +343,7 @@ cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_
             free(fsname);
         }
     }
-    if (!e && o->readonly) e = cbfs_options_append(&list, "ro");
+    if (!e && cbfs_options_readonly(o)) e = cbfs_options_append(&list, "ro");
     if (!e && cbfs_options_noatime(o)) e = cbfs_options_append(&list, "noatime");
     if (!e && o->fuse_opts) {
         /* Already escaped: append verbatim. */

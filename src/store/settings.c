@@ -36,10 +36,11 @@ enum cbfs_setting_kind {
 
 struct cbfs_setting {
     const char *name;
-    const char *arg; /* value placeholder in help; NULL for a flag */
+    const char *arg; /* value placeholder in --help; a flag's ("[=on|off]") is optional */
     unsigned scope;
     enum cbfs_setting_kind kind;
-    size_t off;        /* the field in struct cbfs_settings */
+    size_t off;        /* UINT, SIZE, SECONDS, FLAG: the field in struct cbfs_settings
+                        * (0 for the other kinds, whose code names their fields) */
     uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS only */
     double def;        /* numeric kinds: the built-in default */
     const char *help;
@@ -49,11 +50,11 @@ struct cbfs_setting {
 
 static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
     [CBFS_SET_CODEC] = {"codec", "NAME[:LEVEL]", CBFS_SCOPE_BOTH, CBFS_KIND_CODEC,
-                        CBFS_F_(codec), 0, 0, 0, "codec for new files"},
-    [CBFS_SET_LEVEL] = {"level", "N", CBFS_SCOPE_BOTH, CBFS_KIND_LEVEL, CBFS_F_(level_wanted),
-                        0, 0, 0, "compression level, wins over codec=NAME:LEVEL"},
+                        0, 0, 0, 0, "codec for new files"},
+    [CBFS_SET_LEVEL] = {"level", "N", CBFS_SCOPE_BOTH, CBFS_KIND_LEVEL, 0, 0, 0, 0,
+                        "compression level, wins over codec=NAME:LEVEL"},
     [CBFS_SET_BLOCK_SIZE] = {"block_size", "SIZE", CBFS_SCOPE_BOTH, CBFS_KIND_BLOCK,
-                             CBFS_F_(block_size), 0, 0, CBFS_BLOCK_DEFAULT,
+                             0, 0, 0, CBFS_BLOCK_DEFAULT,
                              "block size of new files"}, /* range: cbfs_block_size_valid */
     [CBFS_SET_WORKERS] = {"workers", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT, CBFS_F_(workers), 0,
                           256, 0, "compression threads, 0 = one per online CPU"},
@@ -267,10 +268,10 @@ cbfs_err cbfs_settings_set(struct cbfs_settings *s, unsigned scope, const char *
         snprintf(msg, msg_cap, "unknown option '%s' (known: %s)", key, known);
         return CBFS_E_INVAL;
     }
-    /* a flag takes a value or none */
-    cbfs_err e = r->kind == CBFS_KIND_FLAG ? CBFS_OK
-                                           : cbfs_settings_check_value(key, val, r->arg != NULL,
-                                                                       msg, msg_cap);
+    /* a flag takes a value or none; every other setting needs one */
+    cbfs_err e = r->kind == CBFS_KIND_FLAG
+                     ? CBFS_OK
+                     : cbfs_settings_check_value(key, val, true, msg, msg_cap);
     if (e) return e;
     e = cbfs_setting_parse(r, s, val, msg, msg_cap);
     if (e) return e;
@@ -324,8 +325,8 @@ void cbfs_settings_help(FILE *out, unsigned scope)
         const struct cbfs_setting *const r = &cbfs_settings_table[i];
         if (!(r->scope & scope)) continue;
         char key[48], allowed[128], shown[48], text[320];
-        snprintf(key, sizeof key, "%s%s%s", r->name,
-                 r->arg && r->kind != CBFS_KIND_FLAG ? "=" : "", r->arg ? r->arg : "");
+        snprintf(key, sizeof key, "%s%s%s", r->name, r->kind != CBFS_KIND_FLAG ? "=" : "",
+                 r->arg);
         cbfs_setting_allowed(r, allowed, sizeof allowed);
         cbfs_setting_show(r, &def, shown, sizeof shown);
         if (r->kind == CBFS_KIND_FLAG)

@@ -3,7 +3,6 @@
  * directory, the directories are fsynced, and only then store.conf records
  * layout 2. Each step is a rename or a mkdir, so a run cut short leaves every
  * sidecar at one of its two homes, and a rerun finishes the job. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 
 struct cbfs_upgrade {
     uint64_t moved;
@@ -79,39 +79,18 @@ static cbfs_err cbfs_upgrade_sync(int dirfd)
 static cbfs_err cbfs_upgrade_dir(struct cbfs_upgrade *u, int dirfd, const char *display,
                                  bool in_root)
 {
-    const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *const d = fd < 0 ? NULL : fdopendir(fd);
-    if (!d) {
-        if (fd >= 0) close(fd);
-        snprintf(u->msg, u->cap, "%s: cannot read directory: %s", display, strerror(errno));
-        return cbfs_err_from_errno(errno);
-    }
     /* names first: renames while reading the directory may show entries twice */
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    cbfs_err e = CBFS_OK;
-    for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **const v = realloc(names, cap * sizeof *v);
-            if (!v) {
-                e = CBFS_E_NOMEM;
-                break;
-            }
-            names = v;
-        }
-        if (!(names[n] = strdup(de->d_name))) {
-            e = CBFS_E_NOMEM;
-            break;
-        }
-        n++;
+    char **names;
+    size_t n;
+    const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cbfs_err e = fd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(fd, &names, &n);
+    if (e) {
+        snprintf(u->msg, u->cap, "%s: cannot read directory: %s", display, cbfs_err_str(e));
+        return e;
     }
-    closedir(d);
     for (size_t i = 0; i < n && e == CBFS_OK; i++)
         e = cbfs_upgrade_entry(u, dirfd, display, names[i], in_root);
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    cbfs_dir_free_names(names, n);
     if (e == CBFS_E_NOMEM) snprintf(u->msg, u->cap, "%s: out of memory", display);
     if (e == CBFS_OK && (e = cbfs_upgrade_sync(dirfd)) != CBFS_OK)
         snprintf(u->msg, u->cap, "%s: fsync: %s", display, cbfs_err_str(e));

@@ -3,7 +3,6 @@
  * tree (sorted, no symlinks followed, the names the mount hides skipped: see
  * the layout rules in cbfs/store.h), and opens a data file with its sidecar
  * and loaded index. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -193,8 +192,8 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
         loc->dirfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
     } else if (S_ISREG(st.st_mode)) {
         const char *const slash = strrchr(p, '/');
-        if (cbfs_store_name_hidden(loc->layout, slash + 1, false) ||
-            (loc->layout == CBFS_LAYOUT_INDEXDIR && strstr(p, "/" CBFS_INDEX_DIR "/"))) {
+        /* outside a store the layout is 1's: only the file's own name counts */
+        if (cbfs_store_path_reserved(loc->layout, loc->in_store ? p + root_len : p)) {
             snprintf(msg, cap, "%s is an index sidecar; name its data file instead", path);
             e = CBFS_E_INVAL;
             goto fail;
@@ -234,50 +233,6 @@ void tool_loc_free(struct tool_loc *loc)
     loc->dirfd = -1;
 }
 
-static int tool_name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Reads the names of directory fd (consumed) into a sorted array. */
-static cbfs_err tool_read_names(int fd, char ***names, size_t *count)
-{
-    DIR *const d = fdopendir(fd);
-    if (!d) {
-        const cbfs_err e = cbfs_err_from_errno(errno);
-        close(fd);
-        return e;
-    }
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    cbfs_err e = CBFS_OK;
-    const struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 32;
-            char **const nv = realloc(v, cap * sizeof *v);
-            if (!nv) goto nomem;
-            v = nv;
-        }
-        if (!(v[n] = strdup(de->d_name))) goto nomem;
-        n++;
-        errno = 0;
-    }
-    if (errno) e = cbfs_err_from_errno(errno);
-    closedir(d);
-    if (n) qsort(v, n, sizeof *v, tool_name_cmp); /* v is NULL for an empty directory */
-    *names = v;
-    *count = n;
-    return e;
-nomem:
-    closedir(d);
-    for (size_t i = 0; i < n; i++) free(v[i]);
-    free(v);
-    return CBFS_E_NOMEM;
-}
-
 struct tool_walker {
     unsigned layout;
     const char *sub;
@@ -297,7 +252,7 @@ static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *d
     char **names = NULL;
     size_t n = 0;
     const int rd = idx < 0 ? -1 : openat(idx, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const cbfs_err e = rd < 0 ? cbfs_err_from_errno(errno) : tool_read_names(rd, &names, &n);
+    const cbfs_err e = rd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(rd, &names, &n);
     if (e) {
         tool_err(w->sub, "%s: cannot read directory: %s", display, cbfs_err_str(e));
         (*w->errors)++;
@@ -313,8 +268,7 @@ static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *d
             fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
             rc = w->fn(w->arg, w->layout, idx, names[i], path, TOOL_ENT_ORPHAN_SIDECAR);
     }
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    cbfs_dir_free_names(names, n);
     close(idx);
     return rc;
 }
@@ -326,7 +280,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
     const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     char **names = NULL;
     size_t n = 0;
-    const cbfs_err e = fd < 0 ? cbfs_err_from_errno(errno) : tool_read_names(fd, &names, &n);
+    const cbfs_err e = fd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(fd, &names, &n);
     if (e) {
         tool_err(w->sub, "%s: cannot read directory: %s", display, cbfs_err_str(e));
         (*w->errors)++;
@@ -370,8 +324,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
                 rc = w->fn(w->arg, w->layout, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
         }
     }
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
+    cbfs_dir_free_names(names, n);
     return rc;
 }
 

@@ -421,7 +421,7 @@ Test(options, settings_fuse_options_and_noise)
     cr_assert_eq(o.set.block_size, 64u << 10);
     cr_assert_eq(o.set.workers, 2);
     cr_assert_eq(o.set.readahead, 4);
-    cr_assert(o.readonly);
+    cr_assert(cbfs_options_readonly(&o));
     cr_assert(o.fsname_set);
     char *list;
     cr_assert_eq(cbfs_options_fuse_list(&o, "/s", &list), CBFS_OK);
@@ -534,7 +534,7 @@ Test(options, remount_takes_what_mount8_passes)
                        "default_permissions,allow_other,codec=zstd"),
                  CBFS_OK, "%s", msg);
     cr_assert(o.remount);
-    cr_assert(o.readonly);
+    cr_assert(cbfs_options_readonly(&o));
     cr_assert_str_eq(o.mountpoint, "/m");
     cr_assert_eq(cbfs_options_remount_flags(&o, ST_RELATIME | ST_NOEXEC),
                  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOATIME | MS_NOEXEC |

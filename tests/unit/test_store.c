@@ -1,6 +1,7 @@
 /* Store tests: the layout rules (hidden names in the root and below, sidecar
  * names and their length limits, the frame envelope that makes a file a cbfs
- * file) and the metadata under .cbfs/ (lock, store.conf). */
+ * file), the metadata under .cbfs/ (lock, store.conf) and the directory
+ * listing (cbfs_dir_read_names) that the upgrade and the tools walk with. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +82,21 @@ Test(store_layout, layout2_reserves_only_the_index_dir)
         cr_assert_not(cbfs_store_name_hidden(L2, users[i], true), "%s", users[i]);
         cr_assert_not(cbfs_store_name_hidden(L2, users[i], false), "%s", users[i]);
     }
+}
+
+Test(store_layout, path_reserved_both_layouts)
+{
+    cr_assert(cbfs_store_path_reserved(L1, "/d/a.csv.cbfsidx"));
+    cr_assert(cbfs_store_path_reserved(L1, "a.csv.cbfsidx"));
+    cr_assert_not(cbfs_store_path_reserved(L1, "/d/a.csv"));
+    cr_assert_not(cbfs_store_path_reserved(L1, "/.cbfsidx/a.csv")); /* layout 2's rule */
+    cr_assert(cbfs_store_path_reserved(L2, "/d/.cbfsidx/a.csv"));
+    cr_assert(cbfs_store_path_reserved(L2, ".cbfsidx/a.csv"));
+    cr_assert(cbfs_store_path_reserved(L2, "/d/.cbfsidx"));
+    cr_assert_not(cbfs_store_path_reserved(L2, "/d/a.csv.cbfsidx")); /* layout 1's rule */
+    cr_assert_not(cbfs_store_path_reserved(L2, "/d/x.cbfsidx/a.csv"));
+    cr_assert_not(cbfs_store_path_reserved(L2, "/d/.cbfsidxx/a.csv"));
+    cr_assert_not(cbfs_store_path_reserved(L2, "/.cbfs/a.csv"));
 }
 
 Test(store_layout, name_check_both_layouts)
@@ -509,4 +525,27 @@ Test(store_meta, conf_refusals, .init = st_setup, .fini = st_teardown)
         snprintf(cmd, sizeof cmd, "rm -rf %s/%s", st_dir, CBFS_STORE_DIR);
         cr_assert_eq(system(cmd), 0);
     }
+}
+
+/* ---- directory names (the tools' walk and the layout upgrade) ---- */
+
+Test(util_dir, names_sorted_without_dots, .init = st_setup, .fini = st_teardown)
+{
+    char **names;
+    size_t n;
+    cr_assert_eq(cbfs_dir_read_names(open(st_dir, O_RDONLY | O_DIRECTORY), &names, &n), CBFS_OK);
+    cr_assert_null(names);
+    cr_assert_eq(n, 0);
+    st_write("b", "x", 1);
+    st_write("a", "x", 1);
+    cr_assert_eq(mkdir(st_path("c"), 0755), 0);
+    cr_assert_eq(cbfs_dir_read_names(open(st_dir, O_RDONLY | O_DIRECTORY), &names, &n), CBFS_OK);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(names[0], "a");
+    cr_assert_str_eq(names[1], "b");
+    cr_assert_str_eq(names[2], "c");
+    cbfs_dir_free_names(names, n);
+    cbfs_dir_free_names(NULL, 0);
+    cr_assert_eq(cbfs_dir_read_names(-1, &names, &n), CBFS_E_BADF);
+    cr_assert_null(names);
 }
