@@ -46,7 +46,9 @@ void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_co
     X(ns_compress) X(ns_store_write) X(ns_wait_slots) X(ns_decompress) X(ns_store_read) \
     X(cache_hits) X(cache_misses) X(readahead_hits)                                     \
     X(write_errors) /* blocks not stored, failed fdatasyncs (each also logged) */       \
-    X(read_errors)  /* stored blocks that failed their checksum or could not be read */
+    X(read_errors)  /* stored blocks that failed their checksum or could not be read */ \
+    X(stream_gaps)  /* a sequential stream's reorder window gave up waiting for a block  \
+                       and stored later ones first (logged once per open file) */
 #define CBFS_ENGINE_GAUGES(X) X(inflight_bytes) /* sealed, not yet committed */
 #define CBFS_ENGINE_STATS(X) CBFS_ENGINE_COUNTERS(X) CBFS_ENGINE_GAUGES(X)
 

@@ -103,6 +103,7 @@ struct cbfs_file {
                                 none, or it was filled late) */
     bool gap_wait;           /* lock: wait for a gap even with no other writer in sight
                                 (false once a gap we moved on past never came) */
+    bool gap_logged;         /* lock: the log has heard of this open file's first gap */
     uint64_t use_clock;      /* lock */
     struct cbfs_wjob *pend_head, *pend_tail; /* lock: sealed blocks, submission order */
     bool committing;         /* lock: some thread holds the committer role */

@@ -326,6 +326,17 @@ static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
         }
         if (f->gap_block != UINT64_MAX) f->gap_wait = false; /* the last one never came */
         f->gap_block = f->wnext;
+        /* Reads are right either way; what may be lost is the stock-decoder
+         * escape hatch (a late block's frame lands after its successors),
+         * which a DBA should hear about. A writer that seeks (a sparse file)
+         * lands here too, with its frames still in order. */
+        CBFS_STAT_ADD(f->eng, st_stream_gaps, 1);
+        if (!f->gap_logged)
+            cbfs_log_info("%s: block %llu of a sequential write had not arrived; later blocks "
+                          "were stored first. Reads are unaffected; the data file may no longer "
+                          "decode with stock zstd/lz4 (cbfs stat tells)",
+                          f->name, (unsigned long long)f->wnext);
+        f->gap_logged = true;
         f->wnext = f->open[v].block; /* the gap is not coming: move on past it */
         return cbfs_file_seal_run(f);
     }

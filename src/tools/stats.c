@@ -152,6 +152,9 @@ static void tool_stats_text(const char *mnt, const struct cbfs_stats *s, const s
            s->st.read_errors,
            s->st.write_errors || s->st.read_errors ? " (journalctl -t mount.cbfs names the files)"
                                                   : "");
+    if (s->st.stream_gaps)
+        printf("stream gaps: %" PRIu64 " (sequential writes stored past a block that came late or "
+               "never: see the log)\n", s->st.stream_gaps);
     printf("bottleneck: %s\n", v->verdict);
 }
 

@@ -40,6 +40,7 @@ cache_misses=6
 readahead_hits=0
 write_errors=1
 read_errors=0
+stream_gaps=0
 inflight_bytes=8388608
 S
 check "$CBFS" stats --prometheus --input "$T/in.txt" /backups

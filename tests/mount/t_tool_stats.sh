@@ -24,6 +24,7 @@ cache_misses=0
 readahead_hits=0
 write_errors=0
 read_errors=2
+stream_gaps=0
 inflight_bytes=8388608
 uptime_ns=10000000000
 workers=2

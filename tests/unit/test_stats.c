@@ -25,8 +25,8 @@ static void st_sample(struct cbfs_stats *s)
 }
 
 /* The text mount.cbfs writes: key order and number format are part of the
- * interface (t_tool_stats.sh); keys are only ever added (write_errors and
- * read_errors came after the first release; older tools skip them). */
+ * interface (t_tool_stats.sh); keys are only ever added (write_errors,
+ * read_errors and stream_gaps came after the first release; older tools skip them). */
 static const char st_golden[] = "uptime_ns=10000000000\nworkers=2\ncodec=zstd\nlevel=-5\n"
                                 "block_size=1048576\nlogical_written=18446744073709551615\n"
                                 "physical_written=1001\nlogical_read=1002\nphysical_read=1003\n"
@@ -34,8 +34,8 @@ static const char st_golden[] = "uptime_ns=10000000000\nworkers=2\ncodec=zstd\nl
                                 "ns_compress=1007\nns_store_write=1008\nns_wait_slots=1009\n"
                                 "ns_decompress=1010\nns_store_read=1011\n"
                                 "cache_hits=1012\ncache_misses=1013\nreadahead_hits=1014\n"
-                                "write_errors=1015\nread_errors=1016\n"
-                                "inflight_bytes=1017\n";
+                                "write_errors=1015\nread_errors=1016\nstream_gaps=1017\n"
+                                "inflight_bytes=1018\n";
 
 Test(stats, encode_is_the_wire_text)
 {
