@@ -230,6 +230,22 @@ cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd);
 cbfs_err cbfs_frame_read_hdr(int data_fd, uint64_t off, uint64_t file_size,
                              struct cbfs_frame_hdr *h);
 
+/* Called for each frame of a walk, in file order: off is the frame header's
+ * offset, h its decoded header. @return CBFS_OK to go on; anything else
+ * stops the walk, which returns it. */
+typedef cbfs_err (*cbfs_frame_visit_fn)(void *arg, uint64_t off, const struct cbfs_frame_hdr *h);
+
+/* The one frame scanner (load, rescan, rebuild and the stock-decode check):
+ * reads frame headers back to back from off while each is valid and wholly
+ * inside the data file (dsize bytes) and calls fn on it. *end (if not NULL)
+ * gets the offset where the walk stopped: dsize when frames fill the file,
+ * else the start of the first torn or invalid header (or of the frame fn
+ * stopped at). @return fn's error, an I/O error, or CBFS_E_VERSION (a newer
+ * writer's frame, never treated as garbage); a torn or invalid header ends
+ * the walk with CBFS_OK. */
+cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_visit_fn fn,
+                         void *arg, uint64_t *end);
+
 /* Reads block entry e's frame (one pread of header + payload into scratch,
  * which must hold CBFS_FRAME_HDR_SIZE + e->plen bytes), checks the header
  * against e, decodes into out (e->ulen bytes). Holes: zeros, no I/O. */
