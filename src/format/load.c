@@ -127,8 +127,9 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
             break;
         }
         if (e) break; /* I/O error, or CBFS_E_VERSION: a newer writer's frame */
-        e = fn(arg, off, &fh);
-        if (e) break;
+        bool stop = false;
+        e = fn(arg, off, &fh, &stop);
+        if (e || stop) break;
         off += CBFS_FRAME_HDR_SIZE + (uint64_t)fh.plen;
     }
     if (end) *end = off;
@@ -143,8 +144,10 @@ struct cbfs_load_scan_ctx {
     uint32_t *max_ulen;
 };
 
-static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh)
+static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
+                                   bool *stop)
 {
+    (void)stop; /* every frame counts */
     struct cbfs_load_scan_ctx *const c = arg;
     if (!c->check_id && c->rv->n == 0) *c->file_id = fh->file_id;
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
