@@ -143,8 +143,8 @@ for other in lz4 bzip2; do
     fi
 done
 
-# codec xz: the xz tool does not skip the frame headers (and blocks that did not compress
-# are stored RAW, which no tool reads)
+# codec xz: the xz tool does not skip the frame headers. A zstd built with liblzma reads
+# the .xz payloads, but not the blocks that did not compress (RAW), which src.bin has.
 fresh xz codec=xz,block_size=64K
 cp "$T/src.bin" "$mnt/f.bin"
 cbfs_umount "$mnt"
