@@ -230,6 +230,24 @@ cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd);
 cbfs_err cbfs_frame_read_hdr(int data_fd, uint64_t off, uint64_t file_size,
                              struct cbfs_frame_hdr *h);
 
+/* Called for each frame of a walk, in file order: off is the frame header's
+ * offset, h its decoded header. Setting *stop ends the walk there with
+ * CBFS_OK. @return CBFS_OK to go on; anything else stops the walk, which
+ * returns it. */
+typedef cbfs_err (*cbfs_frame_visit_fn)(void *arg, uint64_t off, const struct cbfs_frame_hdr *h,
+                                        bool *stop);
+
+/* The one frame scanner (load, rescan, rebuild and the stock-decode check):
+ * reads frame headers back to back from off while each is valid and wholly
+ * inside the data file (dsize bytes) and calls fn on it. *end (if not NULL)
+ * gets the offset where the walk stopped: dsize when frames fill the file,
+ * else the start of the first torn or invalid header (or of the frame fn
+ * stopped at, with an error or *stop). @return fn's error, an I/O error, or CBFS_E_VERSION (a newer
+ * writer's frame, never treated as garbage); a torn or invalid header ends
+ * the walk with CBFS_OK. */
+cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_visit_fn fn,
+                         void *arg, uint64_t *end);
+
 /* Reads block entry e's frame (one pread of header + payload into scratch,
  * which must hold CBFS_FRAME_HDR_SIZE + e->plen bytes), checks the header
  * against e, decodes into out (e->ulen bytes). Holes: zeros, no I/O. */
@@ -241,5 +259,30 @@ cbfs_err cbfs_block_read(int data_fd, const struct cbfs_index_entry *e, uint64_t
  * (header + payload, as read from e->offset) against e and decodes. */
 cbfs_err cbfs_block_check_decode(const struct cbfs_index_entry *e, uint64_t block,
                                  const void *frame, void *out);
+
+/* ---- decoding with stock tools (docs/FORMAT.md, section 4) ---- */
+
+/* Does stock `zstd -d -c` / `lz4 -d -c` of the data file output exactly the
+ * file's logical content? */
+struct cbfs_stock {
+    bool yes;
+    char tool[24]; /* yes: "zstd -d", "lz4 -d", or "zstd -d or lz4 -d" (no block frame) */
+    char why[128]; /* no: the first reason, met walking the frames in file order */
+};
+
+/* Decides it from the frame headers (cbfs_frame_walk: one 64-byte read per
+ * frame; payloads are not read). Yes needs: one codec whose payload is a
+ * stock stream (zstd or lz4), no RAW frame, no hole frame without payload,
+ * every block frame live (no rewritten or truncated-away frame: its header,
+ * even punched, still makes the stock tool output or fail on it), blocks 0,
+ * 1, 2, ... in this order with none missing, every block but the last full,
+ * the last one ending at the logical size, and nothing after the last frame.
+ * SIZE frames are skipped by stock tools: they count only through what they
+ * do to the blocks and the size. idx is the table cbfs_index_load built from
+ * the same data file; the payloads themselves are taken to be intact (cbfs
+ * verify checks them). @return an I/O error, CBFS_E_VERSION, or
+ * CBFS_E_CODEC_MISSING (a frame's codec is not built in, so whether its
+ * payload is a stock stream is not known); on CBFS_OK *v is the verdict. */
+cbfs_err cbfs_stock_check(int data_fd, const struct cbfs_index *idx, struct cbfs_stock *v);
 
 #endif

@@ -115,28 +115,59 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
     return CBFS_OK;
 }
 
-/* Reads frame headers back to back from off while they are valid and wholly
- * inside the data file, collecting a record for each. With check_id, a frame
- * of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's id is
- * taken (rebuild). *max_ulen gets the largest ulen seen. */
+cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_visit_fn fn,
+                         void *arg, uint64_t *end)
+{
+    cbfs_err e = CBFS_OK;
+    while (off < dsize) {
+        struct cbfs_frame_hdr fh;
+        e = cbfs_frame_read_hdr(data_fd, off, dsize, &fh);
+        if (cbfs_load_is_format_err(e)) {
+            e = CBFS_OK; /* torn or garbage tail: the frames end here */
+            break;
+        }
+        if (e) break; /* I/O error, or CBFS_E_VERSION: a newer writer's frame */
+        bool stop = false;
+        e = fn(arg, off, &fh, &stop);
+        if (e || stop) break;
+        off += CBFS_FRAME_HDR_SIZE + (uint64_t)fh.plen;
+    }
+    if (end) *end = off;
+    return e;
+}
+
+/* What cbfs_load_scan collects while walking the frames. */
+struct cbfs_load_scan_ctx {
+    bool check_id;
+    uint64_t *file_id;
+    struct cbfs_recvec *rv;
+    uint32_t *max_ulen;
+};
+
+static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
+                                   bool *stop)
+{
+    (void)stop; /* every frame counts */
+    struct cbfs_load_scan_ctx *const c = arg;
+    if (!c->check_id && c->rv->n == 0) *c->file_id = fh->file_id;
+    if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
+    struct cbfs_index_rec r;
+    cbfs_index_rec_from_frame(fh, off, &r);
+    const cbfs_err e = cbfs_recvec_push(c->rv, &r);
+    if (e) return e;
+    if (fh->ulen > *c->max_ulen) *c->max_ulen = fh->ulen;
+    return CBFS_OK;
+}
+
+/* Walks the frames from off, collecting a record for each. With check_id, a
+ * frame of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's
+ * id is taken (rebuild). *max_ulen gets the largest ulen seen. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
                                uint64_t *file_id, struct cbfs_recvec *rv, uint32_t *max_ulen)
 {
-    while (off < dsize) {
-        struct cbfs_frame_hdr fh;
-        cbfs_err e = cbfs_frame_read_hdr(data_fd, off, dsize, &fh);
-        if (cbfs_load_is_format_err(e)) return CBFS_OK; /* torn or garbage tail */
-        if (e) return e; /* I/O error, or CBFS_E_VERSION: a newer writer's frame */
-        if (!check_id && rv->n == 0) *file_id = fh.file_id;
-        if (fh.file_id != *file_id) return CBFS_E_WRONG_FILE;
-        struct cbfs_index_rec r;
-        cbfs_index_rec_from_frame(&fh, off, &r);
-        e = cbfs_recvec_push(rv, &r);
-        if (e) return e;
-        if (fh.ulen > *max_ulen) *max_ulen = fh.ulen;
-        off += CBFS_FRAME_HDR_SIZE + (uint64_t)fh.plen;
-    }
-    return CBFS_OK;
+    struct cbfs_load_scan_ctx c = {
+        .check_id = check_id, .file_id = file_id, .rv = rv, .max_ulen = max_ulen};
+    return cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, NULL);
 }
 
 /* Applies scanned records in order; stops (keeping what was applied) at the

@@ -1,8 +1,10 @@
 /* `cbfs stat`: per stored file and in total, logical vs physical size (data
  * file + sidecar), ratio, codecs and levels seen, block size, block kinds
- * (compressed / raw / hole) and garbage (superseded frames). Reads indexes
- * and at most one frame header per codec; never decodes payloads. --plot
- * draws logical vs physical size and the codec mix per file or directory. */
+ * (compressed / raw / hole) and garbage (superseded frames), and per cbfs
+ * file whether stock `zstd -d` / `lz4 -d` of its data file reproduces it
+ * (cbfs_stock_check: every frame header is read). Never decodes payloads.
+ * --plot draws logical vs physical size and the codec mix per file or
+ * directory. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,7 +16,8 @@
 
 static const char tool_stat_help[] =
     "usage: cbfs stat [--json] [--plot FILE.png] PATH...\n"
-    "Sizes, compression ratio, codecs, block kinds and garbage of stored files.\n"
+    "Sizes, compression ratio, codecs, block kinds and garbage of stored files, and\n"
+    "whether stock zstd -d / lz4 -d of a data file gives the file (reads every frame header).\n"
     "PATH: a file or directory in a store (recursive), or a path inside a mounted cbfs.\n"
     "  --json          one JSON document on stdout\n"
     "  --plot FILE     PNG chart: logical vs physical size and codec mix per file, or per\n"
@@ -118,8 +121,32 @@ static double tool_stat_ratio(const struct tool_stat_row *r)
     return phys ? (double)r->logical / (double)phys : 0.0;
 }
 
+/* The stock-decode verdict of a cbfs file: "yes (zstd -d)", "no: why", or
+ * "unknown: why" when it could not be decided (known false). */
+struct tool_stat_stock {
+    bool known;
+    struct cbfs_stock v;
+    char unknown[128]; /* !known: the error */
+};
+
+static void tool_stat_print_stock(const struct tool_stat_ctx *c, const struct tool_stat_stock *s)
+{
+    if (c->json) {
+        printf(",\"stock_decode\":%s,\"stock_decode_why\":",
+               !s->known ? "null" : s->v.yes ? "true" : "false");
+        tool_json_str(stdout, !s->known ? s->unknown : s->v.yes ? s->v.tool : s->v.why);
+    } else if (!s->known) {
+        printf("  stock decode: unknown: %s\n", s->unknown);
+    } else if (s->v.yes) {
+        printf("  stock decode: yes (%s)\n", s->v.tool);
+    } else {
+        printf("  stock decode: no: %s\n", s->v.why);
+    }
+}
+
+/* stock: the file's verdict, or NULL (not a cbfs file with an index; totals). */
 static void tool_stat_print(const struct tool_stat_ctx *c, const char *path, const char *kind,
-                            const struct tool_stat_row *r)
+                            const struct tool_stat_row *r, const struct tool_stat_stock *stock)
 {
     char codecs[128], lg[32], ph[32], gb[32];
     tool_stat_codecs(r, strcmp(kind, "plain") == 0, codecs, sizeof codecs);
@@ -131,10 +158,12 @@ static void tool_stat_print(const struct tool_stat_ctx *c, const char *path, con
                ",\"data_bytes\":%" PRIu64 ",\"index_bytes\":%" PRIu64 ",\"ratio\":%.4f,"
                "\"codecs\":\"%s\",\"block_size\":%" PRIu32 ",\"blocks\":{\"total\":%" PRIu64
                ",\"compressed\":%" PRIu64 ",\"raw\":%" PRIu64 ",\"hole\":%" PRIu64
-               "},\"garbage\":{\"frames\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
+               "},\"garbage\":{\"frames\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
                kind, r->logical, phys, r->data_bytes, r->index_bytes, tool_stat_ratio(r), codecs,
                r->block_size, r->blocks, r->compressed, r->raw, r->hole, r->dead_frames,
                r->dead_bytes);
+        if (stock) tool_stat_print_stock(c, stock);
+        putchar('}');
         return;
     }
     char bs[32] = "-";
@@ -144,6 +173,7 @@ static void tool_stat_print(const struct tool_stat_ctx *c, const char *path, con
            tool_fmt_bytes(r->logical, lg, sizeof lg), tool_fmt_bytes(phys, ph, sizeof ph),
            tool_stat_ratio(r), codecs, bs, r->blocks, r->compressed, r->raw, r->hole,
            tool_fmt_bytes(r->dead_bytes, gb, sizeof gb), path ? path : "TOTAL");
+    if (stock) tool_stat_print_stock(c, stock);
 }
 
 static void tool_stat_add(struct tool_stat_row *t, const struct tool_stat_row *r, bool first)
@@ -199,6 +229,8 @@ static int tool_stat_one(void *arg, unsigned layout, int dirfd, const char *name
     r.data_bytes = (uint64_t)tf.data_st.st_size;
     r.index_bytes = tool_file_physical(&tf) - r.data_bytes;
     const char *what = "plain";
+    struct tool_stat_stock stock = {.known = false};
+    bool has_stock = false;
     if (!tf.is_cbfs) {
         r.logical = r.data_bytes;
         r.mix[TOOL_MIX_PLAIN] = r.logical;
@@ -210,11 +242,23 @@ static int tool_stat_one(void *arg, unsigned layout, int dirfd, const char *name
     } else {
         tool_stat_scan(&tf, &r);
         what = "cbfs";
+        has_stock = true;
+        const cbfs_err e = cbfs_stock_check(tf.data_fd, &tf.idx, &stock.v);
+        stock.known = e == CBFS_OK;
+        if (e) {
+            snprintf(stock.unknown, sizeof stock.unknown, "%s", cbfs_err_str(e));
+            /* A codec missing from this build is a limit of the tool, not a failure. */
+            if (e != CBFS_E_CODEC_MISSING) {
+                tool_err("stat", "%s: cannot tell whether stock tools decode it: %s", display,
+                         cbfs_err_str(e));
+                c->errors++;
+            }
+        }
     }
     c->cbfs_files += tf.is_cbfs;
     tool_stat_add(&c->total, &r, c->nfiles == 0);
     c->nfiles++;
-    tool_stat_print(c, display, what, &r);
+    tool_stat_print(c, display, what, &r, has_stock ? &stock : NULL);
     tool_file_close(&tf);
     if (c->plot) tool_stat_keep(c, display, &r);
     return 0;
@@ -431,10 +475,10 @@ int tool_stat_main(int argc, char **argv)
         printf("\n],\n\"total\":");
         const unsigned n = c.nfiles;
         c.nfiles = 0; /* no leading comma */
-        tool_stat_print(&c, "", "total", &c.total);
+        tool_stat_print(&c, "", "total", &c.total, NULL);
         printf(",\n\"files_count\":%u}\n", n);
     } else if (c.nfiles > 1) {
-        tool_stat_print(&c, NULL, "total", &c.total);
+        tool_stat_print(&c, NULL, "total", &c.total, NULL);
     }
     if (c.plot && !tool_stat_plot(&c)) c.errors++;
     for (size_t i = 0; i < c.nitems; i++) free(c.items[i].path);

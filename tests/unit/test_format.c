@@ -1,7 +1,8 @@
 /* Unit tests of the on-disk format layer: frame headers and index records
  * (round trip, every bit flip, versions), frame encode/decode per codec, a
  * data file + sidecar written through the API and reloaded after each kind of
- * damage (suite `format`), and stock `zstd -d` / `lz4 -d` decoding (`stock`). */
+ * damage (suite `format`), and stock `zstd -d` / `lz4 -d` decoding and the
+ * rule that predicts it, cbfs_stock_check (`stock`). */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -991,4 +992,174 @@ Test(format, fast_open_falls_back_when_last_record_mismatches)
     cbfs_index_free(&full);
     free(orig);
     fs_destroy(&fs);
+}
+
+/* ---- cbfs_stock_check: the stock-decode rule, frame by frame ---- */
+
+/* A data file built frame by frame, its index kept as cbfs_index_load would. */
+struct stockfile {
+    char dir[40], path[64];
+    int fd;
+    struct cbfs_index idx;
+};
+
+static void sf_open(struct stockfile *sf)
+{
+    strcpy(sf->dir, "/tmp/cbfs-stockchk-XXXXXX");
+    cr_assert_not_null(mkdtemp(sf->dir));
+    snprintf(sf->path, sizeof sf->path, "%s/data", sf->dir);
+    sf->fd = open(sf->path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    cr_assert(sf->fd >= 0);
+    cbfs_index_init(&sf->idx, BS, 7);
+}
+
+static void sf_append(struct stockfile *sf, const void *frame, size_t n,
+                      const struct cbfs_frame_hdr *h)
+{
+    const uint64_t off = sf->idx.data_end;
+    cr_assert_eq(cbfs_pwrite_full(sf->fd, frame, n, off), CBFS_OK);
+    struct cbfs_index_rec r;
+    cbfs_index_rec_from_frame(h, off, &r);
+    cr_assert_eq(cbfs_index_apply(&sf->idx, &r), CBFS_OK);
+}
+
+/* Appends block b of len bytes (kind 0 rows, 1 zeros, 2 random) with codec id. */
+static void sf_block(struct stockfile *sf, unsigned codec_id, uint64_t b, size_t len, int kind)
+{
+    const struct cbfs_codec_ops *c = cbfs_codec_by_id(codec_id);
+    cr_assert_not_null(c);
+    uint8_t buf[BS], frame[CBFS_FRAME_HDR_SIZE + 2 * BS];
+    if (kind == 0) cbfs_td_rows(buf, len, b);
+    else if (kind == 1) memset(buf, 0, len);
+    else cbfs_td_random(buf, len, b);
+    size_t n;
+    struct cbfs_frame_hdr h;
+    cr_assert_eq(cbfs_frame_encode(c, c->default_level, 7, b, sf->idx.next_gen, buf, len, frame,
+                                   sizeof frame, &n, &h),
+                 CBFS_OK);
+    sf_append(sf, frame, n, &h);
+}
+
+static void sf_size(struct stockfile *sf, uint64_t size)
+{
+    uint8_t frame[CBFS_FRAME_HDR_SIZE];
+    struct cbfs_frame_hdr h;
+    cbfs_frame_size_encode(7, sf->idx.next_gen, size, frame, &h);
+    sf_append(sf, frame, sizeof frame, &h);
+}
+
+/* Checks the verdict ("yes (TOOL)" or "no: WHY") and closes the file. */
+static void sf_expect(struct stockfile *sf, const char *want)
+{
+    struct cbfs_stock v;
+    cr_assert_eq(cbfs_stock_check(sf->fd, &sf->idx, &v), CBFS_OK);
+    char got[200];
+    if (v.yes)
+        snprintf(got, sizeof got, "yes (%s)", v.tool);
+    else
+        snprintf(got, sizeof got, "no: %s", v.why);
+    cr_expect_str_eq(got, want);
+    cbfs_index_free(&sf->idx);
+    close(sf->fd);
+    unlink(sf->path);
+    rmdir(sf->dir);
+}
+
+Test(stock, check_yes)
+{
+    struct stockfile sf;
+    sf_open(&sf); /* rows, a hole (zstd carries its zeros), random, a short last block */
+    for (uint64_t b = 0; b < 4; b++) sf_block(&sf, CBFS_CODEC_ZSTD, b, BS, (int)(b % 3));
+    sf_block(&sf, CBFS_CODEC_ZSTD, 4, 100, 0);
+    sf_expect(&sf, "yes (zstd -d)");
+    sf_open(&sf);
+    for (uint64_t b = 0; b < 3; b++) sf_block(&sf, CBFS_CODEC_LZ4, b, BS, (int)(b % 3));
+    sf_expect(&sf, "yes (lz4 -d)");
+    sf_open(&sf); /* a SIZE frame that changes nothing the stock tools see */
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    sf_size(&sf, BS);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 1, 10, 0);
+    sf_expect(&sf, "yes (zstd -d)");
+    sf_open(&sf); /* frames, but no block frame: both tools output nothing */
+    sf_size(&sf, 0);
+    sf_expect(&sf, "yes (zstd -d or lz4 -d)");
+}
+
+Test(stock, check_no)
+{
+    struct stockfile sf;
+    sf_open(&sf);
+    sf_expect(&sf, "no: the data file is empty (zstd -d refuses it)");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 2, BS, 0);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 1, BS, 0);
+    sf_expect(&sf, "no: block 1 stored after block 2");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 2, BS, 0);
+    sf_expect(&sf, "no: block 1 never written");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_LZ4, 0, BS, 0);
+    sf_block(&sf, CBFS_CODEC_LZ4, 1, BS, 0);
+    sf_block(&sf, CBFS_CODEC_LZ4, 0, BS, 2);
+    sf_expect(&sf, "no: block 0 stored twice (a rewrite)");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 1, BS, 0);
+    sf_size(&sf, BS);
+    sf_expect(&sf, "no: block 1 cut off by a truncate (a SIZE frame)");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    sf_size(&sf, 100);
+    sf_expect(&sf, "no: the size (100) ends inside block 0 (a SIZE frame cut it)");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, 100, 0);
+    sf_size(&sf, 200);
+    sf_expect(&sf, "no: the size (200) is past the data of block 0 (a SIZE frame extended it)");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    sf_size(&sf, 3 * BS);
+    sf_expect(&sf, "no: block 1 never written");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, 100, 0);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 1, BS, 0);
+    sf_expect(&sf, "no: block 0 holds 100 of 4096 bytes (cbfs reads the rest as zeros)");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    sf_block(&sf, CBFS_CODEC_LZ4, 1, BS, 0);
+    sf_expect(&sf, "no: several codecs (zstd, then lz4 from block 1)");
+    sf_open(&sf);
+    sf_block(&sf, CBFS_CODEC_NONE, 0, BS, 0);
+    sf_expect(&sf, "no: codec none");
+    sf_open(&sf); /* torn tail: the stock tools fail or stop there */
+    sf_block(&sf, CBFS_CODEC_ZSTD, 0, BS, 0);
+    cr_assert_eq(cbfs_pwrite_full(sf.fd, "torn", 4, sf.idx.data_end), CBFS_OK);
+    char want[96];
+    snprintf(want, sizeof want, "no: 4 bytes at offset %llu are not a frame",
+             (unsigned long long)sf.idx.data_end);
+    sf_expect(&sf, want);
+}
+
+/* RAW and payload-less hole frames: what xz/bzip2 write; never stock, whatever the codec
+ * byte says. Built by hand since the encoder never writes them with zstd or lz4. */
+Test(stock, check_raw_and_bare_hole)
+{
+    const unsigned kinds[] = {CBFS_FRAME_RAW, CBFS_FRAME_HOLE};
+    const char *const want[] = {"no: block 0 stored verbatim (a RAW frame)",
+                                "no: block 0 is a hole frame without payload"};
+    for (unsigned k = 0; k < 2; k++) {
+        struct stockfile sf;
+        sf_open(&sf);
+        uint8_t frame[CBFS_FRAME_HDR_SIZE + BS];
+        memset(frame, 0, sizeof frame);
+        struct cbfs_frame_hdr h = {.version = 1, .codec = CBFS_CODEC_ZSTD, .flags = (uint8_t)kinds[k],
+                                   .block = 0, .generation = 1, .ulen = BS,
+                                   .plen = kinds[k] == CBFS_FRAME_RAW ? BS : 0,
+                                   .hash = cbfs_hash64(frame + CBFS_FRAME_HDR_SIZE, BS),
+                                   .file_id = 7};
+        cbfs_frame_hdr_encode(&h, frame);
+        sf_append(&sf, frame, CBFS_FRAME_HDR_SIZE + h.plen, &h);
+        sf_expect(&sf, want[k]);
+    }
 }
