@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "cbfs/codec.h"
 #include "cbfs/err.h"
@@ -22,7 +23,7 @@ struct cbfs_file;
 struct cbfs_engine_config {
     uint32_t block_size;     /* power of two, CBFS_BLOCK_MIN..CBFS_BLOCK_MAX */
     unsigned workers;        /* compression/decompression threads; 0 = online CPUs */
-    uint64_t cache_bytes;    /* decompressed-block LRU; 0 = default (64 MiB) */
+    uint64_t cache_bytes;    /* decompressed-block LRU, bytes of buffers; 0 = default (64 MiB) */
     unsigned readahead;      /* max blocks decoded ahead of a sequential reader; 0 = off */
     uint64_t inflight_bytes; /* uncompressed bytes queued or compressing, all files;
                                 0 = default (4 blocks per worker, >= 8 MiB) */
@@ -74,6 +75,32 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
  * memory (open or queued blocks) is returned as written. A block failing its
  * checksum gives CBFS_E_CORRUPT and a log line naming the file and offset. */
 cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off, size_t *got);
+
+/* A read answered without copying decompressed data: iov[0..n) are the bytes
+ * in order, pointing into decompressed blocks the vec holds references to in
+ * the cache, or into its own buffer (data still in memory for writing, holes,
+ * zeros past a block's content). Valid until cbfs_read_vec_free, which must
+ * follow every cbfs_file_read_vec, failed or not. The other fields are
+ * private. */
+struct cbfs_cache;
+struct cbfs_cache_ent;
+struct cbfs_read_vec {
+    struct iovec *iov;
+    unsigned n;
+    struct cbfs_cache *cache;     /* of the engine, which outlives the file */
+    unsigned cap;                 /* room in iov and held */
+    struct cbfs_cache_ent **held; /* references the pieces point into */
+    unsigned nheld;
+    unsigned char *own;           /* the vec's buffer, len bytes, made on first need */
+    size_t own_used;
+};
+
+/* cbfs_file_read, as pieces (above): *got < len only at end of file. */
+cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
+                            struct cbfs_read_vec *v, size_t *got);
+/* Needs no file: callable after the file was closed (a reply sent from the
+ * pieces lets the kernel release the file before this runs). */
+void cbfs_read_vec_free(struct cbfs_read_vec *v);
 
 /* Copies len bytes at off into the file; may wait while the in-flight bound
  * is reached (backpressure). Returns an earlier background error (ENOSPC of a

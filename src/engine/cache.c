@@ -10,8 +10,18 @@ struct cbfs_cache {
     struct cbfs_cache_ent **buckets; /* lock */
     size_t nbuckets;                 /* immutable, power of two */
     struct cbfs_cache_ent *mru, *lru; /* lock */
-    uint64_t bytes, cap;             /* lock; cap immutable */
+    uint64_t bytes, cap;             /* lock (the buffers' sizes, not their content); cap immutable */
+    cbfs_cache_release_fn *release;  /* immutable; NULL: free */
+    void *release_arg;               /* immutable */
 };
+
+/* Gives back e's buffer and frees e (unlinked or never linked). Lock held. */
+static void cbfs_cache_ent_free(struct cbfs_cache *c, struct cbfs_cache_ent *e)
+{
+    if (e->data && c->release) c->release(c->release_arg, e->data, e->cap);
+    else free(e->data);
+    free(e);
+}
 
 static size_t cbfs_cache_slot(const struct cbfs_cache *c, uint64_t serial, uint64_t block,
                               uint64_t gen)
@@ -21,7 +31,8 @@ static size_t cbfs_cache_slot(const struct cbfs_cache *c, uint64_t serial, uint6
     return (size_t)h & (c->nbuckets - 1);
 }
 
-cbfs_err cbfs_cache_create(uint64_t cap_bytes, struct cbfs_cache **out)
+cbfs_err cbfs_cache_create(uint64_t cap_bytes, cbfs_cache_release_fn *release, void *arg,
+                           struct cbfs_cache **out)
 {
     struct cbfs_cache *c = calloc(1, sizeof *c);
     if (!c) return CBFS_E_NOMEM;
@@ -32,6 +43,8 @@ cbfs_err cbfs_cache_create(uint64_t cap_bytes, struct cbfs_cache **out)
         return CBFS_E_NOMEM;
     }
     c->cap = cap_bytes;
+    c->release = release;
+    c->release_arg = arg;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->loaded, NULL);
     *out = c;
@@ -47,7 +60,7 @@ static void cbfs_cache_unlink(struct cbfs_cache *c, struct cbfs_cache_ent *e)
     else c->mru = e->lnext;
     if (e->lnext) e->lnext->lprev = e->lprev;
     else c->lru = e->lprev;
-    c->bytes -= e->len;
+    c->bytes -= e->cap;
 }
 
 static void cbfs_cache_touch(struct cbfs_cache *c, struct cbfs_cache_ent *e)
@@ -70,8 +83,7 @@ static void cbfs_cache_evict(struct cbfs_cache *c)
         struct cbfs_cache_ent *prev = e->lprev;
         if (e->refs == 0 && e->state != CBFS_CACHE_LOADING) {
             cbfs_cache_unlink(c, e);
-            free(e->data);
-            free(e);
+            cbfs_cache_ent_free(c, e);
         }
         e = prev;
     }
@@ -83,8 +95,7 @@ void cbfs_cache_destroy(struct cbfs_cache *c)
     struct cbfs_cache_ent *e = c->mru;
     while (e) {
         struct cbfs_cache_ent *n = e->lnext;
-        free(e->data);
-        free(e);
+        cbfs_cache_ent_free(c, e);
         e = n;
     }
     pthread_cond_destroy(&c->loaded);
@@ -181,15 +192,16 @@ struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
 }
 
 void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned char *data,
-                     uint32_t len, bool ok, bool readahead)
+                     uint32_t len, size_t cap, bool ok, bool readahead)
 {
     pthread_mutex_lock(&c->lock);
     if (ok) {
         ent->data = data;
         ent->len = len;
+        ent->cap = cap;
         ent->state = CBFS_CACHE_READY;
         ent->readahead = readahead;
-        c->bytes += len;
+        c->bytes += cap;
         cbfs_cache_evict(c);
     } else {
         ent->state = CBFS_CACHE_FAILED;

@@ -3,7 +3,8 @@
  * stale. Entries are reference-counted: whoever holds a reference may read
  * ent->data without the cache lock; eviction skips referenced entries.
  * A LOADING entry has exactly one loader, which must call cbfs_cache_fill;
- * other readers of the same key wait for it instead of decoding twice. */
+ * other readers of the same key wait for it instead of decoding twice. The
+ * bound counts the entries' buffers (cap), the memory they hold. */
 #ifndef CBFS_ENGINE_CACHE_H
 #define CBFS_ENGINE_CACHE_H
 
@@ -18,6 +19,7 @@ struct cbfs_cache_ent {
     uint64_t serial, block, gen; /* key: immutable */
     unsigned char *data;         /* len bytes; set once by fill, immutable while READY */
     uint32_t len;
+    size_t cap;                  /* data's allocation size, for the release hook: set by fill */
     enum cbfs_cache_state state; /* cache lock */
     unsigned refs;               /* cache lock */
     bool readahead;              /* filled by read-ahead, not yet read: cache lock */
@@ -26,7 +28,14 @@ struct cbfs_cache_ent {
 
 struct cbfs_cache;
 
-cbfs_err cbfs_cache_create(uint64_t cap_bytes, struct cbfs_cache **out);
+/* Takes back a READY entry's buffer when the entry goes (eviction, destroy),
+ * with the cap given to fill. Called under the cache's lock: it must not call
+ * into the cache. */
+typedef void cbfs_cache_release_fn(void *arg, void *data, size_t cap);
+
+/* release NULL: buffers are malloc'd and freed. */
+cbfs_err cbfs_cache_create(uint64_t cap_bytes, cbfs_cache_release_fn *release, void *arg,
+                           struct cbfs_cache **out);
 void cbfs_cache_destroy(struct cbfs_cache *c); /* no references may be held; NULL ok */
 
 /* @return a referenced entry for the key: READY (data valid), or a new
@@ -46,11 +55,12 @@ struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, ui
 struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
                                           uint64_t block, uint64_t gen);
 
-/* Completes a LOADING entry: takes ownership of data (malloc'd) when ok; a
+/* Completes a LOADING entry: takes ownership of data (len bytes of content in
+ * a buffer of cap bytes, given back through the release hook) when ok; a
  * failed load (ok false, data NULL) wakes waiters, who then load themselves.
  * Does not drop the caller's reference. */
 void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned char *data,
-                     uint32_t len, bool ok, bool readahead);
+                     uint32_t len, size_t cap, bool ok, bool readahead);
 
 void cbfs_cache_put(struct cbfs_cache *c, struct cbfs_cache_ent *ent);
 

@@ -13,6 +13,13 @@ void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_co
     *cfg = eng->cfg;
 }
 
+/* The cache's release hook: decoded blocks go back to the buffer lists, so a
+ * restore reuses them instead of faulting in fresh memory for every block. */
+static void cbfs_engine_buf_release(void *arg, void *data, size_t cap)
+{
+    cbfs_engine_buf_put(arg, data, cap);
+}
+
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out)
 {
     uint32_t bs = cfg->block_size;
@@ -32,7 +39,7 @@ cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_en
     pthread_mutex_init(&eng->lock, NULL);
     pthread_cond_init(&eng->budget, NULL);
     eng->next_serial = 1;
-    cbfs_err e = cbfs_cache_create(eng->cfg.cache_bytes, &eng->cache);
+    cbfs_err e = cbfs_cache_create(eng->cfg.cache_bytes, cbfs_engine_buf_release, eng, &eng->cache);
     if (e) goto fail;
     e = cbfs_pool_create(eng->cfg.workers, &eng->pool);
     if (e) goto fail;

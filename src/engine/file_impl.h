@@ -123,11 +123,13 @@ struct cbfs_file {
 
 /* ---- file_read.c ---- */
 
-/* Reads and decodes block b (entry e) into a new buffer of e->ulen bytes.
- * Logs a line naming the file and offsets on a bad frame. Callable with or
- * without f->lock (touches only immutable fields). */
+/* Reads and decodes block b (entry e) into a new buffer holding e->ulen
+ * bytes, of *cap bytes from the engine's lists (give it back with
+ * cbfs_engine_buf_put, or to the cache with that cap). Logs a line naming the
+ * file and offsets on a bad frame. Callable with or without f->lock (touches
+ * only immutable fields; the lists' lock is a leaf). */
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
-                          unsigned char **out);
+                          unsigned char **out, size_t *cap);
 
 /* Newest in-memory content of block b (open block, else newest pending).
  * Lock held. */

@@ -19,19 +19,25 @@ struct cbfs_rajob {
 /* ---- decoding one stored block ---- */
 
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
-                          unsigned char **out)
+                          unsigned char **out, size_t *cap)
 {
     struct cbfs_engine *eng = f->eng;
-    unsigned char *data = malloc(e->ulen ? e->ulen : 1);
-    unsigned char *scratch = malloc(CBFS_FRAME_HDR_SIZE + (size_t)e->plen);
+    /* Both buffers come from the engine's lists, in the sizes the write path
+     * uses (a block, a frame of this file's codec); a frame of another codec
+     * that does not fit gets its own. */
+    const size_t dcap = e->ulen > f->bs ? e->ulen : f->bs;
+    const size_t need = CBFS_FRAME_HDR_SIZE + (size_t)e->plen;
+    const size_t fcap = cbfs_frame_bound(f->codec, f->bs);
+    const size_t scap = need > fcap ? need : fcap;
+    unsigned char *data = cbfs_engine_buf_get(eng, dcap);
+    unsigned char *scratch = cbfs_engine_buf_get(eng, scap);
     cbfs_err err = CBFS_E_NOMEM;
     if (!data || !scratch) goto out;
     uint64_t t0 = cbfs_now_ns();
     err = CBFS_OK;
     if (!(e->flags & CBFS_FRAME_HOLE)) {
-        err = cbfs_pread_full(f->data_fd, scratch, CBFS_FRAME_HDR_SIZE + (size_t)e->plen,
-                              e->offset);
-        CBFS_STAT_ADD(eng, st_physical_read, CBFS_FRAME_HDR_SIZE + (uint64_t)e->plen);
+        err = cbfs_pread_full(f->data_fd, scratch, need, e->offset);
+        CBFS_STAT_ADD(eng, st_physical_read, need);
     }
     uint64_t t1 = cbfs_now_ns();
     CBFS_STAT_ADD(eng, st_ns_store_read, t1 - t0);
@@ -48,10 +54,11 @@ cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_ind
         goto out;
     }
     *out = data;
+    *cap = dcap;
     data = NULL;
 out:
-    free(scratch);
-    free(data);
+    cbfs_engine_buf_put(eng, scratch, scap);
+    cbfs_engine_buf_put(eng, data, dcap);
     return err;
 }
 
@@ -74,25 +81,15 @@ static cbfs_err cbfs_file_load(struct cbfs_file *f, uint64_t b, const struct cbf
     }
     CBFS_STAT_ADD(eng, st_cache_misses, 1);
     unsigned char *data = NULL;
-    cbfs_err err = cbfs_file_decode(f, b, e, &data);
-    cbfs_cache_fill(eng->cache, c, data, e->ulen, err == CBFS_OK, false);
+    size_t cap = 0;
+    cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
+    cbfs_cache_fill(eng->cache, c, data, e->ulen, cap, err == CBFS_OK, false);
     if (err) {
         cbfs_cache_put(eng->cache, c);
         return err;
     }
     *out = c;
     return CBFS_OK;
-}
-
-/* Copies [boff, boff+n) of a block whose content is data[0..len) into dst;
- * bytes past len read as zeros. */
-static void cbfs_copy_part(unsigned char *dst, const unsigned char *data, uint32_t len,
-                           uint32_t boff, uint32_t n)
-{
-    uint32_t have = boff < len ? len - boff : 0;
-    if (have > n) have = n;
-    if (have) memcpy(dst, data + boff, have);
-    if (have < n) memset(dst + have, 0, n - have);
 }
 
 bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **data,
@@ -137,11 +134,12 @@ cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *b
                 cbfs_cache_put(f->eng->cache, c);
             } else {
                 unsigned char *data;
-                cbfs_err err = cbfs_file_decode(f, b, e, &data);
+                size_t cap;
+                cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
                 if (err) return err;
                 len = e->ulen < want ? e->ulen : want;
                 memcpy(buf, data, len);
-                free(data);
+                cbfs_engine_buf_put(f->eng, data, cap);
             }
         }
         *stored = e != NULL;
@@ -157,8 +155,9 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
     struct cbfs_rajob *j = (struct cbfs_rajob *)pj;
     struct cbfs_file *f = j->f;
     unsigned char *data = NULL;
-    cbfs_err err = cbfs_file_decode(f, j->block, &j->e, &data);
-    cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, err == CBFS_OK, true);
+    size_t cap = 0;
+    cbfs_err err = cbfs_file_decode(f, j->block, &j->e, &data, &cap);
+    cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, cap, err == CBFS_OK, true);
     cbfs_cache_put(f->eng->cache, j->c);
     cbfs_mutex_lock(&f->lock);
     f->ra_jobs--;
@@ -202,7 +201,7 @@ static void cbfs_file_readahead(struct cbfs_file *f, uint64_t first, uint64_t la
         if (!c) continue; /* cached or loading already */
         struct cbfs_rajob *j = malloc(sizeof *j);
         if (!j) {
-            cbfs_cache_fill(eng->cache, c, NULL, 0, false, false);
+            cbfs_cache_fill(eng->cache, c, NULL, 0, 0, false, false);
             cbfs_cache_put(eng->cache, c);
             break;
         }
@@ -217,11 +216,54 @@ static void cbfs_file_readahead(struct cbfs_file *f, uint64_t first, uint64_t la
     if (to + 1 > f->ra_issued) f->ra_issued = to + 1;
 }
 
-cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off, size_t *got)
+/* The next n bytes of v in its own buffer, as a piece (merged with the last
+ * piece when that one ends where these begin). NULL without memory. */
+static unsigned char *cbfs_read_vec_own(struct cbfs_read_vec *v, size_t len, size_t n)
 {
-    unsigned char *dst = buf;
+    if (!v->own && !(v->own = malloc(len ? len : 1))) return NULL;
+    unsigned char *p = v->own + v->own_used;
+    v->own_used += n;
+    struct iovec *last = v->n ? &v->iov[v->n - 1] : NULL;
+    if (last && (unsigned char *)last->iov_base + last->iov_len == p)
+        last->iov_len += n;
+    else
+        v->iov[v->n++] = (struct iovec){p, n};
+    return p;
+}
+
+/* Adds [boff, boff+n) of a block whose content is data[0..dlen): the content
+ * by reference (pointing into data) unless copy, zeros past it in the vec's
+ * buffer. @return false without memory. */
+static bool cbfs_read_vec_part(struct cbfs_read_vec *v, size_t len, const unsigned char *data,
+                               uint32_t dlen, uint32_t boff, uint32_t n, bool copy)
+{
+    uint32_t have = boff < dlen ? dlen - boff : 0;
+    if (have > n) have = n;
+    if (have) {
+        if (copy) {
+            unsigned char *p = cbfs_read_vec_own(v, len, have);
+            if (!p) return false;
+            memcpy(p, data + boff, have);
+        } else {
+            v->iov[v->n++] = (struct iovec){(void *)(data + boff), have};
+        }
+    }
+    if (have < n) {
+        unsigned char *p = cbfs_read_vec_own(v, len, n - have);
+        if (!p) return false;
+        memset(p, 0, n - have);
+    }
+    return true;
+}
+
+cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
+                            struct cbfs_read_vec *v, size_t *got)
+{
     cbfs_err err = CBFS_OK;
     size_t done = 0;
+    memset(v, 0, sizeof *v);
+    v->cache = f->eng->cache;
+    *got = 0;
     cbfs_mutex_lock(&f->lock);
     if (f->err) {
         /* Blocks failed to store and the writer has not been told yet: the
@@ -230,6 +272,17 @@ cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off
         len = 0;
     } else if (off >= f->size) len = 0;
     else if (len > f->size - off) len = (size_t)(f->size - off);
+    /* at most two pieces per block (content, zeros past it) */
+    const size_t cap = len ? 2 * (len / f->bs + 2) : 0;
+    if (cap) {
+        v->iov = malloc(cap * sizeof *v->iov);
+        v->held = malloc(cap * sizeof *v->held);
+        v->cap = (unsigned)cap;
+        if (!v->iov || !v->held) {
+            err = CBFS_E_NOMEM;
+            len = 0;
+        }
+    }
     if (len) cbfs_file_readahead(f, off / f->bs, (off + len - 1) / f->bs);
     while (done < len) {
         uint64_t pos = off + done;
@@ -240,26 +293,50 @@ cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off
         uint32_t mlen;
         const struct cbfs_index_entry *ep = cbfs_index_get(&f->idx, b);
         if (cbfs_file_mem_block(f, b, &mem, &mlen)) {
-            cbfs_copy_part(dst + done, mem, mlen, boff, n);
+            /* may change once the lock goes: copied */
+            if (!cbfs_read_vec_part(v, len, mem, mlen, boff, n, true)) err = CBFS_E_NOMEM;
         } else if (!ep || (ep->flags & CBFS_FRAME_HOLE)) {
-            memset(dst + done, 0, n);
+            if (!cbfs_read_vec_part(v, len, NULL, 0, boff, n, true)) err = CBFS_E_NOMEM;
         } else {
             struct cbfs_index_entry e = *ep;
             struct cbfs_cache_ent *c;
             cbfs_mutex_unlock(&f->lock);
             err = cbfs_file_load(f, b, &e, &c);
             if (!err) {
-                cbfs_copy_part(dst + done, c->data, c->len, boff, n);
-                cbfs_cache_put(f->eng->cache, c);
+                v->held[v->nheld++] = c; /* READY: data immutable while held */
+                if (!cbfs_read_vec_part(v, len, c->data, c->len, boff, n, false))
+                    err = CBFS_E_NOMEM;
             }
             cbfs_mutex_lock(&f->lock);
-            if (err) break;
         }
+        if (err) break;
         done += n;
     }
     cbfs_mutex_unlock(&f->lock);
     CBFS_STAT_ADD(f->eng, st_logical_read, done);
     *got = done;
+    return err;
+}
+
+void cbfs_read_vec_free(struct cbfs_read_vec *v)
+{
+    for (unsigned i = 0; i < v->nheld; i++) cbfs_cache_put(v->cache, v->held[i]);
+    free(v->held);
+    free(v->iov);
+    free(v->own);
+    memset(v, 0, sizeof *v);
+}
+
+cbfs_err cbfs_file_read(struct cbfs_file *f, void *buf, size_t len, uint64_t off, size_t *got)
+{
+    struct cbfs_read_vec v;
+    cbfs_err err = cbfs_file_read_vec(f, len, off, &v, got);
+    unsigned char *dst = buf;
+    for (unsigned i = 0; i < v.n; i++) {
+        memcpy(dst, v.iov[i].iov_base, v.iov[i].iov_len);
+        dst += v.iov[i].iov_len;
+    }
+    cbfs_read_vec_free(&v);
     return err;
 }
 

@@ -235,6 +235,24 @@ void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (fuse_reply_open(req, fi) != 0) (void)cbfs_file_handle_close(fs, h);
 }
 
+/* Replies with the n pieces' got bytes copied into one buffer: for reads of
+ * more pieces than writev takes (tiny blocks, huge reads). */
+static void cbfs_reply_iov_copy(fuse_req_t req, const struct iovec *iov, unsigned n, size_t got)
+{
+    char *const buf = malloc(got ? got : 1);
+    if (!buf) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    size_t at = 0;
+    for (unsigned i = 0; i < n; i++) {
+        memcpy(buf + at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    fuse_reply_buf(req, buf, at);
+    free(buf);
+}
+
 void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                   struct fuse_file_info *fi)
 {
@@ -249,18 +267,20 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
         return;
     }
+    /* compressed: the reply is written from the decompressed blocks
+     * themselves (the cache holds them until the reply is out), with no
+     * copy into a reply buffer. Once it is out, h may be gone (the kernel
+     * can release the file at once): only v is touched after it. */
+    struct cbfs_read_vec v;
     size_t got = 0;
-    char *const buf = malloc(size ? size : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    const cbfs_err e = cbfs_file_read(h->file, buf, size, (uint64_t)off, &got);
+    const cbfs_err e = cbfs_file_read_vec(h->file, size, (uint64_t)off, &v, &got);
     if (e)
         fuse_reply_err(req, cbfs_err_errno(e));
+    else if (v.n < IOV_MAX) /* libfuse adds the header's iovec */
+        fuse_reply_iov(req, v.iov, (int)v.n);
     else
-        fuse_reply_buf(req, buf, got);
-    free(buf);
+        cbfs_reply_iov_copy(req, v.iov, v.n, got);
+    cbfs_read_vec_free(&v);
 }
 
 void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
