@@ -99,6 +99,29 @@ cbfs_err cbfs_settings_resolve(struct cbfs_settings *s, const struct cbfs_store_
 cbfs_err cbfs_settings_check_value(const char *key, const char *val, bool wants_value,
                                    char *msg, size_t msg_cap);
 
+/* Called by cbfs_settings_split_list for one key[=value] item of a list (val
+ * NULL: no '='). On error writes msg as cbfs_settings_set does.
+ * @return CBFS_OK to go on, else the error that ends the split. */
+typedef cbfs_err (*cbfs_settings_item_fn)(void *ctx, const char *key, const char *val,
+                                          char *msg, size_t msg_cap);
+
+/* Splits an -o option list, the one rule for mount.cbfs -o and cbfs mkfs -o:
+ * items are separated by commas and a backslash makes the next character
+ * literal, so "\," is a comma inside a value and "\\" a backslash (the
+ * escapes of libfuse's own option lists); key and value part at the first
+ * '=' after unescaping.
+ * Empty items ("a,,b") are skipped. Calls one for each other item, in order,
+ * and stops at its first error.
+ * @return CBFS_OK, CBFS_E_NOMEM (msg untouched) or what one returned. */
+cbfs_err cbfs_settings_split_list(const char *list, cbfs_settings_item_fn one, void *ctx,
+                                  char *msg, size_t msg_cap);
+
+/* Applies every item of an -o list (cbfs_settings_split_list) with
+ * cbfs_settings_set, stopping at the first refused one. @return as
+ * cbfs_settings_set, or CBFS_E_NOMEM (msg untouched). */
+cbfs_err cbfs_settings_set_list(struct cbfs_settings *s, unsigned scope, const char *list,
+                                char *msg, size_t msg_cap);
+
 /* Writes one help line per setting in scope: "  key=ARG  what (allowed;
  * default D)", defaults as cbfs_settings_init sets them. */
 void cbfs_settings_help(FILE *out, unsigned scope);

@@ -44,7 +44,6 @@ int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int
     h->fd = dp ? dirfd(dp) : fd;
     h->file = file;
     h->flags = flags;
-    h->dir = dp != NULL;
     h->dp = dp;
     h->append = file && (flags & O_APPEND) && !fs->writeback;
     cbfs_inode_ref(fs, inode, 1);
@@ -78,7 +77,7 @@ int cbfs_handle_close_all(struct cbfs_fs *fs)
     /* The session loop has ended: nothing else touches the list now. */
     while (fs->handles) {
         struct cbfs_handle *const h = fs->handles;
-        if (h->dir) {
+        if (cbfs_handle_is_dir(h)) {
             cbfs_dir_handle_close(fs, h);
         } else if (cbfs_file_handle_close(fs, h) != 0) {
             ret = -1;

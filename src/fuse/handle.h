@@ -16,10 +16,9 @@ struct cbfs_handle {
     int fd;                          /* PLAIN file: real fd; directory: dirfd(dp) */
     struct cbfs_file *file;          /* COMPRESSED: inode->file, on an open reference */
     int flags;                       /* open(2) flags as the caller gave them */
-    bool dir;
     bool append;                     /* O_APPEND that the FS must honour itself */
     /* Directories only; the kernel serialises readdir on one handle. */
-    DIR *dp;
+    DIR *dp;                         /* set by cbfs_handle_new, never changed: NULL for a file */
     struct dirent *entry;            /* read from dp but not yet returned */
     off_t offset;                    /* d_off cookie of the next entry */
 };
@@ -32,6 +31,13 @@ struct cbfs_handle {
  * @return 0 or ENOMEM. */
 int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,
                     struct cbfs_file *file, DIR *dp, struct cbfs_handle **out);
+
+/* A directory handle is the one with a stream: cbfs_handle_new sets dp
+ * exactly for directories and nothing clears it before the close. */
+static inline bool cbfs_handle_is_dir(const struct cbfs_handle *h)
+{
+    return h->dp != NULL;
+}
 
 /* Closes a file handle (release, cbfs_fs_free). @return 0 or the errno of a
  * failed final close of the engine state (already logged). */

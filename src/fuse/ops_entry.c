@@ -141,7 +141,7 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
     const struct cbfs_handle *const h = fi ? cbfs_fi_handle(fi) : NULL;
-    const int hfd = (h && !h->dir) ? h->fd : -1; /* real fd of a PLAIN file */
+    const int hfd = (h && !cbfs_handle_is_dir(h)) ? h->fd : -1; /* real fd of a PLAIN file */
     char path[CBFS_PROCFD_MAX];
     struct stat st;
     const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));

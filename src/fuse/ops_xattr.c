@@ -7,6 +7,7 @@
  * trusted.* and security.* xattrs as on ext4: the /proc path of an O_PATH fd
  * on a symlink reaches the link itself, never its target (checked). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,18 +33,25 @@ int cbfs_xattr_dir_codec(int dirfd, char *buf, size_t cap)
 /* The kernel resolves /proc/self/fd/N of an O_PATH fd on a symlink to the
  * link itself (a "magic link" is not followed again), so xattrs reach the
  * link, as lgetxattr would. (The *xattrat syscalls of Linux 6.13 refuse O_PATH
- * fds with AT_EMPTY_PATH: EBADF.) Checked on every call, as it costs one
- * stat: should a kernel follow, the symlink shows no xattrs and takes none,
- * as in passthrough_ll. @return true if path reaches inode itself. */
+ * fds with AT_EMPTY_PATH: EBADF.) That is the running kernel's behaviour, the
+ * same for every link and for the process's life, and one stat that lands on
+ * the link proves it (a kernel that follows lands on the target, another
+ * inode), so it is checked until it first holds and then taken as known. A
+ * failed check is never cached (a stat may fail for other reasons): each
+ * call checks again, and should a kernel follow, the symlink shows no xattrs
+ * and takes none, as in passthrough_ll. @return true if path reaches inode
+ * itself. */
 static bool cbfs_xattr_link_ok(const struct cbfs_inode *inode, const char *path)
 {
-    static _Atomic bool told;
+    static _Atomic bool reaches, told;
     struct stat st;
-    if (stat(path, &st) == 0 && st.st_dev == inode->dev && st.st_ino == inode->ino) return true;
-    if (!told) {
-        told = true;
-        cbfs_log_info("/proc/self/fd does not reach symlinks here: their xattrs are refused");
+    if (reaches) return true;
+    if (stat(path, &st) == 0 && st.st_dev == inode->dev && st.st_ino == inode->ino) {
+        reaches = true;
+        return true;
     }
+    if (!atomic_exchange(&told, true))
+        cbfs_log_info("/proc/self/fd does not reach symlinks here: their xattrs are refused");
     return false;
 }
 

@@ -97,13 +97,12 @@ static cbfs_err cbfs_options_add_fuse(struct cbfs_options *o, const char *opt)
     return cbfs_options_append(&o->fuse_opts, opt);
 }
 
-/* One key[=value] item of an -o list (already unescaped). */
-static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, size_t cap)
+/* One key[=value] item of an -o list (cbfs_settings_item_fn; ctx is the
+ * struct cbfs_options). */
+static cbfs_err cbfs_options_one(void *ctx, const char *key, const char *val, char *msg,
+                                 size_t cap)
 {
-    if (*item == '\0') return CBFS_OK; /* "a,,b": harmless */
-    char *val = strchr(item, '=');
-    if (val) *val++ = '\0';
-    const char *key = item;
+    struct cbfs_options *const o = ctx;
     if (cbfs_settings_known(key, CBFS_SCOPE_MOUNT))
         return cbfs_settings_set(&o->set, CBFS_SCOPE_MOUNT, key, val, msg, cap);
 
@@ -163,32 +162,6 @@ static cbfs_err cbfs_options_one(struct cbfs_options *o, char *item, char *msg, 
     return CBFS_E_INVAL;
 }
 
-/* Splits one -o argument at unescaped commas ("\," is a literal comma). */
-static cbfs_err cbfs_options_list(struct cbfs_options *o, const char *list, char *msg,
-                                  size_t cap)
-{
-    char *item = malloc(strlen(list) + 1);
-    if (!item) return CBFS_E_NOMEM;
-    cbfs_err e = CBFS_OK;
-    size_t n = 0;
-    for (const char *s = list;; s++) {
-        if (*s == '\\' && s[1]) {
-            item[n++] = *++s;
-            continue;
-        }
-        if (*s == ',' || *s == '\0') {
-            item[n] = '\0';
-            e = cbfs_options_one(o, item, msg, cap);
-            n = 0;
-            if (e || *s == '\0') break;
-            continue;
-        }
-        item[n++] = *s;
-    }
-    free(item);
-    return e;
-}
-
 cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o, char *msg,
                             size_t msg_cap)
 {
@@ -237,7 +210,7 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
             }
             break;
         case 'o':
-            e = cbfs_options_list(o, optarg, msg, msg_cap);
+            e = cbfs_settings_split_list(optarg, cbfs_options_one, o, msg, msg_cap);
             if (e) goto out;
             break;
         case 'h': o->help = true; return CBFS_OK;

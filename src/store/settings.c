@@ -258,6 +258,54 @@ cbfs_err cbfs_settings_check_value(const char *key, const char *val, bool wants_
     return CBFS_OK;
 }
 
+cbfs_err cbfs_settings_split_list(const char *list, cbfs_settings_item_fn one, void *ctx,
+                                  char *msg, size_t msg_cap)
+{
+    char *const item = malloc(strlen(list) + 1);
+    if (!item) return CBFS_E_NOMEM;
+    cbfs_err e = CBFS_OK;
+    size_t n = 0;
+    for (const char *s = list;; s++) {
+        if (*s == '\\' && s[1]) {
+            item[n++] = *++s;
+            continue;
+        }
+        if (*s != ',' && *s != '\0') {
+            item[n++] = *s;
+            continue;
+        }
+        item[n] = '\0';
+        if (n > 0) {
+            char *const val = strchr(item, '=');
+            if (val) *val = '\0';
+            e = one(ctx, item, val ? val + 1 : NULL, msg, msg_cap);
+        }
+        n = 0;
+        if (e || *s == '\0') break;
+    }
+    free(item);
+    return e;
+}
+
+/* cbfs_settings_set_list's item function: ctx is a struct cbfs_settings_to. */
+struct cbfs_settings_to {
+    struct cbfs_settings *s;
+    unsigned scope;
+};
+static cbfs_err cbfs_settings_set_item(void *ctx, const char *key, const char *val, char *msg,
+                                       size_t msg_cap)
+{
+    const struct cbfs_settings_to *const to = ctx;
+    return cbfs_settings_set(to->s, to->scope, key, val, msg, msg_cap);
+}
+
+cbfs_err cbfs_settings_set_list(struct cbfs_settings *s, unsigned scope, const char *list,
+                                char *msg, size_t msg_cap)
+{
+    struct cbfs_settings_to to = {s, scope};
+    return cbfs_settings_split_list(list, cbfs_settings_set_item, &to, msg, msg_cap);
+}
+
 cbfs_err cbfs_settings_set(struct cbfs_settings *s, unsigned scope, const char *key,
                            const char *val, char *msg, size_t msg_cap)
 {

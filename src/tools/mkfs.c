@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
 #include "cbfs/settings.h"
@@ -27,21 +26,13 @@ static int tool_mkfs_usage(bool asked)
     return asked ? TOOL_EXIT_OK : TOOL_EXIT_USAGE;
 }
 
-/* Applies "codec=zstd:3,level=5,block_size=64K" (modifies list). */
-static bool tool_mkfs_parse(char *list, struct cbfs_settings *set)
+/* Applies "codec=zstd:3,level=5,block_size=64K", split as mount.cbfs -o is. */
+static bool tool_mkfs_parse(const char *list, struct cbfs_settings *set)
 {
-    char msg[256];
-    char *save = NULL;
-    for (char *kv = strtok_r(list, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *const val = strchr(kv, '=');
-        if (val) *val = '\0';
-        if (cbfs_settings_set(set, CBFS_SCOPE_STORE, kv, val ? val + 1 : NULL, msg,
-                              sizeof msg) != CBFS_OK) {
-            tool_err("mkfs", "%s", msg);
-            return false;
-        }
-    }
-    return true;
+    char msg[256] = "";
+    const cbfs_err e = cbfs_settings_set_list(set, CBFS_SCOPE_STORE, list, msg, sizeof msg);
+    if (e) tool_err("mkfs", "%s", msg[0] ? msg : cbfs_err_str(e));
+    return e == CBFS_OK;
 }
 
 int tool_mkfs_main(int argc, char **argv)

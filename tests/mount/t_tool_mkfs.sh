@@ -33,5 +33,9 @@ for bad in codec=zip level=99 level=99999999999 level=x block_size=3K bogus=1 wo
     check_eq 2 "$rc" "mkfs -o $bad"
     [[ -s $T/err ]] || fail "mkfs -o $bad: no message"
 done
+# "\," is a comma inside a value, as in mount.cbfs -o: one codec name, refused whole
+rc=0; "$CBFS" mkfs -o 'codec=zstd\,level=5' "$T/other" >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "mkfs -o with an escaped comma"
+grep -q "'zstd,level=5'" "$T/err" || fail "mkfs: '\\,' not read as a comma: $(cat "$T/err")"
 [[ ! -e $T/other/.cbfs ]] || fail "a failed mkfs left .cbfs behind"
 pass

@@ -394,6 +394,77 @@ Test(settings, block_size_rule)
     cr_assert_not(cbfs_block_size_valid((1ull << 32) + CBFS_BLOCK_MIN));
 }
 
+/* ---- -o lists (cbfs_settings_split_list), shared by mount.cbfs and mkfs ---- */
+
+/* Records each item as "key=val" or "key" (no '='); stops with CBFS_E_INVAL
+ * at key "stop". */
+struct split_seen {
+    char items[8][64];
+    int n;
+};
+static cbfs_err split_record(void *ctx, const char *key, const char *val, char *msg, size_t cap)
+{
+    struct split_seen *const seen = ctx;
+    if (strcmp(key, "stop") == 0) {
+        snprintf(msg, cap, "stopped");
+        return CBFS_E_INVAL;
+    }
+    cr_assert_lt(seen->n, 8);
+    snprintf(seen->items[seen->n++], sizeof seen->items[0], "%s%s%s", key, val ? "=" : "",
+             val ? val : "");
+    return CBFS_OK;
+}
+static cbfs_err split(const char *list, struct split_seen *seen, char *msg, size_t cap)
+{
+    memset(seen, 0, sizeof *seen);
+    msg[0] = '\0';
+    return cbfs_settings_split_list(list, split_record, seen, msg, cap);
+}
+
+Test(settings, split_list_escapes_and_empty_items)
+{
+    struct split_seen seen;
+    char msg[64];
+    cr_assert_eq(split("a=1\\,2,,b\\\\,c=,d=x=y,\\=e,f\\", &seen, msg, sizeof msg), CBFS_OK);
+    cr_assert_eq(seen.n, 6);
+    cr_assert_str_eq(seen.items[0], "a=1,2");  /* "\," is a comma in the value */
+    cr_assert_str_eq(seen.items[1], "b\\");    /* "\\" a backslash; ",," skipped */
+    cr_assert_str_eq(seen.items[2], "c=");     /* empty value, not no value */
+    cr_assert_str_eq(seen.items[3], "d=x=y");  /* split at the first '=' */
+    cr_assert_str_eq(seen.items[4], "=e");     /* an escaped '=' still splits */
+    cr_assert_str_eq(seen.items[5], "f\\");    /* a trailing backslash is literal */
+    cr_assert_eq(split("", &seen, msg, sizeof msg), CBFS_OK);
+    cr_assert_eq(seen.n, 0);
+    cr_assert_eq(split("a,stop,b", &seen, msg, sizeof msg), CBFS_E_INVAL);
+    cr_assert_eq(seen.n, 1, "items after the failing one were applied");
+    cr_assert_str_eq(msg, "stopped");
+}
+
+/* mkfs's -o list (cbfs_settings_set_list, CBFS_SCOPE_STORE) reads an escaped
+ * comma as mount.cbfs -o does: one value, refused whole with its comma, not
+ * split into two settings. */
+Test(settings, set_list_store_scope)
+{
+    struct cbfs_settings s;
+    char msg[256] = "";
+    cbfs_settings_init(&s);
+    cr_assert_eq(cbfs_settings_set_list(&s, CBFS_SCOPE_STORE, "codec=zstd:3,block_size=64K", msg,
+                                        sizeof msg),
+                 CBFS_OK, "%s", msg);
+    cr_assert_eq(s.codec, codec("zstd"));
+    cr_assert_eq(s.level, 3);
+    cr_assert_eq(s.block_size, 64u << 10);
+    cbfs_settings_init(&s);
+    cr_assert_neq(cbfs_settings_set_list(&s, CBFS_SCOPE_STORE, "codec=zstd\\,block_size=64K",
+                                         msg, sizeof msg),
+                  CBFS_OK);
+    cr_assert(strstr(msg, "zstd,block_size=64K"), "%s", msg);
+    cr_assert_eq(s.block_size, CBFS_BLOCK_DEFAULT);
+    cr_assert_eq(cbfs_settings_set_list(&s, CBFS_SCOPE_STORE, "block_size=64K,workers=2", msg,
+                                        sizeof msg),
+                 CBFS_E_INVAL, "a mount-only setting is refused in the store scope");
+}
+
 /* ---- the mount.cbfs command line (cbfs/options.h) ---- */
 
 static cbfs_err parse(struct cbfs_options *o, char *msg, size_t cap, int argc,
