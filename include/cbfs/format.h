@@ -270,8 +270,10 @@ struct cbfs_stock {
     char why[128]; /* no: the first reason, met walking the frames in file order */
 };
 
-/* Decides it from the frame headers (cbfs_frame_walk: one 64-byte read per
- * frame; payloads are not read). Yes needs: one codec whose payload is a
+/* Decides it from the frames in file order: the live ones as idx describes
+ * them, and the headers of the frames between them (cbfs_frame_walk, one
+ * 64-byte read each; payloads are not read), so a file written in one pass
+ * is checked without reading its data file. Yes needs: one codec whose payload is a
  * stock stream (zstd or lz4), no RAW frame, no hole frame without payload,
  * every block frame live (no rewritten or truncated-away frame: its header,
  * even punched, still makes the stock tool output or fail on it), blocks 0,

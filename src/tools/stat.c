@@ -2,7 +2,8 @@
  * file + sidecar), ratio, codecs and levels seen, block size, block kinds
  * (compressed / raw / hole) and garbage (superseded frames), and per cbfs
  * file whether stock `zstd -d` / `lz4 -d` of its data file reproduces it
- * (cbfs_stock_check: every frame header is read). Never decodes payloads.
+ * (cbfs_stock_check: from the index, reading only the headers of frames it
+ * no longer references). Never decodes payloads.
  * --plot draws logical vs physical size and the codec mix per file or
  * directory. */
 #include <getopt.h>
