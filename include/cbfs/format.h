@@ -280,9 +280,10 @@ struct cbfs_stock {
  * 1, 2, ... in this order with none missing, every block but the last full,
  * the last one ending at the logical size, and nothing after the last frame.
  * SIZE frames are skipped by stock tools: they count only through what they
- * do to the blocks and the size. idx is the table cbfs_index_load built from
- * the same data file; the payloads themselves are taken to be intact (cbfs
- * verify checks them). @return an I/O error, CBFS_E_VERSION, or
+ * do to the blocks and the size. idx is the table cbfs_index_load or
+ * cbfs_index_open built from the same data file; the live frames' headers
+ * and payloads are taken to be intact as it describes them (cbfs verify
+ * checks them). @return an I/O error, CBFS_E_VERSION, or
  * CBFS_E_CODEC_MISSING (a frame's codec is not built in, so whether its
  * payload is a stock stream is not known); on CBFS_OK *v is the verdict. */
 cbfs_err cbfs_stock_check(int data_fd, const struct cbfs_index *idx, struct cbfs_stock *v);

@@ -102,7 +102,7 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
         return false;
     }
     struct tool_file again;
-    if (tool_file_open(tf->layout, dirfd, name, &again) != CBFS_OK) return false;
+    if (tool_file_open(tf->layout, dirfd, name, TOOL_LOAD_FULL, &again) != CBFS_OK) return false;
     const bool ok = tool_fsck_index_clean(&again);
     printf("%s: %s: index rebuilt from %" PRIu64 " frame(s)%s\n", display,
            ok ? "repaired" : "NOT repaired",
@@ -129,7 +129,7 @@ static int tool_fsck_one(void *arg, unsigned layout, int dirfd, const char *name
         return 0;
     }
     struct tool_file tf;
-    if (!tool_file_open_walked(layout, dirfd, name, display, "fsck", &f->errors, &tf)) return 0;
+    if (!tool_file_open_walked(layout, dirfd, name, TOOL_LOAD_FULL, display, "fsck", &f->errors, &tf)) return 0;
     f->files++;
     f->cbfs_files += tf.is_cbfs;
     struct tool_check chk;

@@ -3,7 +3,9 @@
  * (compressed / raw / hole) and garbage (superseded frames), and per cbfs
  * file whether stock `zstd -d` / `lz4 -d` of its data file reproduces it
  * (cbfs_stock_check: from the index, reading only the headers of frames it
- * no longer references). Never decodes payloads.
+ * no longer references). The index is loaded as the daemon does
+ * (TOOL_LOAD_FAST), so stat reads sidecars, not data files; it never decodes
+ * payloads, and damage inside a data file is verify's to find.
  * --plot draws logical vs physical size and the codec mix per file or
  * directory. */
 #include <getopt.h>
@@ -224,7 +226,7 @@ static int tool_stat_one(void *arg, unsigned layout, int dirfd, const char *name
     struct tool_stat_ctx *const c = arg;
     if (kind != TOOL_ENT_FILE) return 0;
     struct tool_file tf;
-    if (!tool_file_open_walked(layout, dirfd, name, display, "stat", &c->errors, &tf)) return 0;
+    if (!tool_file_open_walked(layout, dirfd, name, TOOL_LOAD_FAST, display, "stat", &c->errors, &tf)) return 0;
     struct tool_stat_row r;
     memset(&r, 0, sizeof r);
     r.data_bytes = (uint64_t)tf.data_st.st_size;

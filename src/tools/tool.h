@@ -125,15 +125,24 @@ struct tool_file {
     struct cbfs_index_report rep;
 };
 
-/* Opens dirfd/name read-only (O_NOFOLLOW) and name.cbfsidx, decides plain
+/* How much of the data file loading the index reads: every frame header
+ * (cbfs_index_load: verify, fsck, cat), or, as the daemon opens files, the
+ * checksummed sidecar and only the first and last frame headers
+ * (cbfs_index_open: stat, which reports sizes and kinds, so that stat of a
+ * large store reads its sidecars and not all its data; verify is the check). */
+enum tool_load { TOOL_LOAD_FULL, TOOL_LOAD_FAST };
+
+/* Opens dirfd/name read-only (O_NOFOLLOW) and its sidecar, decides plain
  * vs cbfs (a sidecar, or a data file that starts with a cbfs frame) and
  * loads the index without repairing anything. A missing sidecar is not an
  * error (rep.sidecar_missing). @return open/stat errors only (CBFS_E_INVAL:
  * not a regular file); format problems land in tf->load_err. */
-cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, struct tool_file *tf);
+cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, enum tool_load load,
+                        struct tool_file *tf);
 /* tool_file_open for a walk callback: on failure prints
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
-bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, const char *display, const char *sub,
+bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, enum tool_load load,
+                           const char *display, const char *sub,
                            unsigned *errors, struct tool_file *tf);
 void tool_file_close(struct tool_file *tf);
 /* Writes the sidecar's path for messages (display: the data file's) into buf. */

@@ -70,7 +70,7 @@ static int tool_verify_one(void *arg, unsigned layout, int dirfd, const char *na
         return 0;
     }
     struct tool_file tf;
-    if (!tool_file_open_walked(layout, dirfd, name, display, "verify", &v->errors, &tf)) return 0;
+    if (!tool_file_open_walked(layout, dirfd, name, TOOL_LOAD_FULL, display, "verify", &v->errors, &tf)) return 0;
     v->files++;
     v->plain += !tf.is_cbfs;
     v->cbfs_files += tf.is_cbfs;

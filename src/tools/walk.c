@@ -357,7 +357,8 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
     return errors;
 }
 
-cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, struct tool_file *tf)
+cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, enum tool_load load,
+                        struct tool_file *tf)
 {
     memset(tf, 0, sizeof *tf);
     tf->layout = layout;
@@ -390,7 +391,9 @@ cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, struct too
         goto fail;
     tf->is_cbfs = tf->idx_fd >= 0 || framed;
     if (!tf->is_cbfs) return CBFS_OK;
-    tf->load_err = cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep);
+    tf->load_err = load == TOOL_LOAD_FULL
+                       ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep)
+                       : cbfs_index_open(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep);
     if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {
         e = tf->load_err;
         goto fail;
@@ -401,10 +404,11 @@ fail:
     return e;
 }
 
-bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, const char *display,
-                           const char *sub, unsigned *errors, struct tool_file *tf)
+bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, enum tool_load load,
+                           const char *display, const char *sub, unsigned *errors,
+                           struct tool_file *tf)
 {
-    const cbfs_err e = tool_file_open(layout, dirfd, name, tf);
+    const cbfs_err e = tool_file_open(layout, dirfd, name, load, tf);
     if (e) {
         tool_err(sub, "%s: %s", display, cbfs_err_str(e));
         (*errors)++;

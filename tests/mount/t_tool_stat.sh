@@ -104,4 +104,15 @@ for bad in "$T/notastore" "$store/.cbfsidx/a.csv" "$T/missing"; do
 done
 grep -q 'not a cbfs store' < <("$CBFS" stat "$T/notastore" 2>&1) || fail "no 'not a cbfs store' message"
 check "$CBFS" stat --help
+
+# stat reads sidecars, not data files: for a file of 2048 frames it makes a few
+# read calls (the sidecar in chunks, the first and last frame headers), not one
+# per frame header (syscr: read calls, whatever the page cache holds)
+mkdir -p "$T/big"
+cbfs_mount "$T/big" "$mnt" codec=lz4,block_size=64K
+python3 "$CBFS_TOOLS/gendata.py" csv 128M "$mnt/big.csv" 21
+cbfs_umount "$mnt"
+reads=$(bash -c '"$1" stat "$2" >/dev/null && sed -n "s/^syscr: //p" /proc/$$/io' _ "$CBFS" "$T/big/big.csv")
+((reads < 512)) || fail "cbfs stat of a file of 2048 frames made $reads read calls"
+note "stat of a file of 2048 frames: $reads read calls"
 pass
