@@ -30,11 +30,23 @@ static _Thread_local bool cbfs_chan_kill;
 static _Atomic bool cbfs_chan_v2; /* negotiated; set once, before any other request */
 static struct fuse_session *cbfs_chan_se; /* set by cbfs_chan_attach, before the loop */
 
+static _Atomic bool cbfs_chan_aborted; /* a read saw ECONNABORTED */
+
 static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
     const ssize_t n = read(fd, buf, len);
     cbfs_chan_kill = false;
+    if (n == -1 && errno == ECONNABORTED) {
+        /* The connection is gone, as with ENODEV, but libfuse ends its loop
+         * cleanly only on ENODEV and calls anything else a failure. This
+         * kernel (6.18) answers a plain unmount so once in a while (a
+         * t_umount_busy run under load); main tells that from a real abort
+         * (cbfs_chan_was_aborted). */
+        cbfs_chan_aborted = true;
+        errno = ENODEV;
+        return -1;
+    }
     if (n < (ssize_t)sizeof(struct fuse_in_header)) return n;
     const struct fuse_in_header *in = buf;
     const char *arg = (const char *)buf + sizeof *in;
@@ -115,4 +127,9 @@ bool cbfs_chan_take_kill(void)
     const bool k = cbfs_chan_kill;
     cbfs_chan_kill = false;
     return k;
+}
+
+bool cbfs_chan_was_aborted(void)
+{
+    return cbfs_chan_aborted;
 }

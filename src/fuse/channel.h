@@ -17,6 +17,9 @@ bool cbfs_chan_killpriv_v2(void);
 /* true if the request this thread is serving (WRITE, OPEN, CREATE, SETATTR) asks
  * the daemon to kill suid/sgid (the caller lacks CAP_FSETID); clears it. */
 bool cbfs_chan_take_kill(void);
+/* true if the channel ended with ECONNABORTED, which the loop was told as
+ * ENODEV (an unmount): the caller decides whether the mount is really gone. */
+bool cbfs_chan_was_aborted(void);
 /* Tells the kernel that ino's attributes changed behind its back (a kill of
  * set-id bits during a WRITE or OPEN, whose replies carry no attributes). */
 void cbfs_chan_inval_attr(fuse_ino_t ino);

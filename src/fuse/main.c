@@ -444,10 +444,20 @@ int main(int argc, char *argv[])
     const int ret = fuse_session_loop_mt(se, lcfg);
     fuse_loop_cfg_destroy(lcfg);
     /* 0: unmounted; > 0: the signal that ended the loop (a clean stop). */
-    if (ret < 0)
+    struct stat mst;
+    if (ret < 0) {
         cbfs_log_err("FUSE loop failed: %s", strerror(-ret));
-    else
+    } else if (ret == 0 && stat(mnt_path, &mst) == -1 && errno == ENOTCONN) {
+        /* The channel is gone (ENODEV, or ECONNABORTED: cbfs_chan_read) but
+         * the mount is still there with no daemon behind it: the connection
+         * was aborted (fusectl), not unmounted. (After an unmount this stat
+         * reaches the directory below; with the channel gone it cannot wait
+         * on this daemon.) What was written is flushed below all the same. */
+        cbfs_log_err("the FUSE connection of %s was aborted%s", mnt_path,
+                     cbfs_chan_was_aborted() ? " (ECONNABORTED)" : "");
+    } else {
         status = 0;
+    }
 
 out:
     if (handlers) fuse_remove_signal_handlers(se);
