@@ -88,7 +88,6 @@ struct cbfs_read_vec {
     struct iovec *iov;
     unsigned n;
     struct cbfs_cache *cache;     /* of the engine, which outlives the file */
-    unsigned cap;                 /* room in iov and held */
     struct cbfs_cache_ent **held; /* references the pieces point into */
     unsigned nheld;
     unsigned char *own;           /* the vec's buffer, len bytes, made on first need */

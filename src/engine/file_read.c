@@ -22,15 +22,16 @@ cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_ind
                           unsigned char **out, size_t *cap)
 {
     struct cbfs_engine *eng = f->eng;
-    /* Both buffers come from the engine's lists, in the sizes the write path
-     * uses (a block, a frame of this file's codec); a frame of another codec
-     * that does not fit gets its own. */
-    const size_t dcap = e->ulen > f->bs ? e->ulen : f->bs;
+    /* The block comes from the engine's lists (a block's size, as the write
+     * path's); so does the frame buffer when the frame fits the size of this
+     * file's codec's frames. A bigger one (a block of another codec) gets a
+     * buffer of its own, so no list takes an odd size. */
+    const size_t dcap = f->bs; /* e->ulen <= block size: cbfs_index_apply */
     const size_t need = CBFS_FRAME_HDR_SIZE + (size_t)e->plen;
     const size_t fcap = cbfs_frame_bound(f->codec, f->bs);
-    const size_t scap = need > fcap ? need : fcap;
+    const bool own = need > fcap;
     unsigned char *data = cbfs_engine_buf_get(eng, dcap);
-    unsigned char *scratch = cbfs_engine_buf_get(eng, scap);
+    unsigned char *scratch = own ? malloc(need) : cbfs_engine_buf_get(eng, fcap);
     cbfs_err err = CBFS_E_NOMEM;
     if (!data || !scratch) goto out;
     uint64_t t0 = cbfs_now_ns();
@@ -57,7 +58,10 @@ cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_ind
     *cap = dcap;
     data = NULL;
 out:
-    cbfs_engine_buf_put(eng, scratch, scap);
+    if (own)
+        free(scratch);
+    else
+        cbfs_engine_buf_put(eng, scratch, fcap);
     cbfs_engine_buf_put(eng, data, dcap);
     return err;
 }
@@ -277,7 +281,6 @@ cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
     if (cap) {
         v->iov = malloc(cap * sizeof *v->iov);
         v->held = malloc(cap * sizeof *v->held);
-        v->cap = (unsigned)cap;
         if (!v->iov || !v->held) {
             err = CBFS_E_NOMEM;
             len = 0;
