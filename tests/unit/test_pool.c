@@ -108,14 +108,17 @@ Test(pool, destroy_runs_every_queued_job, .timeout = 30)
     cr_assert_eq(pt_count, 500, "destroy returned with %u of 500 queued jobs run", pt_count);
 }
 
-/* Job i submits job i+1 until 50: a queue that refills during shutdown. */
+/* Job i submits job i+1 until 50: a queue that refills during shutdown. It
+ * records itself first: recording after the submit let job i+1 run on the
+ * other worker and record before job i (a CI run failed the order check). */
 static struct cbfs_pool *pt_chain_pool;
 
 static void pt_chain(struct cbfs_pool_job *pj)
 {
     struct pt_job *j = (struct pt_job *)pj;
-    if (j->id + 1 < 50) pt_submit(pt_chain_pool, pt_chain, j->id + 1);
+    const unsigned next = j->id + 1;
     pt_record(pj);
+    if (next < 50) pt_submit(pt_chain_pool, pt_chain, next);
 }
 
 Test(pool, jobs_queued_by_jobs_run_before_destroy_returns, .timeout = 30)
