@@ -16,6 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cbfs/settings.h"
+#include "cbfs/util.h"
+
 /* Same request size as the cbfs daemon (src/fuse/fs.c), so both see the same round trips. */
 #define NULLFS_MAX_WRITE (1u << 20)
 #define NULLFS_NAME_MAX 255
@@ -42,7 +45,29 @@ struct nullfs {
 /* Read replies point into this; it is never written, so every thread may share it. */
 static const char nullfs_zeros[NULLFS_MAX_WRITE];
 
-static struct nullfs *nullfs_get(fuse_req_t req) { return fuse_req_userdata(req); }
+/* The mount point (realpath), for nullfs_read_ahead. */
+static char *nullfs_mnt;
+static pthread_once_t nullfs_ra_once = PTHREAD_ONCE_INIT;
+
+/* The mount's read-ahead as a cbfs mount's by default (fuse_readahead), so a
+ * read here and a cbfs restore see the same request sizes. Run once, by the
+ * first request after INIT: INIT caps the read-ahead, so not before. */
+static void nullfs_read_ahead(void)
+{
+    struct cbfs_settings s;
+    cbfs_settings_init(&s);
+    if (!s.fuse_readahead || !nullfs_mnt) return;
+    const cbfs_err e = cbfs_mount_set_read_ahead(nullfs_mnt, s.fuse_readahead);
+    if (e)
+        fprintf(stderr, "cbfs-nullfs: read-ahead of %s not set: %s\n", nullfs_mnt,
+                cbfs_err_str(e));
+}
+
+static struct nullfs *nullfs_get(fuse_req_t req)
+{
+    pthread_once(&nullfs_ra_once, nullfs_read_ahead);
+    return fuse_req_userdata(req);
+}
 
 /* Caller holds fs->lock. Returns NULL for the root, bad or unlinked-and-unknown numbers. */
 static struct nullfs_file *nullfs_file_at(struct nullfs *fs, fuse_ino_t ino)
@@ -86,7 +111,8 @@ static void nullfs_init(void *userdata, struct fuse_conn_info *conn)
     (void)userdata;
     conn->max_write = NULLFS_MAX_WRITE;
     if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
-    /* Like cbfs by default: every write reaches the daemon. */
+    /* Every write reaches the daemon: the channel's own ceiling (cbfs turns
+     * the writeback cache on; ddbench's points say which they compare). */
     conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
 
@@ -437,6 +463,7 @@ int main(int argc, char *argv[])
     se = fuse_session_new(&args, &nullfs_ops, sizeof(nullfs_ops), &fs);
     if (se == NULL) goto out;
     if (fuse_set_signal_handlers(se) != 0) goto out_session;
+    nullfs_mnt = realpath(opts.mountpoint, NULL); /* before mounting over it */
     if (fuse_session_mount(se, opts.mountpoint) != 0) goto out_signals;
     fuse_daemonize(opts.foreground);
 
@@ -465,6 +492,7 @@ out_session:
     fuse_session_destroy(se);
 out:
     free(opts.mountpoint);
+    free(nullfs_mnt);
     fuse_opt_free_args(&args);
     free(fs.files);
     pthread_mutex_destroy(&fs.lock);

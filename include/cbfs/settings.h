@@ -42,6 +42,7 @@ enum cbfs_setting_id {
     CBFS_SET_FUSE_THREADS,
     CBFS_SET_CLONE_FD,
     CBFS_SET_MAX_BACKGROUND,
+    CBFS_SET_FUSE_READAHEAD,
     CBFS_SET_COUNT_
 };
 
@@ -61,6 +62,7 @@ struct cbfs_settings {
     unsigned fuse_threads;   /* most threads serving requests; 0 = automatic (main.c) */
     bool clone_fd;           /* one /dev/fuse queue per thread */
     unsigned max_background; /* kernel's queue of async requests (writeback); 0 = its own */
+    uint64_t fuse_readahead; /* bytes the kernel reads ahead (read_ahead_kb); 0 = its own */
 
     unsigned given;   /* bit (1u << enum cbfs_setting_id): set by cbfs_settings_set */
     int level_wanted; /* level=N until it is checked against its codec */

@@ -72,6 +72,13 @@ cbfs_err cbfs_dir_read_names(int fd, char ***names, size_t *count);
 /* Frees what cbfs_dir_read_names gave; NULL is a no-op. */
 void cbfs_dir_free_names(char **names, size_t count);
 
+/* Sets the kernel read-ahead of the mount at mnt (an absolute path without
+ * symlinks) to bytes, in whole KiB: its bdi's read_ahead_kb, found through the
+ * topmost FUSE mount at mnt in /proc/self/mountinfo (no request reaches the
+ * mount, so its own daemon may call this). Needs root. @return CBFS_E_NOENT
+ * if no FUSE mount is at mnt, else 0 or the error of writing sysfs. */
+cbfs_err cbfs_mount_set_read_ahead(const char *mnt, uint64_t bytes);
+
 /* 64 random bits from getrandom(2) (file ids, store uuids). */
 uint64_t cbfs_random64(void);
 

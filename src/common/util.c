@@ -1,5 +1,6 @@
 /* Hashing, size parsing, full-length positional I/O and other small helpers. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -195,4 +196,54 @@ void cbfs_dir_free_names(char **names, size_t count)
 {
     for (size_t i = 0; i < count; i++) free(names[i]);
     free(names);
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in
+ * place. */
+static void cbfs_mountinfo_unescape(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r; w++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 4;
+        } else {
+            *w = *r++;
+        }
+    }
+    *w = '\0';
+}
+
+cbfs_err cbfs_mount_set_read_ahead(const char *mnt, uint64_t bytes)
+{
+    FILE *mi = fopen("/proc/self/mountinfo", "re");
+    if (!mi) return cbfs_err_from_errno(errno);
+    /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE ..."
+     * The last line at mnt is the topmost mount there. */
+    char dev[32] = "", *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, mi) > 0) {
+        char mdev[32], point[4096];
+        const char *sep = strstr(line, " - ");
+        if (!sep || sscanf(line, "%*s %*s %31s %*s %4095s", mdev, point) != 2) continue;
+        cbfs_mountinfo_unescape(point);
+        if (strcmp(point, mnt) == 0 && strncmp(sep + 3, "fuse", 4) == 0 &&
+            (sep[7] == ' ' || sep[7] == '.'))
+            memcpy(dev, mdev, sizeof dev);
+    }
+    free(line);
+    fclose(mi);
+    if (!dev[0]) return CBFS_E_NOENT;
+    char path[64], val[24];
+    snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", dev);
+    const int n = snprintf(val, sizeof val, "%" PRIu64 "\n", bytes >> 10);
+    const int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return cbfs_err_from_errno(errno);
+    cbfs_err err = CBFS_OK;
+    const ssize_t w = write(fd, val, (size_t)n);
+    if (w < 0) err = cbfs_err_from_errno(errno);
+    else if (w != n) err = CBFS_E_IO;
+    close(fd);
+    return err;
 }

@@ -29,6 +29,8 @@ static _Thread_local bool cbfs_chan_init_v2;
 static _Thread_local bool cbfs_chan_kill;
 static _Atomic bool cbfs_chan_v2; /* negotiated; set once, before any other request */
 static struct fuse_session *cbfs_chan_se; /* set by cbfs_chan_attach, before the loop */
+static void (*cbfs_chan_after_init)(void *); /* likewise */
+static void *cbfs_chan_after_init_arg;
 
 static _Atomic bool cbfs_chan_aborted; /* a read saw ECONNABORTED */
 
@@ -85,6 +87,7 @@ static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
 static ssize_t cbfs_chan_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     (void)userdata;
+    bool init = false;
     if (cbfs_chan_init_unique && count >= 2 && iov[0].iov_len >= sizeof(struct fuse_out_header) &&
         iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) {
         const struct fuse_out_header *out = iov[0].iov_base;
@@ -97,13 +100,20 @@ static ssize_t cbfs_chan_writev(int fd, struct iovec *iov, int count, void *user
             }
             cbfs_log_debug("fuse init: handle_killpriv_v2 %s", cbfs_chan_v2 ? "on" : "not offered");
             cbfs_chan_init_unique = 0;
+            init = true;
         }
     }
-    return writev(fd, iov, count);
+    const ssize_t n = writev(fd, iov, count);
+    /* The kernel handles the INIT reply inside this writev (process_init_reply),
+     * before it lets any other request through. */
+    if (init && n >= 0 && cbfs_chan_after_init) cbfs_chan_after_init(cbfs_chan_after_init_arg);
+    return n;
 }
 
-int cbfs_chan_attach(struct fuse_session *se)
+int cbfs_chan_attach(struct fuse_session *se, void (*after_init)(void *), void *arg)
 {
+    cbfs_chan_after_init = after_init;
+    cbfs_chan_after_init_arg = arg;
     static const struct fuse_custom_io io = {.read = cbfs_chan_read, .writev = cbfs_chan_writev};
     const int r = fuse_session_custom_io(se, &io, fuse_session_fd(se));
     if (r == 0) cbfs_chan_se = se;

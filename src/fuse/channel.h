@@ -9,8 +9,11 @@
 #include "fuse/cbfs_fuse.h"
 
 /* Reads and writes se's channel through cbfs's hooks from here on. Call after
- * fuse_session_mount, before the loop. @return 0 or errno. */
-int cbfs_chan_attach(struct fuse_session *se);
+ * fuse_session_mount, before the loop. after_init (NULL: none) is called once,
+ * with arg, by the thread that wrote the INIT reply, right after the kernel
+ * took it: the kernel has applied what INIT set (its read-ahead among them)
+ * and no other request has been served yet. @return 0 or errno. */
+int cbfs_chan_attach(struct fuse_session *se, void (*after_init)(void *), void *arg);
 /* true once INIT negotiated FUSE_HANDLE_KILLPRIV_V2: the daemon then clears
  * suid/sgid itself where the kernel asks (cbfs_chan_take_kill). */
 bool cbfs_chan_killpriv_v2(void);

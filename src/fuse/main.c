@@ -22,6 +22,7 @@
 #include "cbfs/log.h"
 #include "cbfs/options.h"
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 #include "cbfs/version.h"
 #include "fuse/cbfs_fuse.h"
 #include "fuse/channel.h"
@@ -278,6 +279,33 @@ static void cbfs_main_detach(int notify_fd)
     cbfs_main_attached = false;
 }
 
+/* What cbfs_main_after_init needs; in main's frame for as long as the loop runs. */
+struct cbfs_main_init {
+    const char *mnt;     /* realpath of the mount point */
+    uint64_t read_ahead; /* fuse_readahead: bytes, 0 = the kernel's */
+};
+
+/* After INIT (cbfs_chan_attach's hook): INIT caps the mount's read-ahead at
+ * what the kernel offered in it (its default, 128K), so raising it must come
+ * after, and before the first reader opens a file (an open file keeps the
+ * read-ahead it opened with). */
+static void cbfs_main_after_init(void *arg)
+{
+    const struct cbfs_main_init *in = arg;
+    if (!in->read_ahead) return;
+    char sz[24];
+    cbfs_format_size(in->read_ahead, sz, sizeof sz);
+    const cbfs_err e = cbfs_mount_set_read_ahead(in->mnt, in->read_ahead);
+    if (e == CBFS_E_ACCES || e == CBFS_E_PERM)
+        cbfs_log_info("fuse_readahead=%s not applied: only root may set a mount's read-ahead; "
+                      "the kernel's stays",
+                      sz);
+    else if (e)
+        cbfs_log_warn("fuse_readahead=%s not applied to %s: %s", sz, in->mnt, cbfs_err_str(e));
+    else
+        cbfs_log_debug("kernel read-ahead of %s: %s", in->mnt, sz);
+}
+
 int main(int argc, char *argv[])
 {
     struct cbfs_options o;
@@ -410,7 +438,8 @@ int main(int argc, char *argv[])
         goto out;
     }
     mounted = true;
-    const int cerr = cbfs_chan_attach(se);
+    const struct cbfs_main_init init = {.mnt = mnt_path, .read_ahead = o.set.fuse_readahead};
+    const int cerr = cbfs_chan_attach(se, cbfs_main_after_init, (void *)&init);
     if (cerr) {
         cbfs_main_error("cannot hook the FUSE channel: %s", strerror(cerr));
         goto out;

@@ -41,7 +41,8 @@ struct cbfs_setting {
     enum cbfs_setting_kind kind;
     size_t off;        /* UINT, SIZE, SECONDS, FLAG: the field in struct cbfs_settings
                         * (0 for the other kinds, whose code names their fields) */
-    uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS only */
+    uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS; CBFS_KIND_SIZE when max
+                        * is not 0: then 0 or from min to max */
     double def;        /* numeric kinds: the built-in default */
     const char *help;
 };
@@ -91,6 +92,13 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
                                  CBFS_F_(max_background), 0, 65535, 0,
                                  "async requests the kernel keeps in flight (writeback), "
                                  "0 = the kernel's default"},
+    /* Raised from the kernel's 128K: a sequential reader's requests become
+     * 1 MiB (max_write's pages), a quarter of the round trips and thread
+     * switches for a restore (docs/PERF.md). Set after INIT (main.c). */
+    [CBFS_SET_FUSE_READAHEAD] = {"fuse_readahead", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
+                                 CBFS_F_(fuse_readahead), 4u << 10, 1u << 30, 1u << 20,
+                                 "how far ahead the kernel reads for a sequential reader "
+                                 "(needs root), 0 = the kernel's own"},
 };
 
 #define CBFS_FIELD_(s, r, type) ((type *)((char *)(s) + (r)->off))
@@ -114,7 +122,13 @@ static void cbfs_setting_allowed(const struct cbfs_setting *r, char *buf, size_t
         snprintf(buf, cap, "a whole number from %llu to %llu", (unsigned long long)r->min,
                  (unsigned long long)r->max);
         break;
-    case CBFS_KIND_SIZE: snprintf(buf, cap, "a size such as 64M or 1G"); break;
+    case CBFS_KIND_SIZE:
+        if (r->max)
+            snprintf(buf, cap, "0 or a size from %s to %s", cbfs_format_size(r->min, lo, sizeof lo),
+                     cbfs_format_size(r->max, hi, sizeof hi));
+        else
+            snprintf(buf, cap, "a size such as 64M or 1G");
+        break;
     case CBFS_KIND_SECONDS:
         snprintf(buf, cap, "seconds from %llu to %llu, e.g. 1 or 0.5",
                  (unsigned long long)r->min, (unsigned long long)r->max);
@@ -187,7 +201,9 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
         *CBFS_FIELD_(s, r, unsigned) = (unsigned)n;
         return CBFS_OK;
     case CBFS_KIND_SIZE:
-        if (cbfs_parse_size(val, &size) != CBFS_OK) return cbfs_setting_refuse(r, val, msg, cap);
+        if (cbfs_parse_size(val, &size) != CBFS_OK ||
+            (r->max && size && (size < r->min || size > r->max)))
+            return cbfs_setting_refuse(r, val, msg, cap);
         *CBFS_FIELD_(s, r, uint64_t) = size;
         return CBFS_OK;
     case CBFS_KIND_SECONDS: {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The FUSE channel's tuning options (for measuring on many cores, docs/PERF.md):
-# clone_fd (a /dev/fuse queue per serving thread), fuse_threads=N and max_background=N
-# mount, serve four parallel writers bit-exact, and take effect: the kernel's
-# max_background (fusectl) is the one asked for; bad values are refused.
+# clone_fd (a /dev/fuse queue per serving thread), fuse_threads=N, max_background=N
+# and fuse_readahead=SIZE mount, serve four parallel writers bit-exact, and take
+# effect: the kernel's max_background (fusectl) and the mount's read_ahead_kb
+# (the bdi's, 1M by default) are the ones asked for; bad values are refused.
 . "$(dirname "$0")/lib.sh"
 
 store=$T/store mnt=$T/mnt
@@ -27,10 +28,20 @@ else
     note "fusectl not available: max_background not checked"
 fi
 [[ -n ${mounted_ctl:-} ]] && umount "$ctl"
+# read_ahead_kb: what the daemon set after INIT, which caps it at the kernel's
+read_ahead() { cat "/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"; }
+check_eq 1024 "$(read_ahead)" "read_ahead_kb by default"
 cbfs_umount "$mnt"
-cbfs_mount "$store" "$mnt" codec=lz4,clone_fd=off,fuse_threads=1
+cbfs_mount "$store" "$mnt" codec=lz4,clone_fd=off,fuse_threads=1,fuse_readahead=2M
+check_eq 2048 "$(read_ahead)" "read_ahead_kb with fuse_readahead=2M"
 for i in 1 2 3 4; do same_file "$T/src$i" "$mnt/f$i"; done
 cbfs_umount "$mnt"
+cbfs_mount "$store" "$mnt" fuse_readahead=0
+check_eq 128 "$(read_ahead)" "read_ahead_kb with fuse_readahead=0 (the kernel's own)"
+same_file "$T/src1" "$mnt/f1"
+cbfs_umount "$mnt"
+check_fails "$CBFS_MOUNT_BIN" -f -o fuse_readahead=1K "$store" "$mnt"
+grep -q "fuse_readahead=1K: give 0 or a size from 4K to 1G" "$T/last.err" || fail "fuse_readahead=1K: $(cat "$T/last.err")"
 check_fails "$CBFS_MOUNT_BIN" -f -o fuse_threads=257 "$store" "$mnt"
 grep -q "fuse_threads=257: give a whole number from 0 to 256" "$T/last.err" || fail "fuse_threads=257: $(cat "$T/last.err")"
 pass

@@ -49,6 +49,7 @@ Test(settings, builtin_defaults)
     cr_assert_eq(s.inflight_bytes, 0);
     cr_assert_eq(s.attr_timeout, 1.0);
     cr_assert(s.writeback_cache); /* on by default: docs/PERF.md */
+    cr_assert_eq(s.fuse_readahead, 1u << 20);
     cr_assert_eq(s.given, 0);
 }
 
@@ -77,6 +78,7 @@ Test(settings, valid_values)
         {"workers", "256"},       {"cache_size", "0"},        {"cache_size", "1G"},
         {"readahead", "0"},       {"readahead", "4096"},      {"inflight", "64M"},
         {"attr_timeout", "0"},    {"attr_timeout", "0.5"},    {"attr_timeout", "86400"},
+        {"fuse_readahead", "0"},  {"fuse_readahead", "4K"},   {"fuse_readahead", "1G"},
         {"writeback_cache", NULL},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -140,6 +142,8 @@ Test(settings, invalid_values_name_the_option_and_range)
         {"readahead", "4097", CBFS_E_INVAL, "readahead=4097: give a whole number from 0 to 4096"},
         {"cache_size", "lots", CBFS_E_INVAL, "cache_size=lots: give a size"},
         {"inflight", "-1M", CBFS_E_INVAL, "inflight=-1M"},
+        {"fuse_readahead", "1K", CBFS_E_INVAL, "fuse_readahead=1K: give 0 or a size from 4K to 1G"},
+        {"fuse_readahead", "2G", CBFS_E_INVAL, "from 4K to 1G"},
         {"attr_timeout", "-1", CBFS_E_INVAL, "attr_timeout=-1: give seconds from 0 to 86400"},
         {"attr_timeout", "86401", CBFS_E_INVAL, "from 0 to 86400"},
         {"attr_timeout", "nan", CBFS_E_INVAL, "attr_timeout=nan"},
@@ -163,13 +167,14 @@ Test(settings, invalid_values_name_the_option_and_range)
 Test(settings, scopes)
 {
     static const char *const store[] = {"codec", "level", "block_size"};
-    static const char *const mount_only[] = {"workers",  "cache_size",   "readahead",
-                                             "inflight", "attr_timeout", "writeback_cache"};
+    static const char *const mount_only[] = {"workers",         "cache_size",    "readahead",
+                                             "inflight",        "attr_timeout",  "writeback_cache",
+                                             "fuse_readahead"};
     for (size_t i = 0; i < 3; i++) {
         cr_assert(cbfs_settings_known(store[i], CBFS_SCOPE_STORE));
         cr_assert(cbfs_settings_known(store[i], CBFS_SCOPE_MOUNT));
     }
-    for (size_t i = 0; i < 6; i++) {
+    for (size_t i = 0; i < sizeof mount_only / sizeof *mount_only; i++) {
         cr_assert_not(cbfs_settings_known(mount_only[i], CBFS_SCOPE_STORE));
         cr_assert(cbfs_settings_known(mount_only[i], CBFS_SCOPE_MOUNT));
     }
