@@ -103,14 +103,24 @@ void cbfs_read_vec_free(struct cbfs_read_vec *v);
 
 /* Copies len bytes at off into the file; may wait while the in-flight bound
  * is reached (backpressure). Returns an earlier background error (ENOSPC of a
- * commit, say) if one is pending, without clearing it. */
+ * commit, say) if one is pending, without clearing it, and fails (nothing
+ * after the piece it was at is written) if a flush dropped what the file held
+ * open while it waited for room. */
 cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint64_t off);
 
 /* close(2)/fsync(2): compresses the partial tail block, writes everything
- * pending, fdatasyncs the data file and then the sidecar. @return any error
- * from an earlier background step, and clears it (reported once, as the
- * kernel's errseq does). */
-cbfs_err cbfs_file_flush(struct cbfs_file *f);
+ * pending, fdatasyncs the data file and then the sidecar; returns only once
+ * what was written before it is durable (also when another flush is in its
+ * fdatasync). A background error (ENOSPC of a commit, say) stops storing
+ * until a flush finds it: the file then drops what was not stored and is
+ * what the store holds. Errors are reported as the kernel's errseq does:
+ * each failure to store or to sync counts once, and seen (a handle's count,
+ * cbfs_file_err_seq when it opened) gets the newest failure it has not heard
+ * of and is moved up, so every handle open then hears of it once. With NULL,
+ * only the failures this call finds. */
+cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen);
+/* The file's failure count now: a new handle's seen for cbfs_file_flush. */
+uint64_t cbfs_file_err_seq(struct cbfs_file *f);
 
 /* Sets the logical size (shrink or extend); blocks past it are dropped. */
 cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size);

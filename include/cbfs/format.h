@@ -150,6 +150,7 @@ struct cbfs_index {
     uint64_t next_gen;   /* generation for the next frame */
     uint64_t data_end;   /* end of the last valid frame = append offset */
     uint64_t index_end;  /* end of the last valid sidecar record = append offset */
+    bool torn;           /* a failed append may have left records past index_end */
     uint64_t nblocks;    /* entries in use: block numbers < nblocks */
     uint64_t cap;        /* allocated entries */
     struct cbfs_index_entry *v;
@@ -217,7 +218,10 @@ cbfs_err cbfs_index_open(int data_fd, int idx_fd, bool repair, struct cbfs_index
                          struct cbfs_index_report *rep);
 
 /* Encodes and appends records to the sidecar at idx->index_end (pwrite, no
- * fsync) and advances index_end. */
+ * fsync) and advances index_end. On failure none of r counts as appended, and
+ * the sidecar is cut back to index_end (else, first thing in the next call):
+ * a torn write's whole records must not outlive a later, shorter append,
+ * after which a replay would apply them. */
 cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs_index_rec *r,
                            size_t n);
 

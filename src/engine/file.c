@@ -136,7 +136,7 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
 {
     if (!f) return CBFS_OK;
     cbfs_err err = CBFS_OK;
-    if (f->writable) err = cbfs_file_flush(f);
+    if (f->writable) err = cbfs_file_flush(f, NULL);
     cbfs_mutex_lock(&f->lock);
     while (f->ra_jobs) cbfs_mutex_wait(&f->lock, &f->cond);
     for (unsigned i = 0; i < f->nopen; i++) /* clean after flush */

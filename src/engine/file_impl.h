@@ -110,8 +110,20 @@ struct cbfs_file {
     uint64_t append_off;     /* committer role: where the next frame goes */
     uint64_t behind_off;     /* committer role: data below this was handed to the disk's
                                 writeback (cbfs_file_write_behind) */
-    cbfs_err err;            /* lock: first background error, until flush reports it */
-    bool dirty;              /* lock: changed since the last fdatasync */
+    cbfs_err err;            /* lock: first background error; nothing more is stored until a
+                                flush finds it and drops what was not stored (a reset) */
+    uint64_t resets;         /* lock: resets so far (a write that waited checks it) */
+    /* Errors as Linux's errseq reports them: each failure to store or to sync
+     * counts once, and every handle open then hears the newest once
+     * (cbfs_file_flush's seen). */
+    uint64_t err_seq;        /* lock: failures so far */
+    cbfs_err err_last;       /* lock: the newest of them */
+    bool dirty;              /* lock: frames or records stored since the last fdatasync
+                                began (set where they are, not by the write) */
+    bool syncing;            /* lock: a flush is in fdatasync (one at a time) */
+    uint64_t sync_no;        /* lock: fdatasyncs begun */
+    uint64_t sync_failed_no; /* lock: the number of the last one that failed (0: none) */
+    cbfs_err sync_failed_err; /* lock: its error */
     uint64_t ra_last;        /* lock: last block a reader touched (UINT64_MAX: none) */
     uint64_t ra_issued;      /* lock: read-ahead issued for blocks below this */
     unsigned ra_window;      /* lock: current read-ahead window in blocks */

@@ -69,10 +69,17 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
     if (*nrecs) {
         cbfs_err e = cbfs_index_append(&f->idx, f->idx_fd, recs, *nrecs);
         if (e) {
-            /* The frames are on disk and will be found by the rescan on the
-             * next open; the caller still hears about the failure. */
-            for (size_t i = 0; i < n; i++)
-                if (batch[i]->stored && !batch[i]->err) batch[i]->err = e;
+            /* Without their records the frames are not stored: the index
+             * keeps the blocks' previous frames (not garbage, not punched).
+             * The frames stay where they are, unreferenced: append_off does
+             * not go back, so a record of theirs that a torn append left on
+             * disk can only ever point at the frame it was written for. */
+            for (size_t i = 0; i < n; i++) {
+                if (!batch[i]->stored) continue;
+                batch[i]->stored = false;
+                if (!batch[i]->err) batch[i]->err = e;
+            }
+            *nrecs = 0;
         }
         cbfs_file_write_behind(f);
     }
@@ -104,9 +111,12 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
             if (j->stored) {
                 cbfs_index_apply(&f->idx, &recs[r++]);
                 CBFS_STAT_ADD(eng, st_physical_written, j->frame_len);
+                f->dirty = true; /* set by the commit: a sync begun before it missed it */
             }
             if (j->err && !f->err) {
                 f->err = j->err;
+                f->err_seq++;
+                f->err_last = j->err;
                 CBFS_STAT_ADD(eng, st_write_errors, 1);
                 cbfs_log_err("%s: storing block %llu failed: %s", f->name,
                              (unsigned long long)j->block, cbfs_err_str(j->err));
@@ -259,13 +269,14 @@ static cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep)
     return CBFS_OK;
 }
 
-/* Seals the full blocks that continue the stream at f->wnext, in order.
- * Lock held. */
+/* Seals the full blocks that continue the stream at f->wnext, in order. A
+ * full block there that is clean was sealed already (by a flush while it
+ * waited for the gap): the stream just moves past it. Lock held. */
 static cbfs_err cbfs_file_seal_run(struct cbfs_file *f)
 {
     for (;;) {
         unsigned i = 0;
-        while (i < f->nopen && !(f->open[i].block == f->wnext && f->open[i].dirty &&
+        while (i < f->nopen && !(f->open[i].block == f->wnext &&
                                  cbfs_oblock_complete(&f->open[i], f->bs)))
             i++;
         if (i == f->nopen) {
@@ -273,7 +284,7 @@ static cbfs_err cbfs_file_seal_run(struct cbfs_file *f)
             return CBFS_OK;
         }
         f->wnext++;
-        cbfs_err e = cbfs_file_seal(f, i, false);
+        cbfs_err e = cbfs_file_seal(f, i, false); /* clean: the slot is just freed */
         if (e) return e;
     }
 }
@@ -350,9 +361,9 @@ static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
 
 /* The open block for b, creating it (read-modify-write of existing content,
  * unless the caller is about to overwrite the whole block), making room if
- * all of the file's slots are taken. A block at or before the stream's next
- * one may use a spare slot: it is what the waiting blocks wait for. Lock
- * held. */
+ * all of the file's slots are taken. The stream's next block may use a spare
+ * slot: it is what the waiting blocks wait for (any other block, a rewrite
+ * among them, makes room in the file's own slots). Lock held. */
 static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole,
                                      struct cbfs_oblock **out)
 {
@@ -365,7 +376,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
                 return CBFS_OK;
             }
         }
-        if (f->nopen < f->open_max || (b <= f->wnext && f->nopen < CBFS_OPEN_MAX)) break;
+        if (f->nopen < f->open_max || (b == f->wnext && f->nopen < CBFS_OPEN_MAX)) break;
         cbfs_err e = cbfs_file_free_slot(f, &deadline);
         if (e) return e;
     }
@@ -403,20 +414,23 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
     cbfs_err err = CBFS_OK;
     atomic_fetch_add(&f->writers, 1);
     cbfs_mutex_lock(&f->lock);
-    if (f->err) {
-        err = f->err;
-        goto out;
-    }
+    const uint64_t resets = f->resets;
     while (left) {
         uint64_t b = off / f->bs;
         uint32_t boff = (uint32_t)(off % f->bs);
         uint32_t n = f->bs - boff < left ? f->bs - boff : (uint32_t)left;
-        struct cbfs_oblock *ob;
+        struct cbfs_oblock *ob = NULL;
         if (b == f->gap_block) { /* a gap we moved on past came after all */
             f->gap_block = UINT64_MAX;
             f->gap_wait = true;
         }
-        err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, &ob);
+        /* A pending error stores nothing more; the reset that reports it
+         * drops what is open, this write's earlier pieces too (it may come
+         * while open_block waits): the write fails rather than leave them
+         * out silently. */
+        if (!f->err && f->resets == resets)
+            err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, &ob);
+        if (!err && (f->err || f->resets != resets)) err = f->err ? f->err : f->err_last;
         if (err) goto out;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
         memcpy(ob->data + boff, src, n);
@@ -429,7 +443,6 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         src += n;
         left -= n;
         if (off > f->size) f->size = off;
-        f->dirty = true;
         /* A write that completes the block, or writes up to its last byte of a
          * complete block, means the writer moves on (sequential): compress it
          * now, in stream order. Overwrites inside a full block keep it open,
@@ -466,17 +479,14 @@ void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen)
 
 /* Reclaims the space of garbage frames by punching holes in their payloads
  * (the 64-byte headers stay, so a rescan still walks the file frame by
- * frame). Only called after fdatasync made their replacements durable, so a
- * crash can never leave a block whose only copy was punched. This is cbfs's
- * compaction: no rewrite, no rename, no second copy of the file. */
-static void cbfs_file_punch_dead(struct cbfs_file *f)
+ * frame). dead[0..n) must be frames whose replacements (and the records
+ * saying so) were written before the fdatasync that just succeeded, so a
+ * crash can never leave a block whose only copy was punched: the flush takes
+ * the list when it begins its sync. This is cbfs's compaction: no rewrite,
+ * no rename, no second copy of the file. No lock held. */
+static void cbfs_file_punch_dead(struct cbfs_file *f, const struct cbfs_dead *dead, size_t n)
 {
-    cbfs_mutex_lock(&f->lock);
-    struct cbfs_dead *dead = f->dead;
-    size_t n = f->ndead;
-    f->dead = NULL;
-    f->ndead = f->dead_cap = 0;
-    cbfs_mutex_unlock(&f->lock);
+    cbfs_assert_not_held(&f->lock);
     for (size_t i = 0; i < n; i++) {
         uint64_t start = (dead[i].offset + CBFS_FRAME_HDR_SIZE + 4095) & ~4095ull;
         uint64_t end = (dead[i].offset + CBFS_FRAME_HDR_SIZE + dead[i].plen) & ~4095ull;
@@ -491,37 +501,89 @@ static void cbfs_file_punch_dead(struct cbfs_file *f)
             break;
         }
     }
-    free(dead);
 }
 
-cbfs_err cbfs_file_flush(struct cbfs_file *f)
+/* Drops what a background error left unstored, so the file is what the store
+ * holds (a correct prefix, see cbfs_file_store_batch), and lets storing
+ * resume. @return the error. Lock held. */
+static cbfs_err cbfs_file_reset(struct cbfs_file *f)
+{
+    cbfs_assert_held(&f->lock);
+    const cbfs_err err = f->err;
+    f->err = CBFS_OK;
+    f->resets++;
+    for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
+    f->nopen = 0;
+    f->size = f->idx.size;
+    if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
+    return err;
+}
+
+uint64_t cbfs_file_err_seq(struct cbfs_file *f)
 {
     cbfs_mutex_lock(&f->lock);
-    cbfs_err err = cbfs_file_seal_all(f, true);
-    cbfs_file_drain(f);
-    if (f->err) {
-        /* Reported now, once. What was not stored is gone: the file is what
-         * the store holds (a correct prefix, see cbfs_file_store_batch). */
-        if (!err) err = f->err;
-        f->err = CBFS_OK;
-        for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
-        f->nopen = 0;
-        f->size = f->idx.size;
-        if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
-    }
-    bool dirty = f->dirty;
-    f->dirty = false;
+    const uint64_t seq = f->err_seq;
     cbfs_mutex_unlock(&f->lock);
-    if (!err && dirty) {
-        if (fdatasync(f->data_fd) != 0) err = cbfs_err_from_errno(errno);
-        else if (fdatasync(f->idx_fd) != 0) err = cbfs_err_from_errno(errno);
-        if (err) {
-            CBFS_STAT_ADD(f->eng, st_write_errors, 1);
-            cbfs_log_err("%s: fdatasync failed: %s", f->name, cbfs_err_str(err));
-        }
-        else cbfs_file_punch_dead(f);
+    return seq;
+}
+
+cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
+{
+    cbfs_mutex_lock(&f->lock);
+    const cbfs_err serr = cbfs_file_seal_all(f, true); /* what it did seal is drained below */
+    cbfs_file_drain(f);
+    cbfs_err found = f->err ? cbfs_file_reset(f) : CBFS_OK;
+    /* One fdatasync at a time. One already running may hold what this flush
+     * must make durable (it cleared dirty), so wait for it, and hear of its
+     * failure: a flush never returns 0 before its data is durable. */
+    const uint64_t running = f->syncing ? f->sync_no : 0;
+    while (f->syncing) cbfs_mutex_wait(&f->lock, &f->cond);
+    if (running && f->sync_failed_no >= running && !found) found = f->sync_failed_err;
+    const bool sync = f->dirty && !serr;
+    struct cbfs_dead *dead = NULL;
+    size_t ndead = 0;
+    uint64_t no = 0;
+    if (sync) {
+        f->dirty = false;
+        f->syncing = true;
+        no = ++f->sync_no;
+        dead = f->dead; /* replaced by what this sync makes durable */
+        ndead = f->ndead;
+        f->dead = NULL;
+        f->ndead = f->dead_cap = 0;
     }
-    return err;
+    cbfs_mutex_unlock(&f->lock);
+    cbfs_err e = CBFS_OK;
+    if (sync) {
+        if (fdatasync(f->data_fd) != 0) e = cbfs_err_from_errno(errno);
+        else if (fdatasync(f->idx_fd) != 0) e = cbfs_err_from_errno(errno);
+        if (e) {
+            CBFS_STAT_ADD(f->eng, st_write_errors, 1);
+            cbfs_log_err("%s: fdatasync failed: %s", f->name, cbfs_err_str(e));
+        } else {
+            cbfs_file_punch_dead(f, dead, ndead);
+        }
+        free(dead); /* after a failure: garbage that stays */
+    }
+    cbfs_mutex_lock(&f->lock);
+    if (sync) {
+        f->syncing = false;
+        if (e) {
+            f->sync_failed_no = no;
+            f->sync_failed_err = e;
+            f->err_seq++;
+            f->err_last = e;
+        }
+        pthread_cond_broadcast(&f->cond);
+    }
+    if (!found) found = e;
+    if (seen) {
+        /* A handle hears every failure since it last heard, found here or not. */
+        found = *seen != f->err_seq ? f->err_last : CBFS_OK;
+        *seen = f->err_seq;
+    }
+    cbfs_mutex_unlock(&f->lock);
+    return serr ? serr : found;
 }
 
 /* Writes one frame synchronously (truncate's frames). Lock held, no commit
@@ -537,9 +599,9 @@ static cbfs_err cbfs_file_store_one(struct cbfs_file *f, const void *frame, size
     cbfs_index_rec_from_frame(h, f->append_off, &r);
     f->append_off += frame_len;
     e = cbfs_index_append(&f->idx, f->idx_fd, &r, 1);
-    cbfs_index_apply(&f->idx, &r);
+    if (e) return e; /* not stored: see cbfs_file_store_batch */
     CBFS_STAT_ADD(f->eng, st_physical_written, frame_len);
-    return e;
+    return cbfs_index_apply(&f->idx, &r);
 }
 
 cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)

@@ -2,9 +2,11 @@
  * in-memory block table that records are applied to (with live/garbage
  * accounting), and appends to the sidecar. docs/FORMAT.md is the spec;
  * cbfs_index_load (load.c) replays and repairs sidecars. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cbfs/format.h"
 #include "cbfs/util.h"
@@ -251,11 +253,23 @@ cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs
      * the same offset. */
     uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
     const size_t per = sizeof buf / CBFS_INDEX_REC_SIZE;
+    const uint64_t start = idx->index_end;
+    if (idx->torn) {
+        if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
+        idx->torn = false;
+    }
     while (n) {
         const size_t k = n < per ? n : per;
         for (size_t i = 0; i < k; i++) cbfs_index_rec_encode(&r[i], buf + i * CBFS_INDEX_REC_SIZE);
         const cbfs_err e = cbfs_pwrite_full(idx_fd, buf, k * CBFS_INDEX_REC_SIZE, idx->index_end);
-        if (e) return e;
+        if (e) {
+            /* ENOSPC may come after some records went down; and the chunks
+             * before this one are not appended either: the caller applies
+             * all of r or none. */
+            idx->index_end = start;
+            idx->torn = ftruncate(idx_fd, (off_t)start) != 0;
+            return e;
+        }
         idx->index_end += k * CBFS_INDEX_REC_SIZE;
         r += k;
         n -= k;

@@ -119,7 +119,7 @@ static int cbfs_compressed_truncate(struct cbfs_fs *fs, struct cbfs_inode *inode
  * rsync just set. (Not with the writeback cache: the kernel may still hold
  * dirty pages, and it sends SETATTR times at every writeback pass, so a
  * flush here would cost an fdatasync per pass; see cbfs_inode_record_times.)
- * @return the flush error, if any (reported here once). */
+ * @return an error this flush finds (the handles still hear of it). */
 static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     struct cbfs_file *file = NULL;
@@ -130,7 +130,7 @@ static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
     }
     cbfs_mutex_unlock(&inode->lock);
     if (!file) return 0;
-    const cbfs_err e = cbfs_file_flush(file);
+    const cbfs_err e = cbfs_file_flush(file, NULL);
     const int cerr = cbfs_inode_file_put(fs, inode); /* last one if a release raced */
     return e ? cbfs_err_errno(e) : cerr;
 }

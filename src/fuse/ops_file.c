@@ -307,17 +307,19 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 }
 
 /* flush and fsync of a COMPRESSED file: everything written reaches the store
- * durably, then the times the kernel set are put back. @return 0 or errno. */
-static int cbfs_handle_flush(struct cbfs_fs *fs, const struct cbfs_handle *h)
+ * durably, then the times the kernel set are put back. Every handle hears of
+ * a failure once (cbfs_file_flush), the one that wrote or not. @return 0 or
+ * errno. */
+static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h)
 {
-    const cbfs_err e = cbfs_file_flush(h->file);
+    const cbfs_err e = cbfs_file_flush(h->file, &h->err_seen);
     if (e) return cbfs_err_errno(e);
     return cbfs_inode_restore_times(fs, h->inode);
 }
 
 void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
     if (!h->file) {
         /* close(2) of a dup reports what the store's close would */
@@ -325,7 +327,8 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, (dfd == -1 || close(dfd) == -1) ? errno : 0);
         return;
     }
-    /* A reader's close must not take (and clear) a writer's pending error. */
+    /* A reader's close reports nothing, as on a local filesystem (its
+     * fsync does: each handle hears of a failure on its own). */
     if ((h->flags & O_ACCMODE) == O_RDONLY) {
         fuse_reply_err(req, 0);
         return;
@@ -335,7 +338,7 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-    const struct cbfs_handle *const h = cbfs_fi_handle(fi);
+    struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
     if (!h->file) {
         const int r = datasync ? fdatasync(h->fd) : fsync(h->fd);

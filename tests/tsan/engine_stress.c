@@ -74,7 +74,7 @@ static void *st_writer(void *p)
         size_t n = a->size - off < 65536 ? a->size - off : 65536;
         ST_CHECK(cbfs_file_write(a->f, a->data + off, n, off) == CBFS_OK, "write");
         atomic_store(a->written, (int)(off + n));
-        if (off % (1u << 20) == 0) ST_CHECK(cbfs_file_flush(a->f) == CBFS_OK, "flush");
+        if (off % (1u << 20) == 0) ST_CHECK(cbfs_file_flush(a->f, NULL) == CBFS_OK, "flush");
     }
     return NULL;
 }
@@ -105,6 +105,25 @@ static void *st_region(void *p)
     size_t region = a->size / 4, base = (size_t)a->id * region;
     for (size_t off = 0; off < region; off += 8192)
         ST_CHECK(cbfs_file_write(a->f, a->data + base + off, 8192, base + off) == CBFS_OK, "w");
+    return NULL;
+}
+
+/* st_region twice (the second pass supersedes the first: garbage to punch),
+ * flushing through its own handle's count every 256 KiB: flushes of one file
+ * overlap each other's fdatasync, commits and punching. */
+static void *st_region_flush(void *p)
+{
+    struct st_arg *a = p;
+    uint64_t seen = cbfs_file_err_seq(a->f);
+    size_t region = a->size / 4, base = (size_t)a->id * region;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t off = 0; off < region; off += 8192) {
+            ST_CHECK(cbfs_file_write(a->f, a->data + base + off, 8192, base + off) == CBFS_OK,
+                     "w");
+            if ((off + 8192) % (256u << 10) == 0)
+                ST_CHECK(cbfs_file_flush(a->f, &seen) == CBFS_OK, "flush");
+        }
+    }
     return NULL;
 }
 
@@ -152,6 +171,28 @@ static int st_case_shared_file(void)
     return ok;
 }
 
+static int st_case_flushes(void)
+{
+    size_t size = 8u << 20;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 3);
+    struct cbfs_file *f = st_open("flushes", true);
+    if (!f) return 0;
+    pthread_t t[4];
+    struct st_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct st_arg){.f = f, .data = data, .size = size, .id = i};
+        pthread_create(&t[i], NULL, st_region_flush, &a[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    int ok = cbfs_file_close(f) == CBFS_OK;
+    f = st_open("flushes", false);
+    ok = ok && f && st_compare(f, data, size);
+    if (f) cbfs_file_close(f);
+    free(data);
+    return ok;
+}
+
 int main(void)
 {
     snprintf(st_dir, sizeof st_dir, "/tmp/cbfs-stress-XXXXXX");
@@ -164,7 +205,8 @@ int main(void)
         const char *name;
         int (*fn)(void);
     } cases[] = {{"read_while_write", st_case_read_while_write},
-                 {"shared_file_and_truncate", st_case_shared_file}};
+                 {"shared_file_and_truncate", st_case_shared_file},
+                 {"concurrent_flushes", st_case_flushes}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int before = atomic_load(&st_failures);
         int ok = cases[i].fn() && atomic_load(&st_failures) == before;

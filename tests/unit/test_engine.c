@@ -120,7 +120,7 @@ Test(engine, random_overwrites_holes_and_truncate)
             cr_assert_eq(cbfs_file_write(f, buf, n, off), CBFS_OK);
             if (off + n > size) size = off + n;
         }
-        if (i % 40 == 0) cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+        if (i % 40 == 0) cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
         if (i % 100 == 99) {
             eng_check(f, shadow, size);
             cr_assert_eq(cbfs_file_close(f), CBFS_OK);
@@ -269,7 +269,7 @@ Test(engine, punch_and_seek_data_hole)
     memset(data + 2 * bs, 0, 3 * bs);
     memset(data + 6 * bs + bs / 2, 0, bs / 2);
     memset(data + size - 10, 0, 10);
-    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     eng_check(f, data, size);
     uint64_t pos;
     cr_assert_eq(cbfs_file_seek(f, 0, false, &pos), CBFS_OK);
@@ -296,7 +296,7 @@ Test(engine, overwrites_reclaim_space_after_flush)
     for (int round = 0; round < 5; round++) {
         cbfs_td_random(data, size, (uint64_t)round); /* incompressible: big frames */
         cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
-        cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+        cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     }
     char p[128];
     snprintf(p, sizeof p, "%s/gc", eng_dir);
@@ -321,7 +321,7 @@ Test(engine, small_overwrites_share_one_frame)
     cbfs_td_random(data, size, 21);
     struct cbfs_file *f = eng_open("ow", true, "lz4");
     cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     char p[128];
     snprintf(p, sizeof p, "%s/ow", eng_dir);
     struct stat before, after;
@@ -330,7 +330,7 @@ Test(engine, small_overwrites_share_one_frame)
         memset(data + i * 4096, i, 4096);
         cr_assert_eq(cbfs_file_write(f, data + i * 4096, 4096, (uint64_t)i * 4096), CBFS_OK);
     }
-    cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     cr_assert_eq(stat(p, &after), 0);
     /* One new frame for block 0 (about one block of random data), not three. */
     cr_assert_lt(after.st_size - before.st_size, (off_t)(bs + bs / 2),
@@ -397,7 +397,7 @@ Test(engine, fsync_heavy_writer_reads_back)
     for (size_t off = 0; off < size; off += 8192) {
         size_t n = size - off < 8192 ? size - off : 8192;
         cr_assert_eq(cbfs_file_write(f, data + off, n, off), CBFS_OK);
-        cr_assert_eq(cbfs_file_flush(f), CBFS_OK);
+        cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     }
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
@@ -433,7 +433,7 @@ Test(engine, failed_store_leaves_a_prefix_not_a_gap)
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
     cbfs_err we = CBFS_OK;
     for (size_t off = 0; off < size && !we; off += bs) we = cbfs_file_write(f, data + off, bs, off);
-    cbfs_err fe = cbfs_file_flush(f);
+    cbfs_err fe = cbfs_file_flush(f, NULL);
     cr_assert(we != CBFS_OK || fe != CBFS_OK, "the failure must be reported");
     rl.rlim_cur = RLIM_INFINITY;
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
@@ -577,4 +577,141 @@ Test(engine, peek_gives_the_files_own_block_size)
     cr_assert_eq(bs, 16u << 10);
     close(dfd);
     cbfs_engine_destroy(other);
+}
+
+/* eng_open's file, also handing back its sidecar fd (to make it fail). */
+static struct cbfs_file *eng_open_idx(const char *name, int *ifd)
+{
+    char p[128], q[140];
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    const int dfd = open(p, O_RDWR | O_CREAT, 0644);
+    *ifd = open(q, O_RDWR | O_CREAT, 0644);
+    cr_assert(dfd >= 0 && *ifd >= 0);
+    const struct cbfs_codec_ops *codec;
+    cr_assert_eq(cbfs_codec_by_name("lz4", &codec), CBFS_OK);
+    struct cbfs_file *f;
+    cr_assert_eq(cbfs_file_open(eng, dfd, *ifd, true, true, codec, codec->default_level, &f),
+                 CBFS_OK);
+    return f;
+}
+
+/* Runs one flush with fd's filesystem full (/dev/full in its place). */
+static cbfs_err eng_flush_full(struct cbfs_file *f, int fd, uint64_t *seen)
+{
+    const int saved = dup(fd), full = open("/dev/full", O_WRONLY);
+    cr_assert(saved >= 0 && full >= 0);
+    cr_assert(dup2(full, fd) == fd);
+    const cbfs_err e = cbfs_file_flush(f, seen);
+    cr_assert(dup2(saved, fd) == fd);
+    close(saved);
+    close(full);
+    return e;
+}
+
+/* A sidecar append fails (ENOSPC) after the frames were written: without
+ * their records the blocks are not stored, so after the flush that reports it
+ * the engine serves the block's old content, keeps (does not punch) its old
+ * frame, and a reopen gives the same bytes. (It served the new block, later
+ * records took the lost ones' place, the old frame was punched and the block
+ * failed its checksum after reopen.) */
+Test(engine, sidecar_append_failure_keeps_the_old_block)
+{
+    const size_t bs = 64 << 10;
+    unsigned char *data = malloc(6 * bs), *nb1 = malloc(bs);
+    cbfs_td_random(data, 6 * bs, 21);
+    cbfs_td_random(nb1, bs, 22);
+    int ifd;
+    struct cbfs_file *f = eng_open_idx("lostrec", &ifd);
+    cr_assert_eq(cbfs_file_write(f, data, 4 * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, nb1, bs, bs), CBFS_OK); /* rewrite block 1 */
+    cr_assert_eq(eng_flush_full(f, ifd, NULL), CBFS_E_NOSPC);
+    eng_check(f, data, 4 * bs); /* the old block 1 */
+    cr_assert_eq(cbfs_file_write(f, data + 4 * bs, 2 * bs, 4 * bs), CBFS_OK); /* goes on */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    eng_check(f, data, 6 * bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("lostrec", false, "lz4");
+    eng_check(f, data, 6 * bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+    free(nb1);
+}
+
+/* The same for a new block at the end: after the reported failure it is not
+ * part of the file, before and after reopen. (It was served, then read as
+ * zeros below the size after reopen.) */
+Test(engine, sidecar_append_failure_drops_the_new_block)
+{
+    const size_t bs = 64 << 10;
+    unsigned char *data = malloc(6 * bs);
+    cbfs_td_random(data, 6 * bs, 23);
+    int ifd;
+    struct cbfs_file *f = eng_open_idx("lostapp", &ifd);
+    cr_assert_eq(cbfs_file_write(f, data, 4 * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + 4 * bs, bs, 4 * bs), CBFS_OK); /* block 4 */
+    cr_assert_eq(eng_flush_full(f, ifd, NULL), CBFS_E_NOSPC);
+    eng_check(f, data, 4 * bs);
+    cr_assert_eq(cbfs_file_write(f, data + 5 * bs, bs, 5 * bs), CBFS_OK); /* block 5 */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    memset(data + 4 * bs, 0, bs); /* block 4 was never stored: a hole */
+    eng_check(f, data, 6 * bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("lostapp", false, "lz4");
+    eng_check(f, data, 6 * bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
+
+/* Errors as errseq reports them: a failure reaches every handle that was open
+ * when it happened, once each, whichever flush found it; a handle opened
+ * after it hears nothing. (The first flush to find it took it for all: a
+ * reader's fsync left the writer's close with 0.) */
+Test(engine, every_handle_hears_a_failure_once)
+{
+    const size_t bs = 64 << 10;
+    unsigned char *data = malloc(2 * bs);
+    cbfs_td_random(data, 2 * bs, 24);
+    int ifd;
+    struct cbfs_file *f = eng_open_idx("errseq", &ifd);
+    uint64_t writer = cbfs_file_err_seq(f), reader = cbfs_file_err_seq(f);
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, &writer), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(eng_flush_full(f, ifd, &reader), CBFS_E_NOSPC, "the reader's fsync finds it");
+    uint64_t later = cbfs_file_err_seq(f);
+    cr_assert_eq(cbfs_file_flush(f, &reader), CBFS_OK, "once");
+    cr_assert_eq(cbfs_file_flush(f, &later), CBFS_OK, "opened after it");
+    cr_assert_eq(cbfs_file_flush(f, &writer), CBFS_E_NOSPC, "the writer hears it too");
+    cr_assert_eq(cbfs_file_flush(f, &writer), CBFS_OK, "once");
+    eng_check(f, data, bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
+
+/* A flush while blocks wait in the reorder window seals copies and leaves
+ * them open and clean; when the gap arrives the stream moves past them. (It
+ * stopped at the first clean one: every later block was held until the slots
+ * ran out, then a 200 ms wait and a stream gap that never was.) */
+Test(engine, flush_inside_the_reorder_window_keeps_the_stream)
+{
+    const size_t bs = 64 << 10, nb = 80, size = nb * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 31);
+    struct cbfs_file *f = eng_open("stall", true, "lz4");
+    struct cbfs_engine_stats st0, st1;
+    cbfs_engine_get_stats(eng, &st0);
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + 2 * bs, 2 * bs, 2 * bs), CBFS_OK); /* 2, 3 held */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs, bs, bs), CBFS_OK); /* the gap comes */
+    for (size_t b = 4; b < nb; b++)
+        cr_assert_eq(cbfs_file_write(f, data + b * bs, bs, b * bs), CBFS_OK);
+    cbfs_engine_get_stats(eng, &st1);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(st1.stream_gaps - st0.stream_gaps, 0, "a gap was counted where none was");
+    free(data);
 }
