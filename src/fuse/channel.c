@@ -7,8 +7,8 @@
  * checks each inode once. So cbfs reads and writes the channel itself
  * (fuse_session_custom_io): it adds the flag to the INIT reply when the
  * kernel offers it, and it passes on what 3.14 drops from requests: the
- * kill-suid/sgid flags of WRITE, OPEN and SETATTR, which become the daemon's job
- * under KILLPRIV_V2 (see cbfs_chan_take_kill). Everything else is a plain
+ * kill-suid/sgid flags of WRITE, OPEN, CREATE and SETATTR, which become the
+ * daemon's job under KILLPRIV_V2 (see cbfs_chan_take_kill). Everything else is a plain
  * read/writev on the same fd, exactly what libfuse does without hooks. */
 #include <errno.h>
 #include <linux/fuse.h>
@@ -33,6 +33,28 @@ static void (*cbfs_chan_after_init)(void *); /* likewise */
 static void *cbfs_chan_after_init_arg;
 
 static _Atomic bool cbfs_chan_aborted; /* a read saw ECONNABORTED */
+
+bool cbfs_chan_kill_requested(uint32_t opcode, const void *arg, size_t alen)
+{
+    switch (opcode) {
+    case FUSE_WRITE:
+        return alen >= sizeof(struct fuse_write_in) &&
+               (((const struct fuse_write_in *)arg)->write_flags & FUSE_WRITE_KILL_SUIDGID) != 0;
+    case FUSE_SETATTR: /* 3.14 masks FATTR_KILL_SUIDGID out of the valid bits it passes */
+        return alen >= sizeof(struct fuse_setattr_in) &&
+               (((const struct fuse_setattr_in *)arg)->valid & FATTR_KILL_SUIDGID) != 0;
+    case FUSE_OPEN:
+        return alen >= sizeof(struct fuse_open_in) &&
+               (((const struct fuse_open_in *)arg)->open_flags & FUSE_OPEN_KILL_SUIDGID) != 0;
+    case FUSE_CREATE:
+        /* fuse_create_in is {flags, mode, umask, open_flags}: its open_flags
+         * is the fourth field, where fuse_open_in has it second */
+        return alen >= sizeof(struct fuse_create_in) &&
+               (((const struct fuse_create_in *)arg)->open_flags & FUSE_OPEN_KILL_SUIDGID) != 0;
+    default:
+        return false;
+    }
+}
 
 static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
 {
@@ -61,24 +83,8 @@ static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
             cbfs_chan_init_v2 = (ii->flags & FUSE_HANDLE_KILLPRIV_V2) != 0;
         }
         break;
-    case FUSE_WRITE:
-        if (alen >= sizeof(struct fuse_write_in))
-            cbfs_chan_kill = (((const struct fuse_write_in *)(const void *)arg)->write_flags &
-                              FUSE_WRITE_KILL_SUIDGID) != 0;
-        break;
-    case FUSE_SETATTR: /* 3.14 masks FATTR_KILL_SUIDGID out of the valid bits it passes */
-        if (alen >= sizeof(struct fuse_setattr_in))
-            cbfs_chan_kill = (((const struct fuse_setattr_in *)(const void *)arg)->valid &
-                              FATTR_KILL_SUIDGID) != 0;
-        break;
-    case FUSE_OPEN:
-    case FUSE_CREATE:
-        /* open_flags sits at the same place in fuse_open_in and fuse_create_in */
-        if (alen >= sizeof(struct fuse_open_in))
-            cbfs_chan_kill = (((const struct fuse_open_in *)(const void *)arg)->open_flags &
-                              FUSE_OPEN_KILL_SUIDGID) != 0;
-        break;
     default:
+        cbfs_chan_kill = cbfs_chan_kill_requested(in->opcode, arg, alen);
         break;
     }
     return n;

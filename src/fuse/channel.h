@@ -5,6 +5,8 @@
 #define CBFS_FUSE_CHANNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "fuse/cbfs_fuse.h"
 
@@ -20,6 +22,10 @@ bool cbfs_chan_killpriv_v2(void);
 /* true if the request this thread is serving (WRITE, OPEN, CREATE, SETATTR) asks
  * the daemon to kill suid/sgid (the caller lacks CAP_FSETID); clears it. */
 bool cbfs_chan_take_kill(void);
+/* true if a request of opcode with argument arg (alen bytes, after the
+ * fuse_in_header) asks to kill suid/sgid: what cbfs_chan_take_kill reports
+ * for it. A too short argument asks nothing. */
+bool cbfs_chan_kill_requested(uint32_t opcode, const void *arg, size_t alen);
 /* true if the channel ended with ECONNABORTED, which the loop was told as
  * ENODEV (an unmount): the caller decides whether the mount is really gone. */
 bool cbfs_chan_was_aborted(void);
