@@ -30,24 +30,32 @@ static bool cbfs_export_is_sidecar(struct cbfs_fs *fs, int fd, int *err)
            r.type == CBFS_REC_HEADER;
 }
 
-/* @return whether ino is an entry of the directory dirfd (any fd on it). */
-static bool cbfs_export_in_dir(int dirfd, ino_t ino)
+/* Is ino an entry of the directory dirfd (any fd on it)? *found says.
+ * @return 0 or errno: a directory that cannot be read answers neither way
+ * (out of fds among the causes, where a forged handle must not get through). */
+static int cbfs_export_in_dir(struct cbfs_fs *fs, int dirfd, ino_t ino, bool *found)
 {
-    bool found = false;
-    const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *const dp = fd == -1 ? NULL : fdopendir(fd);
+    *found = false;
+    const int fd = cbfs_fs_openat(fs, dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd == -1) return errno;
+    DIR *const dp = fdopendir(fd);
     if (!dp) {
-        if (fd >= 0) close(fd);
-        return false;
+        const int err = errno;
+        close(fd);
+        return err;
     }
-    for (struct dirent *e; !found && (e = readdir(dp));) found = e->d_ino == ino;
+    struct dirent *e;
+    errno = 0;
+    while (!*found && (e = readdir(dp)) != NULL) *found = e->d_ino == ino;
+    const int err = *found ? 0 : errno; /* readdir's NULL: the end, or errno */
     closedir(dp);
-    return found;
+    return err;
 }
 
 /* Is the object fd (st: its stat) reached by number one the mount hides:
- * the .cbfs directory, an entry of it, a sidecar or an index directory? @return 0 if not,
- * ESTALE if so, or errno. */
+ * the .cbfs directory, an entry of it, a sidecar or an index directory?
+ * @return 0 if not, ESTALE if so, or errno where it cannot be told (never a
+ * guess of "not hidden": a handle forged for .cbfs/store.conf stays out). */
 static int cbfs_export_check_hidden(struct cbfs_fs *fs, int fd, const struct stat *st)
 {
     struct stat cst, pst;
@@ -60,17 +68,24 @@ static int cbfs_export_check_hidden(struct cbfs_fs *fs, int fd, const struct sta
         cst.st_dev == st->st_dev && cst.st_ino == st->st_ino)
         return ESTALE;
     if ((err = cbfs_inode_pin(fs, fs->root, &rfd)) != 0) return err;
-    if (fstatat(rfd, CBFS_STORE_DIR, &cst, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (cst.st_dev == st->st_dev && cst.st_ino == st->st_ino) {
+    if (fstatat(rfd, CBFS_STORE_DIR, &cst, AT_SYMLINK_NOFOLLOW) == -1) {
+        err = errno == ENOENT ? 0 : errno;
+    } else if (cst.st_dev == st->st_dev && cst.st_ino == st->st_ino) {
+        err = ESTALE;
+    } else if (S_ISDIR(cst.st_mode) && S_ISDIR(st->st_mode)) {
+        if (fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) == -1)
+            err = errno;
+        else if (pst.st_dev == cst.st_dev && pst.st_ino == cst.st_ino)
             err = ESTALE;
-        } else if (S_ISDIR(cst.st_mode) && S_ISDIR(st->st_mode)) {
-            if (fstatat(fd, "..", &pst, AT_SYMLINK_NOFOLLOW) == 0 && pst.st_dev == cst.st_dev &&
-                pst.st_ino == cst.st_ino)
-                err = ESTALE;
-        } else if (S_ISDIR(cst.st_mode)) {
-            const int cfd = openat(rfd, CBFS_STORE_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
-            if (cfd >= 0 && cbfs_export_in_dir(cfd, st->st_ino)) err = ESTALE;
-            if (cfd >= 0) close(cfd);
+    } else if (S_ISDIR(cst.st_mode)) {
+        bool found;
+        const int cfd = cbfs_fs_openat(fs, rfd, CBFS_STORE_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+        if (cfd == -1) {
+            err = errno;
+        } else {
+            err = cbfs_export_in_dir(fs, cfd, st->st_ino, &found);
+            if (err == 0 && found) err = ESTALE;
+            close(cfd);
         }
     }
     cbfs_inode_unpin(fs, fs->root);

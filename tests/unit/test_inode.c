@@ -545,3 +545,46 @@ Test(export, gone_and_hidden_objects_are_stale)
     it_fs->export = false;
     cr_assert_eq(ex_lookup_err(FUSE_ROOT_ID, "."), ENOENT, "no export support: no \".\"");
 }
+
+/* A handle forged for .cbfs/store.conf while the daemon is out of fds: the
+ * check that .cbfs holds it cannot read the directory, and must then refuse
+ * (fail closed), never take it for a visible file. */
+Test(export, out_of_fds_a_hidden_file_is_still_refused)
+{
+    struct stat st;
+    cr_assert_eq(mkdirat(it_root, CBFS_STORE_DIR, 0700), 0);
+    it_touch(CBFS_STORE_DIR "/" CBFS_STORE_CONF, 10);
+    cr_assert_eq(fstatat(it_root, CBFS_STORE_DIR "/" CBFS_STORE_CONF, &st, 0), 0);
+    for (unsigned spare = 0; spare <= 6; spare++) {
+        const rlim_t old = cbfs_td_nofile_squeeze(spare);
+        const int err = ex_lookup_err(st.st_ino, ".");
+        cbfs_td_nofile_restore(old);
+        cr_assert(err == ESTALE || err == EMFILE, "%u spare fds: got %s", spare,
+                  err ? strerror(err) : "the file");
+    }
+    cr_assert_eq(ex_lookup_err(st.st_ino, "."), ESTALE);
+}
+
+/* Idle fds of the cache make room for the checks (cbfs_fs_openat): the
+ * answer is then the right one, not an error. (The first open that fails
+ * relieves the cache for all that follow, so this holds with a raw openat in
+ * the directory check too: it guards against refusing too much.) */
+Test(export, idle_cached_fds_make_room_for_the_hidden_check)
+{
+    struct cbfs_inode *held[4];
+    char name[8];
+    struct stat st;
+    cr_assert_eq(mkdirat(it_root, CBFS_STORE_DIR, 0700), 0);
+    it_touch(CBFS_STORE_DIR "/" CBFS_STORE_CONF, 10);
+    cr_assert_eq(fstatat(it_root, CBFS_STORE_DIR "/" CBFS_STORE_CONF, &st, 0), 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        it_touch(name, 1);
+        held[i] = it_lookup(it_fs->root, name, NULL); /* its O_PATH fd stays cached, idle */
+    }
+    const rlim_t old = cbfs_td_nofile_squeeze(0);
+    const int err = ex_lookup_err(st.st_ino, ".");
+    cbfs_td_nofile_restore(old);
+    cr_assert_eq(err, ESTALE, "got %s", err ? strerror(err) : "the file");
+    for (int i = 0; i < 4; i++) cbfs_inode_unref(it_fs, held[i], 1);
+}
