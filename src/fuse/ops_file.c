@@ -317,14 +317,30 @@ static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h)
     return cbfs_inode_restore_times(fs, h->inode);
 }
 
+/* flush of a PLAIN file: close(2) of a dup reports what the store's close
+ * would (NFS, for one, reports write errors there). Out of fds, the fd cache
+ * makes room for one retry; if there is still none, the file itself is fine
+ * and only that report is lost: the application's close(2) must not fail for
+ * the daemon's fd limit. @return 0 or errno. */
+static int cbfs_plain_flush(struct cbfs_fs *fs, const struct cbfs_handle *h)
+{
+    int dfd = dup(h->fd);
+    if (dfd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) dfd = dup(h->fd);
+    if (dfd == -1) {
+        if (errno != EMFILE && errno != ENFILE) return errno;
+        cbfs_log_debug("flush of inode %llu: no fd to learn the store's close result (%s)",
+                       (unsigned long long)h->inode->ino, strerror(errno));
+        return 0;
+    }
+    return close(dfd) == -1 ? errno : 0;
+}
+
 void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
     if (!h->file) {
-        /* close(2) of a dup reports what the store's close would */
-        const int dfd = dup(h->fd);
-        fuse_reply_err(req, (dfd == -1 || close(dfd) == -1) ? errno : 0);
+        fuse_reply_err(req, cbfs_plain_flush(cbfs_req_fs(req), h));
         return;
     }
     /* A reader's close reports nothing, as on a local filesystem (its
