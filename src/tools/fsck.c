@@ -112,6 +112,35 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
     return ok;
 }
 
+/* A sidecar beside a non-empty data file that does not start with the frame
+ * envelope: most likely the leftover of a lost compressed file beside a plain
+ * file that later took its name (the daemon refuses such a file with EIO).
+ * Loading it as an index would call the plain data a torn tail, and --repair
+ * would cut it away; so it is reported, never repaired: which of the two is
+ * the file is the user's call. @return true if tf is such a pair (reported). */
+static bool tool_fsck_stale_sidecar(struct tool_fsck *f, const char *display,
+                                    const struct tool_file *tf)
+{
+    char side[PATH_MAX];
+    bool framed = true;
+    if (tf->idx_fd < 0 || tf->data_st.st_size == 0) return false;
+    const cbfs_err e = cbfs_store_has_frame_envelope(tf->data_fd, &framed);
+    if (e) {
+        tool_err("fsck", "%s: %s", display, cbfs_err_str(e));
+        f->errors++;
+        return true;
+    }
+    if (framed) return false;
+    tool_file_side_display(tf, display, side, sizeof side);
+    printf("%s: has an index sidecar (%s) but its data is not compressed: the sidecar looks "
+           "like a leftover of a lost file; not repaired (if the data is the file you want, "
+           "remove the sidecar; else restore the file from another copy)\n",
+           display, side);
+    f->problems++;
+    f->left++;
+    return true;
+}
+
 static int tool_fsck_one(void *arg, unsigned layout, int dirfd, const char *name,
                          const char *display, enum tool_ent_kind kind)
 {
@@ -131,6 +160,10 @@ static int tool_fsck_one(void *arg, unsigned layout, int dirfd, const char *name
     struct tool_file tf;
     if (!tool_file_open_walked(layout, dirfd, name, TOOL_LOAD_FULL, display, "fsck", &f->errors, &tf)) return 0;
     f->files++;
+    if (tool_fsck_stale_sidecar(f, display, &tf)) {
+        tool_file_close(&tf);
+        return 0;
+    }
     f->cbfs_files += tf.is_cbfs;
     struct tool_check chk;
     memset(&chk, 0, sizeof chk);
