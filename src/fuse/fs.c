@@ -78,6 +78,7 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
     if (!fs->store_path) goto fail_fs;
     fs->opt.store_path = fs->store_path;
     cbfs_mutex_init(&fs->lock);
+    cbfs_mutex_init(&fs->names_lock);
     const int err = cbfs_itable_init(fs);
     if (err) {
         cbfs_log_err("cannot set up the inode table on '%s': %s", fs->store_path, strerror(err));
@@ -87,6 +88,7 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
 
 fail_table:
     cbfs_itable_free(fs);
+    cbfs_mutex_destroy(&fs->names_lock);
     cbfs_mutex_destroy(&fs->lock);
     free(fs->store_path);
 fail_fs:
@@ -100,6 +102,7 @@ int cbfs_fs_free(struct cbfs_fs *fs)
     if (!fs) return 0;
     if (cbfs_handle_close_all(fs) != 0) ret = -1;
     cbfs_itable_free(fs);
+    cbfs_mutex_destroy(&fs->names_lock);
     cbfs_mutex_destroy(&fs->lock);
     free(fs->store_path);
     free(fs);

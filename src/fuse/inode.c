@@ -385,6 +385,21 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
     cbfs_mutex_unlock(&fs->lock);
 }
 
+/* Does the data of the regular file fd (O_PATH) start with the frame
+ * envelope? @return 0 or errno. */
+static int cbfs_inode_framed(struct cbfs_fs *fs, int fd, bool *framed)
+{
+    char path[CBFS_PROCFD_MAX];
+    cbfs_procfd(path, fd);
+    int rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
+    if (rfd == -1 && errno == EPERM)
+        rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    if (rfd == -1) return errno;
+    const cbfs_err e = cbfs_store_has_frame_envelope(rfd, framed);
+    close(rfd);
+    return cbfs_err_errno(e);
+}
+
 /* Decides PLAIN or COMPRESSED for a regular file named name in dirfd (fd: its
  * O_PATH fd, fst its stat). Compressed: a sidecar exists next to it (its
  * O_PATH fd goes to *idx_fd, else -1), or the data starts with the frame
@@ -392,11 +407,13 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
  * to find out is an error, never a guess: a compressed file taken for a plain
  * one would show raw frames, and a write into it would overwrite them. A NULL
  * name (file reached by id alone): see "Nameless files" in inode.h. @return 0
- * or errno. */
+ * or errno. A sidecar beside data that is not framed (non-empty) is neither:
+ * a leftover of a lost file beside a plain one, or a damaged file; EIO, and
+ * cbfs fsck tells which. */
 static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
                              const struct stat *fst, enum cbfs_kind *kind, int *idx_fd)
 {
-    char sc[CBFS_STORE_SIDECAR_PATH_MAX], path[CBFS_PROCFD_MAX];
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     struct stat st;
     int err;
 
@@ -417,6 +434,19 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
                 return err;
             }
             if (S_ISREG(st.st_mode)) {
+                bool framed = true;
+                err = fst->st_size > 0 ? cbfs_inode_framed(fs, fd, &framed) : 0;
+                if (err == 0 && !framed) {
+                    cbfs_log_err("'%s' has an index sidecar but its data is not compressed: the "
+                                 "sidecar looks like a leftover of a lost file; not served "
+                                 "(run cbfs fsck on the store)",
+                                 name);
+                    err = EIO;
+                }
+                if (err) {
+                    close(ifd);
+                    return err;
+                }
                 *idx_fd = ifd;
                 *kind = CBFS_KIND_COMPRESSED;
                 return 0;
@@ -424,15 +454,9 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
             close(ifd); /* not a sidecar: a directory or the like of that name */
         }
     }
-    cbfs_procfd(path, fd);
-    int rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
-    if (rfd == -1 && errno == EPERM)
-        rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-    if (rfd == -1) return errno;
     bool framed;
-    const cbfs_err e = cbfs_store_has_frame_envelope(rfd, &framed);
-    close(rfd);
-    if (e) return cbfs_err_errno(e);
+    err = cbfs_inode_framed(fs, fd, &framed);
+    if (err) return err;
     if (framed) *kind = CBFS_KIND_COMPRESSED;
     return 0;
 }
@@ -738,14 +762,21 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     if (inode->has_idx) return cbfs_inode_idx_open(fs, inode, writable ? O_RDWR : O_RDONLY, ifd);
     *ifd = -1;
     if (!writable) return 0;
+    /* until the sidecar is in place: a rename or unlink must not take the
+     * name from under it (fs->names_lock) */
+    cbfs_mutex_lock(&fs->names_lock);
     err = cbfs_inode_get_location(fs, inode, &dir, name, sizeof name);
     if (err == ENOENT) {
+        cbfs_mutex_unlock(&fs->names_lock);
         cbfs_log_info("inode %llu: its name and sidecar are not known (it was reached by "
                       "file handle, or unlinked): read-only until a lookup names it",
                       (unsigned long long)inode->ino);
         return EROFS;
     }
-    if (err) return err;
+    if (err) {
+        cbfs_mutex_unlock(&fs->names_lock);
+        return err;
+    }
     err = cbfs_sidecar_path(fs, name, sc, sizeof sc);
     if (err) goto out;
     err = cbfs_inode_pin(fs, dir, &dirfd);
@@ -774,6 +805,7 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
 out_unpin:
     cbfs_inode_unpin(fs, dir);
 out:
+    cbfs_mutex_unlock(&fs->names_lock);
     cbfs_inode_unref(fs, dir, 1);
     return err;
 }

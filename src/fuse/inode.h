@@ -6,12 +6,14 @@
  * other files point here. Left before right, never the reverse; never two
  * inode locks:
  *
- *     inode->lock  ->  fs->lock  ->  fs->fdc.lock
+ *     inode->lock  ->  fs->names_lock  ->  fs->lock  ->  fs->fdc.lock
  *     inode->lock  ->  engine locks (file->lock, cache, pool; see cbfs/engine.h)
  *
  * Each field says which lock protects it: inode->lock the per-inode state,
  * fs->lock the table, refs and locations and the open-handles list
- * (handle.h), fs->fdc.lock the fd cache's LRU (fdcache.h). All three are
+ * (handle.h), fs->fdc.lock the fd cache's LRU (fdcache.h). fs->names_lock
+ * keeps the names of regular files still while a sidecar is created for one
+ * (see its field). All four are
  * struct cbfs_mutex: a function documented "X held" checks it with
  * cbfs_assert_held() (live in test builds: CBFS_ASSERTS).
  *
@@ -123,6 +125,13 @@ struct cbfs_fs {
     uint64_t started_ns;        /* immutable: cbfs_now_ns() at cbfs_fs_new, for stats */
 
     struct cbfs_fdcache fdc;    /* O_PATH fds of every inode's objects (own lock) */
+
+    /* Held by rename and unlink across their store calls and location
+     * updates, and by the engine's first open of a file whose sidecar is lost
+     * from reading the file's location until the new sidecar is in place: a
+     * sidecar is never created at a name its data file no longer has. Does
+     * store I/O; taken with no inode lock or under one (order above). */
+    struct cbfs_mutex names_lock;
 
     struct cbfs_mutex lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */

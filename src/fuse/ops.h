@@ -40,6 +40,17 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
  * inode->lock. */
 void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd);
 
+/* Removes the sidecar of name in dirfd if there is one (ops_entry.c).
+ * @return 0 or errno (not ENOENT). */
+int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name);
+/* Before a file without a sidecar (PLAIN, or not regular) takes name in dirfd
+ * by create or link: if name is free, removes a sidecar left there (a lost
+ * file's), which would make the new file look compressed; a failure is
+ * logged. If name exists nothing is done: the op then fails with EEXIST.
+ * (The kernel holds the directory's lock across the op, so nothing else of
+ * this mount takes the name in between.) @return 0 or errno. */
+int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name);
+
 #define CBFS_XATTR_CODEC "user.cbfs.codec"
 
 /* fs.c: the session's start and end (cbfs_fs_new/free are in cbfs_fuse.h) */

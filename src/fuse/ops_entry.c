@@ -291,8 +291,7 @@ static bool cbfs_pin_dir_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_ino
     return cbfs_pin_dir(req, fs, dir, dirfd);
 }
 
-/* Removes name+suffix in dirfd if present. @return 0 or errno (not ENOENT). */
-static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name)
+int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name)
 {
     char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
@@ -300,22 +299,52 @@ static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name)
     return 0;
 }
 
-/* unlink of name in dir (dirfd: pinned). @return 0 or errno. */
-static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
+int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name)
 {
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 || unlinkat(dirfd, name, 0) == -1)
-        return errno;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return 0; /* the op fails EEXIST */
+    if (errno != ENOENT) return errno;
+    const int err = cbfs_sidecar_remove(fs, dirfd, name);
+    if (err)
+        cbfs_log_err("cannot remove the leftover sidecar of '%s': %s", name, strerror(err));
+    return err;
+}
+
+/* fs->names_lock held. unlink of name in dir (dirfd: pinned). The sidecar
+ * goes first: a crash in between leaves a data file without one, which is
+ * found by its frames and rebuilt (a sidecar without its data file would make
+ * a later plain file of that name look compressed). @return 0 or errno
+ * (nothing removed if the sidecar could not be). */
+static int cbfs_unlink_locked(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
+                              const char *name)
+{
+    struct stat st;
+    int err;
+    cbfs_assert_held(&fs->names_lock);
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) return errno;
+    if (S_ISREG(st.st_mode) && (err = cbfs_sidecar_remove(fs, dirfd, name)) != 0) {
+        cbfs_log_err("cannot remove the sidecar of '%s': %s; the file stays", name,
+                     strerror(err));
+        return err;
+    }
+    if (unlinkat(dirfd, name, 0) == -1) return errno;
     if (!S_ISREG(st.st_mode)) return 0;
     /* An open file keeps working through the engine's fds, as on ext4. */
-    const int err = cbfs_sidecar_remove(fs, dirfd, name);
-    if (err) cbfs_log_warn("cannot remove the sidecar of '%s': %s", name, strerror(err));
     struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
     if (inode) {
         cbfs_inode_clear_location(fs, inode, dir, name);
         cbfs_inode_unref(fs, inode, 1);
     }
     return 0;
+}
+
+/* unlink of name in dir (dirfd: pinned). @return 0 or errno. */
+static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
+{
+    cbfs_mutex_lock(&fs->names_lock);
+    const int err = cbfs_unlink_locked(fs, dir, dirfd, name);
+    cbfs_mutex_unlock(&fs->names_lock);
+    return err;
 }
 
 static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
@@ -419,6 +448,8 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
     if (compressed && ((err = cbfs_sidecar_path(fs, newname, sc, sizeof sc)) != 0 ||
                        (err = cbfs_sidecar_dir(fs, dirfd)) != 0))
+        return err;
+    if (!compressed && inode->type == S_IFREG && (err = cbfs_sidecar_clear(fs, dirfd, newname)) != 0)
         return err;
     cbfs_procfd(path, fd);
     if (linkat(AT_FDCWD, path, dirfd, newname, AT_SYMLINK_FOLLOW) == -1) return errno;
@@ -531,7 +562,7 @@ static void cbfs_rename_relocate(struct cbfs_fs *fs, const struct stat *st,
     cbfs_inode_unref(fs, inode, 1);
 }
 
-/* rename with both directories pinned. @return 0 or errno. */
+/* rename with both directories pinned, fs->names_lock held. @return 0 or errno. */
 static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                           struct cbfs_rename_side *b, unsigned int flags)
 {
@@ -544,9 +575,21 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     if ((a->has_sc && (err = cbfs_sidecar_dir(fs, b->fd)) != 0) ||
         ((flags & RENAME_EXCHANGE) && b->has_sc && (err = cbfs_sidecar_dir(fs, a->fd)) != 0))
         return err;
+    /* Same file under both names: rename(2) does nothing, and neither may we. */
+    const bool same = b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
+    /* A regular file without a sidecar takes b's name: a sidecar there (a
+     * replaced compressed file's, or a leftover) goes first, so that a crash
+     * in between leaves no plain file beside it. (Should the rename fail
+     * after all, a compressed b only lost its index: rebuilt from its frames.) */
+    const bool clear_b = a->reg && !a->has_sc && b->sc[0] && !same && !(flags & RENAME_EXCHANGE) &&
+                         !(b->exists && ((flags & RENAME_NOREPLACE) || S_ISDIR(b->st.st_mode)));
+    if (clear_b && (err = cbfs_sidecar_remove(fs, b->fd, b->name)) != 0) {
+        cbfs_log_err("rename '%s' -> '%s': cannot remove the sidecar at the target: %s", a->name,
+                     b->name, strerror(err));
+        return err;
+    }
     if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) return errno;
-    /* Same file under both names: rename(2) did nothing, and neither may we. */
-    if (b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino) return 0;
+    if (same) return 0;
     int r = 0;
     if (flags & RENAME_EXCHANGE) {
         if (a->has_sc && b->has_sc)
@@ -557,8 +600,6 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
             r = renameat(b->fd, b->sc, a->fd, a->sc);
     } else if (a->has_sc) {
         r = renameat(a->fd, a->sc, b->fd, b->sc); /* replaces the target's */
-    } else if (b->has_sc) {
-        r = unlinkat(b->fd, b->sc, 0); /* a plain file replaced a compressed one */
     }
     if (r == -1) {
         err = errno;
@@ -600,7 +641,9 @@ void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_in
     if (!cbfs_pin_dir(req, fs, a.dir, &a.fd)) return;
     err = cbfs_inode_pin(fs, b.dir, &b.fd);
     if (err == 0) {
+        cbfs_mutex_lock(&fs->names_lock);
         err = cbfs_rename_at(fs, &a, &b, flags);
+        cbfs_mutex_unlock(&fs->names_lock);
         cbfs_inode_unpin(fs, b.dir);
     }
     cbfs_inode_unpin(fs, a.dir);

@@ -93,6 +93,7 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
     if (compressed && ((err = cbfs_sidecar_path(fs, name, sc, sizeof sc)) != 0 ||
                        (err = cbfs_sidecar_dir(fs, dirfd)) != 0))
         return err;
+    if (!compressed && (err = cbfs_sidecar_clear(fs, dirfd, name)) != 0) return err;
 
     const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
     bool inherit;
