@@ -596,17 +596,23 @@ static struct cbfs_file *eng_open_idx(const char *name, int *ifd)
     return f;
 }
 
-/* Runs one flush with fd's filesystem full (/dev/full in its place). */
-static cbfs_err eng_flush_full(struct cbfs_file *f, int fd, uint64_t *seen)
+/* fd's filesystem is full from here (/dev/full in its place: writes fail
+ * with ENOSPC) until eng_full_end; before the write whose commit must fail,
+ * as a full block is committed in the background as soon as it is written.
+ * @return fd's own file, for eng_full_end. */
+static int eng_full_begin(int fd)
 {
     const int saved = dup(fd), full = open("/dev/full", O_WRONLY);
     cr_assert(saved >= 0 && full >= 0);
     cr_assert(dup2(full, fd) == fd);
-    const cbfs_err e = cbfs_file_flush(f, seen);
+    close(full);
+    return saved;
+}
+
+static void eng_full_end(int fd, int saved)
+{
     cr_assert(dup2(saved, fd) == fd);
     close(saved);
-    close(full);
-    return e;
 }
 
 /* A sidecar append fails (ENOSPC) after the frames were written: without
@@ -625,8 +631,10 @@ Test(engine, sidecar_append_failure_keeps_the_old_block)
     struct cbfs_file *f = eng_open_idx("lostrec", &ifd);
     cr_assert_eq(cbfs_file_write(f, data, 4 * bs, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    int saved = eng_full_begin(ifd);
     cr_assert_eq(cbfs_file_write(f, nb1, bs, bs), CBFS_OK); /* rewrite block 1 */
-    cr_assert_eq(eng_flush_full(f, ifd, NULL), CBFS_E_NOSPC);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_NOSPC);
+    eng_full_end(ifd, saved);
     eng_check(f, data, 4 * bs); /* the old block 1 */
     cr_assert_eq(cbfs_file_write(f, data + 4 * bs, 2 * bs, 4 * bs), CBFS_OK); /* goes on */
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
@@ -651,8 +659,10 @@ Test(engine, sidecar_append_failure_drops_the_new_block)
     struct cbfs_file *f = eng_open_idx("lostapp", &ifd);
     cr_assert_eq(cbfs_file_write(f, data, 4 * bs, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    int saved = eng_full_begin(ifd);
     cr_assert_eq(cbfs_file_write(f, data + 4 * bs, bs, 4 * bs), CBFS_OK); /* block 4 */
-    cr_assert_eq(eng_flush_full(f, ifd, NULL), CBFS_E_NOSPC);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_NOSPC);
+    eng_full_end(ifd, saved);
     eng_check(f, data, 4 * bs);
     cr_assert_eq(cbfs_file_write(f, data + 5 * bs, bs, 5 * bs), CBFS_OK); /* block 5 */
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
@@ -679,8 +689,10 @@ Test(engine, every_handle_hears_a_failure_once)
     uint64_t writer = cbfs_file_err_seq(f), reader = cbfs_file_err_seq(f);
     cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_flush(f, &writer), CBFS_OK);
+    int saved = eng_full_begin(ifd);
     cr_assert_eq(cbfs_file_write(f, data + bs, bs, bs), CBFS_OK);
-    cr_assert_eq(eng_flush_full(f, ifd, &reader), CBFS_E_NOSPC, "the reader's fsync finds it");
+    cr_assert_eq(cbfs_file_flush(f, &reader), CBFS_E_NOSPC, "the reader's fsync finds it");
+    eng_full_end(ifd, saved);
     uint64_t later = cbfs_file_err_seq(f);
     cr_assert_eq(cbfs_file_flush(f, &reader), CBFS_OK, "once");
     cr_assert_eq(cbfs_file_flush(f, &later), CBFS_OK, "opened after it");
