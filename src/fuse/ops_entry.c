@@ -322,12 +322,26 @@ static int cbfs_unlink_locked(struct cbfs_fs *fs, struct cbfs_inode *dir, int di
     int err;
     cbfs_assert_held(&fs->names_lock);
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) return errno;
-    if (S_ISREG(st.st_mode) && (err = cbfs_sidecar_remove(fs, dirfd, name)) != 0) {
-        cbfs_log_err("cannot remove the sidecar of '%s': %s; the file stays", name,
-                     strerror(err));
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
+    bool had_sc = false;
+    if (S_ISREG(st.st_mode) && cbfs_sidecar_path(fs, name, sc, sizeof sc) == 0) {
+        had_sc = unlinkat(dirfd, sc, 0) == 0;
+        if (!had_sc && errno != ENOENT) {
+            err = errno;
+            cbfs_log_err("cannot remove the sidecar of '%s': %s; the file stays", name,
+                         strerror(err));
+            return err;
+        }
+    }
+    if (unlinkat(dirfd, name, 0) == -1) {
+        err = errno;
+        if (had_sc)
+            cbfs_log_warn("unlink of '%s' failed (%s) after its sidecar was removed: the file "
+                          "keeps its data and gets its index back from its frames at its next "
+                          "open",
+                          name, strerror(err));
         return err;
     }
-    if (unlinkat(dirfd, name, 0) == -1) return errno;
     if (!S_ISREG(st.st_mode)) return 0;
     /* An open file keeps working through the engine's fds, as on ext4. */
     struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
@@ -577,18 +591,29 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
         return err;
     /* Same file under both names: rename(2) does nothing, and neither may we. */
     const bool same = b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
-    /* A regular file without a sidecar takes b's name: a sidecar there (a
-     * replaced compressed file's, or a leftover) goes first, so that a crash
-     * in between leaves no plain file beside it. (Should the rename fail
-     * after all, a compressed b only lost its index: rebuilt from its frames.) */
-    const bool clear_b = a->reg && !a->has_sc && b->sc[0] && !same && !(flags & RENAME_EXCHANGE) &&
+    /* Anything but a directory or a compressed file takes b's name (a plain
+     * file, a symlink, a fifo): a sidecar there (a replaced compressed file's,
+     * or a leftover) goes first, so that a crash in between leaves no plain
+     * file beside it, and none is left behind at all. (Should the rename fail
+     * after all, a compressed b only lost its index: rebuilt from its frames
+     * at its next open; logged.) */
+    const bool clear_b = !a->has_sc && !S_ISDIR(a->st.st_mode) && b->sc[0] && !same &&
+                         !(flags & RENAME_EXCHANGE) &&
                          !(b->exists && ((flags & RENAME_NOREPLACE) || S_ISDIR(b->st.st_mode)));
     if (clear_b && (err = cbfs_sidecar_remove(fs, b->fd, b->name)) != 0) {
         cbfs_log_err("rename '%s' -> '%s': cannot remove the sidecar at the target: %s", a->name,
                      b->name, strerror(err));
         return err;
     }
-    if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) return errno;
+    if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) {
+        err = errno;
+        if (clear_b && b->has_sc)
+            cbfs_log_warn("rename '%s' -> '%s' failed (%s) after the target's sidecar was "
+                          "removed: '%s' keeps its data and gets its index back from its "
+                          "frames at its next open",
+                          a->name, b->name, strerror(err), b->name);
+        return err;
+    }
     if (same) return 0;
     int r = 0;
     if (flags & RENAME_EXCHANGE) {
