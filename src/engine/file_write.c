@@ -577,8 +577,9 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
         pthread_cond_broadcast(&f->cond);
     }
     if (!found) found = e;
-    if (seen) {
-        /* A handle hears every failure since it last heard, found here or not. */
+    if (seen && !serr) {
+        /* A handle hears every failure since it last heard, found here or not
+         * (after it was told ENOMEM, at its next flush). */
         found = *seen != f->err_seq ? f->err_last : CBFS_OK;
         *seen = f->err_seq;
     }

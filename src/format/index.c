@@ -221,7 +221,9 @@ cbfs_err cbfs_index_apply(struct cbfs_index *idx, const struct cbfs_index_rec *r
         const uint64_t end = r->block * bs + r->ulen;
         if (end > idx->size) idx->size = end;
     } else if (r->type == CBFS_REC_SIZE) {
-        if (r->block > max_size) return CBFS_E_FBIG;
+        /* the writer's limit too (cbfs_file_truncate): a bigger size would
+         * make a reader walk or print blocks no writer could have made */
+        if (r->block > max_size || (r->block + bs - 1) / bs > CBFS_MAX_BLOCKS) return CBFS_E_FBIG;
         idx->size = r->block;
         /* Blocks wholly at or past the new size are gone; a block straddling
          * it keeps its entry (the engine zero-fills reads past size). */

@@ -13,8 +13,10 @@
 /* Reads and writes se's channel through cbfs's hooks from here on. Call after
  * fuse_session_mount, before the loop. after_init (NULL: none) is called once,
  * with arg, by the thread that wrote the INIT reply, right after the kernel
- * took it: the kernel has applied what INIT set (its read-ahead among them)
- * and no other request has been served yet. @return 0 or errno. */
+ * took it: the kernel has applied what INIT set (its read-ahead among them).
+ * Other serving threads may already be answering requests by then (a file
+ * opened in that moment keeps the read-ahead it opened with). @return 0 or
+ * errno. */
 int cbfs_chan_attach(struct fuse_session *se, void (*after_init)(void *), void *arg);
 /* true once INIT negotiated FUSE_HANDLE_KILLPRIV_V2: the daemon then clears
  * suid/sgid itself where the kernel asks (cbfs_chan_take_kill). */

@@ -20,7 +20,8 @@
 static const char tool_stat_help[] =
     "usage: cbfs stat [--json] [--plot FILE.png] PATH...\n"
     "Sizes, compression ratio, codecs, block kinds and garbage of stored files, and\n"
-    "whether stock zstd -d / lz4 -d of a data file gives the file (reads every frame header).\n"
+    "whether stock zstd -d / lz4 -d of a data file gives the file (from the index; reads\n"
+    "only the headers of frames it no longer refers to).\n"
     "PATH: a file or directory in a store (recursive), or a path inside a mounted cbfs.\n"
     "  --json          one JSON document on stdout\n"
     "  --plot FILE     PNG chart: logical vs physical size and codec mix per file, or per\n"

@@ -866,6 +866,13 @@ Test(format, index_apply_accounting)
     r.ulen = BS;
     r.block = UINT64_MAX / 2;
     cr_assert_eq(cbfs_index_apply(&idx, &r), CBFS_E_FBIG);
+    /* A SIZE past the last block a file may have (a review found 2^60 passed
+     * verify and sent stat walking 2^44 blocks). */
+    s.block = CBFS_MAX_BLOCKS * BS + 1;
+    s.generation = 5;
+    cr_assert_eq(cbfs_index_apply(&idx, &s), CBFS_E_FBIG);
+    s.block = CBFS_MAX_BLOCKS * BS;
+    cr_assert_eq(cbfs_index_apply(&idx, &s), CBFS_OK);
     cbfs_index_free(&idx);
     cbfs_index_free(NULL);
 }
