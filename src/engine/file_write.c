@@ -47,6 +47,7 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
     cbfs_assert_not_held(&f->lock);
     struct cbfs_engine *eng = f->eng;
     *nrecs = 0;
+    const uint64_t start = f->append_off;
     uint64_t t0 = cbfs_now_ns();
     for (size_t i = 0; i < n; i++) {
         struct cbfs_wjob *j = batch[i];
@@ -71,15 +72,21 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
         if (e) {
             /* Without their records the frames are not stored: the index
              * keeps the blocks' previous frames (not garbage, not punched).
-             * The frames stay where they are, unreferenced: append_off does
-             * not go back, so a record of theirs that a torn append left on
-             * disk can only ever point at the frame it was written for. */
+             * The frames go too, so that the next open's rescan cannot find
+             * and apply data the writer is told was not stored; unless the
+             * sidecar could not be cut back (idx.torn): then a torn record
+             * may still point at one of them, and they stay where it points
+             * (append_off does not go back over them). */
             for (size_t i = 0; i < n; i++) {
                 if (!batch[i]->stored) continue;
                 batch[i]->stored = false;
                 if (!batch[i]->err) batch[i]->err = e;
             }
             *nrecs = 0;
+            if (!f->idx.torn && ftruncate(f->data_fd, (off_t)start) == 0) {
+                f->append_off = start;
+                if (f->behind_off > start) f->behind_off = start;
+            }
         }
         cbfs_file_write_behind(f);
     }
