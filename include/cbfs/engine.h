@@ -65,8 +65,10 @@ void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st
  * on failure. With create, both files must be empty: a sidecar header is
  * written. Otherwise the index is loaded (replay + rescan of frames the index
  * lags; with writable, torn tails are repaired). codec/level apply to blocks
- * written from now on; old blocks keep their own codec.
- * @return CBFS_E_VERSION, CBFS_E_WRONG_FILE, CBFS_E_BAD_MAGIC, I/O errors. */
+ * written from now on; old blocks keep their own codec. A lost sidecar is
+ * rebuilt with the engine's block size as the candidate (cbfs_bs_hint).
+ * @return CBFS_E_VERSION, CBFS_E_WRONG_FILE, CBFS_E_BAD_MAGIC,
+ * CBFS_E_BLOCK_SIZE (lost sidecar, block size not provable), I/O errors. */
 cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool create,
                         bool writable, const struct cbfs_codec_ops *codec, int level,
                         struct cbfs_file **out);

@@ -34,6 +34,7 @@
     X(BAD_MAGIC, EIO, "not a cbfs frame or index record")                               \
     X(VERSION, EIO, "unsupported cbfs format version (written by a newer cbfs?)")       \
     X(WRONG_FILE, EIO, "index sidecar belongs to another data file")                    \
+    X(BLOCK_SIZE, EIO, "block size of a lost index cannot be told from its frames")     \
     X(CODEC_UNKNOWN, EINVAL, "unknown codec")                                           \
     X(CODEC_LEVEL, EINVAL, "compression level out of range for the codec")              \
     X(CODEC_MISSING, EOPNOTSUPP, "codec not built into this cbfs")                      \

@@ -191,6 +191,25 @@ struct cbfs_index_report {
     bool repaired;            /* sidecar/data were rewritten (repair mode) */
 };
 
+/* What a caller knows about the block size of a file whose index has to be
+ * rebuilt from its frames (no usable sidecar): frame headers do not record
+ * it. size 0: nothing known. Otherwise size is a candidate: the store's or
+ * the mount's block size (not proof: a mount may have used another one), or,
+ * with asserted, one the user stated (cbfs fsck/cat --block-size). */
+struct cbfs_bs_hint {
+    uint32_t size;
+    bool asserted;
+};
+
+/* The one rule for the block size of a rebuilt index (docs/FORMAT.md, 3.3),
+ * from the records of the frames found (r[0..n), SIZE records included) and
+ * the caller's hint (NULL: none). A size is taken only where the frames
+ * prove it or agree with a candidate; any other case is
+ * CBFS_E_BLOCK_SIZE, never a guess. @return CBFS_OK with *bs set, or
+ * CBFS_E_BLOCK_SIZE. */
+cbfs_err cbfs_index_rebuild_block_size(const struct cbfs_index_rec *r, size_t n,
+                                       const struct cbfs_bs_hint *hint, uint32_t *bs);
+
 /* Loads a file's index: replays the sidecar (idx_fd, or -1 if there is none),
  * stops at the first torn or corrupt record, then scans the data file for
  * frames after the last indexed one and applies them too (the frames are the
@@ -201,10 +220,12 @@ struct cbfs_index_report {
  * creates sidecars). @return CBFS_E_VERSION for a sidecar of a newer format,
  * CBFS_E_WRONG_FILE if the sidecar's file id does not match the frames,
  * CBFS_E_BAD_MAGIC if neither sidecar nor data file is cbfs (also for an
- * empty data file without a usable sidecar); for these three nothing is
+ * empty data file without a usable sidecar), CBFS_E_BLOCK_SIZE if there is
+ * no usable sidecar and cbfs_index_rebuild_block_size refuses with hint bs
+ * (NULL: none; used only for a rebuild); for these four nothing is
  * written. On any failure *idx is empty (no need to free). rep may be NULL. */
-cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
-                         struct cbfs_index_report *rep);
+cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, const struct cbfs_bs_hint *bs,
+                         struct cbfs_index *idx, struct cbfs_index_report *rep);
 
 /* cbfs_index_load for opening files on the hot path: the same result for any
  * sidecar cbfs wrote, but it reads the frame headers of only the first and
@@ -214,8 +235,8 @@ cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index
  * record pointing at the wrong frame (a bug, never a crash) is then seen as
  * CBFS_E_CORRUPT on that block's read instead of being dropped here; verify
  * and fsck use cbfs_index_load, which checks every record. */
-cbfs_err cbfs_index_open(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
-                         struct cbfs_index_report *rep);
+cbfs_err cbfs_index_open(int data_fd, int idx_fd, bool repair, const struct cbfs_bs_hint *bs,
+                         struct cbfs_index *idx, struct cbfs_index_report *rep);
 
 /* Encodes and appends records to the sidecar at idx->index_end (pwrite, no
  * fsync) and advances index_end. On failure none of r counts as appended, and

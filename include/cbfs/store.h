@@ -217,9 +217,11 @@ cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *con
 
 /* The layout of the store whose root is root_fd, for readers that do not
  * lock it (the cbfs tool): store.conf's, or CBFS_LAYOUT_NEWEST (what the
- * first mount will write) when there is none yet. Errors as
+ * first mount will write) when there is none yet; *block_size (if not NULL)
+ * gets store.conf's default block size, 0 when there is none. Errors as
  * cbfs_store_read_conf. */
-cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, char *msg, size_t msg_cap);
+cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, uint32_t *block_size, char *msg,
+                                size_t msg_cap);
 
 /* Fills a fresh conf: current version, a new random uuid, created = now, and
  * the given codec/level/block size. */

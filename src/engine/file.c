@@ -78,7 +78,9 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
         f->dirty = true; /* the header must be durable at the first flush */
     } else {
         struct cbfs_index_report rep = {0};
-        err = cbfs_index_open(data_fd, idx_fd, writable, &f->idx, &rep);
+        /* a lost sidecar's block size: the mount's, where the frames agree */
+        const struct cbfs_bs_hint hint = {.size = eng->cfg.block_size};
+        err = cbfs_index_open(data_fd, idx_fd, writable, &hint, &f->idx, &rep);
         if (err == CBFS_E_VERSION && rep.newer_version)
             cbfs_log_err("fd %d: sidecar has cbfs format version %u; this cbfs reads version %u "
                          "only: upgrade cbfs to read this file",
@@ -159,9 +161,11 @@ cbfs_err cbfs_file_peek(const struct cbfs_engine *eng, int data_fd, int idx_fd, 
     struct cbfs_index_report rep = {0};
     struct stat st;
     const bool empty = fstat(data_fd, &st) == 0 && st.st_size == 0;
+    const struct cbfs_bs_hint hint = {.size = eng->cfg.block_size}; /* as cbfs_file_open */
     cbfs_index_init(&idx, eng->cfg.block_size, 0);
-    cbfs_err err = empty && idx_fd < 0 ? CBFS_E_BAD_MAGIC
-                                       : cbfs_index_open(data_fd, idx_fd, false, &idx, &rep);
+    cbfs_err err = empty && idx_fd < 0
+                       ? CBFS_E_BAD_MAGIC
+                       : cbfs_index_open(data_fd, idx_fd, false, &hint, &idx, &rep);
     if (err && empty) {
         /* nothing written yet (a sidecar header at most): an empty file */
         *size = 0;

@@ -141,7 +141,6 @@ struct cbfs_load_scan_ctx {
     bool check_id;
     uint64_t *file_id;
     struct cbfs_recvec *rv;
-    uint32_t *max_ulen;
 };
 
 static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
@@ -153,20 +152,16 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
     struct cbfs_index_rec r;
     cbfs_index_rec_from_frame(fh, off, &r);
-    const cbfs_err e = cbfs_recvec_push(c->rv, &r);
-    if (e) return e;
-    if (fh->ulen > *c->max_ulen) *c->max_ulen = fh->ulen;
-    return CBFS_OK;
+    return cbfs_recvec_push(c->rv, &r);
 }
 
 /* Walks the frames from off, collecting a record for each. With check_id, a
  * frame of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's
- * id is taken (rebuild). *max_ulen gets the largest ulen seen. */
+ * id is taken (rebuild). */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
-                               uint64_t *file_id, struct cbfs_recvec *rv, uint32_t *max_ulen)
+                               uint64_t *file_id, struct cbfs_recvec *rv)
 {
-    struct cbfs_load_scan_ctx c = {
-        .check_id = check_id, .file_id = file_id, .rv = rv, .max_ulen = max_ulen};
+    struct cbfs_load_scan_ctx c = {.check_id = check_id, .file_id = file_id, .rv = rv};
     return cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, NULL);
 }
 
@@ -187,13 +182,52 @@ static cbfs_err cbfs_load_apply_scanned(struct cbfs_index *idx, struct cbfs_recv
     return CBFS_OK;
 }
 
-/* The block size a rebuilt index gets: frames do not carry it, so take the
- * smallest power of two >= the largest block, at least CBFS_BLOCK_MIN. */
-static uint32_t cbfs_load_infer_block_size(uint32_t max_ulen)
+/* Frames do not record the block size, and block b's bytes start at
+ * b * block size: a wrong size moves every block but block 0. So a size is
+ * taken only when it cannot change the bytes, is the only one possible, or
+ * agrees with what the caller knows (docs/FORMAT.md 3.3 states the rule and
+ * the one case where a candidate is trusted). */
+cbfs_err cbfs_index_rebuild_block_size(const struct cbfs_index_rec *r, size_t n,
+                                       const struct cbfs_bs_hint *hint, uint32_t *bs)
 {
-    uint32_t bs = CBFS_BLOCK_MIN;
-    while (bs < max_ulen && bs < CBFS_BLOCK_MAX) bs <<= 1;
-    return bs;
+    uint32_t max_ulen = 0;
+    bool past_block0 = false;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].type != CBFS_REC_BLOCK) continue; /* a SIZE frame is in bytes */
+        if (r[i].ulen > max_ulen) max_ulen = r[i].ulen;
+        past_block0 |= r[i].block > 0;
+    }
+    if (max_ulen > CBFS_BLOCK_MAX) return CBFS_E_BLOCK_SIZE;
+    const uint32_t cand = hint ? hint->size : 0;
+    const bool cand_fits = cbfs_block_size_valid(cand) && cand >= max_ulen;
+    /* 1: the user's word, as long as no frame contradicts it */
+    if (hint && hint->asserted) {
+        if (!cand_fits) return CBFS_E_BLOCK_SIZE;
+        *bs = cand;
+        return CBFS_OK;
+    }
+    /* 2: only block 0 (at offset 0 whatever the size): every fitting size
+     * gives the same bytes; the candidate keeps the file's future blocks as
+     * its store writes them */
+    if (!past_block0) {
+        uint32_t small = CBFS_BLOCK_MIN;
+        while (small < max_ulen) small <<= 1;
+        *bs = cand_fits ? cand : small;
+        return CBFS_OK;
+    }
+    /* 3: the candidate, backed by a frame that holds a whole block of it */
+    if (cand_fits)
+        for (size_t i = 0; i < n; i++)
+            if (r[i].type == CBFS_REC_BLOCK && r[i].ulen == cand) {
+                *bs = cand;
+                return CBFS_OK;
+            }
+    /* 4: a block larger than half the largest size leaves only that size */
+    if (max_ulen > CBFS_BLOCK_MAX / 2) {
+        *bs = CBFS_BLOCK_MAX;
+        return CBFS_OK;
+    }
+    return CBFS_E_BLOCK_SIZE;
 }
 
 /* Does the tail [from, dsize) contain the frame envelope magic anywhere? A
@@ -275,22 +309,24 @@ static bool cbfs_load_last_matches(int data_fd, int idx_fd, uint64_t dsize,
 }
 
 static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool check_all,
-                                     struct cbfs_index *idx, struct cbfs_index_report *rep);
+                                     const struct cbfs_bs_hint *bs, struct cbfs_index *idx,
+                                     struct cbfs_index_report *rep);
 
-cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
-                         struct cbfs_index_report *rep)
+cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, const struct cbfs_bs_hint *bs,
+                         struct cbfs_index *idx, struct cbfs_index_report *rep)
 {
-    return cbfs_index_load_impl(data_fd, idx_fd, repair, true, idx, rep);
+    return cbfs_index_load_impl(data_fd, idx_fd, repair, true, bs, idx, rep);
 }
 
-cbfs_err cbfs_index_open(int data_fd, int idx_fd, bool repair, struct cbfs_index *idx,
-                         struct cbfs_index_report *rep)
+cbfs_err cbfs_index_open(int data_fd, int idx_fd, bool repair, const struct cbfs_bs_hint *bs,
+                         struct cbfs_index *idx, struct cbfs_index_report *rep)
 {
-    return cbfs_index_load_impl(data_fd, idx_fd, repair, false, idx, rep);
+    return cbfs_index_load_impl(data_fd, idx_fd, repair, false, bs, idx, rep);
 }
 
 static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool check_all,
-                                     struct cbfs_index *idx, struct cbfs_index_report *rep)
+                                     const struct cbfs_bs_hint *bs, struct cbfs_index *idx,
+                                     struct cbfs_index_report *rep)
 {
     struct cbfs_index_report rp;
     memset(&rp, 0, sizeof rp);
@@ -333,23 +369,24 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         }
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
-        uint32_t max_ulen = 0;
         uint64_t fid = idx->file_id;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, &fid, &rv, &max_ulen);
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, &fid, &rv);
         if (e) goto fail;
     } else {
         /* No usable sidecar: the frames alone, from offset 0. */
         rp.sidecar_missing = true;
         rp.records_dropped = (isize + CBFS_INDEX_REC_SIZE - 1) / CBFS_INDEX_REC_SIZE;
-        uint32_t max_ulen = 0;
         uint64_t fid = 0;
-        e = cbfs_load_scan(data_fd, dsize, 0, false, &fid, &rv, &max_ulen);
+        uint32_t block_size = 0;
+        e = cbfs_load_scan(data_fd, dsize, 0, false, &fid, &rv);
         if (e) goto fail;
         if (rv.n == 0) {
             e = CBFS_E_BAD_MAGIC; /* offset 0 is not a cbfs frame */
             goto fail;
         }
-        cbfs_index_init(idx, cbfs_load_infer_block_size(max_ulen), fid);
+        e = cbfs_index_rebuild_block_size(rv.v, rv.n, bs, &block_size);
+        if (e) goto fail; /* before repair: a refused rebuild writes nothing */
+        cbfs_index_init(idx, block_size, fid);
     }
     e = cbfs_load_apply_scanned(idx, &rv, &rp);
     if (e) goto fail;

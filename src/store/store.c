@@ -346,11 +346,13 @@ cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *con
     return cbfs_store_read_conf_in(st->meta_fd, conf, found, msg, msg_cap);
 }
 
-cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, char *msg, size_t msg_cap)
+cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, uint32_t *block_size, char *msg,
+                                size_t msg_cap)
 {
     struct cbfs_store_conf conf;
     bool found;
     *layout = CBFS_LAYOUT_NEWEST;
+    if (block_size) *block_size = 0;
     const int meta = openat(root_fd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (meta < 0) {
         if (msg_cap) snprintf(msg, msg_cap, "cannot open it: %s", strerror(errno));
@@ -359,6 +361,7 @@ cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, char *msg, size_t
     const cbfs_err e = cbfs_store_read_conf_in(meta, &conf, &found, msg, msg_cap);
     close(meta);
     if (e == CBFS_OK && found) *layout = conf.layout;
+    if (e == CBFS_OK && found && block_size) *block_size = conf.block_size;
     return e;
 }
 

@@ -189,7 +189,7 @@ int tool_cat_main(int argc, char **argv)
         tool_err("cat", "%s is a directory", loc.display);
         goto out_loc;
     }
-    e = tool_file_open(loc.layout, loc.dirfd, loc.name, TOOL_LOAD_FULL, &tf);
+    e = tool_file_open(&loc.store, loc.dirfd, loc.name, TOOL_LOAD_FULL, &tf);
     if (e) {
         tool_err("cat", "%s: %s", loc.display, cbfs_err_str(e));
         goto out_loc;

@@ -64,8 +64,8 @@ static bool tool_fsck_index_clean(const struct tool_file *tf)
 static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool_file *tf)
 {
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
-    cbfs_err e = cbfs_store_sidecar_path(tf->layout, name, side, sizeof side);
-    if (e == CBFS_OK) e = cbfs_store_sidecar_dir(tf->layout, dirfd);
+    cbfs_err e = cbfs_store_sidecar_path(tf->store.layout, name, side, sizeof side);
+    if (e == CBFS_OK) e = cbfs_store_sidecar_dir(tf->store.layout, dirfd);
     if (e) return e;
     if (tf->load_err == CBFS_E_WRONG_FILE && unlinkat(dirfd, side, 0) != 0)
         return cbfs_err_from_errno(errno);
@@ -83,7 +83,7 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
     if (e) goto out;
     struct cbfs_index idx;
     struct cbfs_index_report rep;
-    e = cbfs_index_load(data_fd, idx_fd, true, &idx, &rep);
+    e = cbfs_index_load(data_fd, idx_fd, true, &tf->store.bs, &idx, &rep);
     if (!e) cbfs_index_free(&idx);
 out:
     if (idx_fd >= 0) close(idx_fd);
@@ -102,7 +102,7 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
         return false;
     }
     struct tool_file again;
-    if (tool_file_open(tf->layout, dirfd, name, TOOL_LOAD_FULL, &again) != CBFS_OK) return false;
+    if (tool_file_open(&tf->store, dirfd, name, TOOL_LOAD_FULL, &again) != CBFS_OK) return false;
     const bool ok = tool_fsck_index_clean(&again);
     printf("%s: %s: index rebuilt from %" PRIu64 " frame(s)%s\n", display,
            ok ? "repaired" : "NOT repaired",
@@ -141,7 +141,7 @@ static bool tool_fsck_stale_sidecar(struct tool_fsck *f, const char *display,
     return true;
 }
 
-static int tool_fsck_one(void *arg, unsigned layout, int dirfd, const char *name,
+static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, const char *name,
                          const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck *const f = arg;
@@ -158,7 +158,7 @@ static int tool_fsck_one(void *arg, unsigned layout, int dirfd, const char *name
         return 0;
     }
     struct tool_file tf;
-    if (!tool_file_open_walked(layout, dirfd, name, TOOL_LOAD_FULL, display, "fsck", &f->errors, &tf)) return 0;
+    if (!tool_file_open_walked(store, dirfd, name, TOOL_LOAD_FULL, display, "fsck", &f->errors, &tf)) return 0;
     f->files++;
     if (tool_fsck_stale_sidecar(f, display, &tf)) {
         tool_file_close(&tf);

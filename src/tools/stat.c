@@ -221,13 +221,13 @@ nomem:
     c->errors++;
 }
 
-static int tool_stat_one(void *arg, unsigned layout, int dirfd, const char *name,
+static int tool_stat_one(void *arg, const struct tool_store *store, int dirfd, const char *name,
                          const char *display, enum tool_ent_kind kind)
 {
     struct tool_stat_ctx *const c = arg;
     if (kind != TOOL_ENT_FILE) return 0;
     struct tool_file tf;
-    if (!tool_file_open_walked(layout, dirfd, name, TOOL_LOAD_FAST, display, "stat", &c->errors, &tf)) return 0;
+    if (!tool_file_open_walked(store, dirfd, name, TOOL_LOAD_FAST, display, "stat", &c->errors, &tf)) return 0;
     struct tool_stat_row r;
     memset(&r, 0, sizeof r);
     r.data_bytes = (uint64_t)tf.data_st.st_size;

@@ -59,6 +59,13 @@ void tool_gnuplot_str(FILE *g, const char *s);
 
 /* ---- locating files (walk.c) ---- */
 
+/* What the tool knows about the store a file is in, from store.conf. */
+struct tool_store {
+    unsigned layout;        /* CBFS_LAYOUT_*; layout 1 outside a store */
+    struct cbfs_bs_hint bs; /* for rebuilding a lost sidecar: store.conf's block size
+                               (a candidate; 0 outside a store), or --block-size (asserted) */
+};
+
 /* A user path resolved to a store: dirfd is an O_PATH descriptor on the
  * directory holding the entry (or on the entry itself when it is a
  * directory, then name is "."); display is the path for messages. */
@@ -70,7 +77,7 @@ struct tool_loc {
     bool via_mount;   /* the path was inside a mounted cbfs, mapped to its store */
     bool in_store;    /* the entry or a directory above it is a store root */
     bool at_root;     /* the entry is the store root itself (a directory) */
-    unsigned layout;  /* the store's CBFS_LAYOUT_*; layout 1 outside a store */
+    struct tool_store store;
 };
 
 /* Resolves path: a path inside a mounted cbfs (fuse.cbfs in
@@ -88,11 +95,11 @@ enum tool_ent_kind {
     TOOL_ENT_FILE,           /* a regular file: data file or plain file */
     TOOL_ENT_ORPHAN_SIDECAR, /* a sidecar whose data file does not exist */
 };
-/* layout: the store's; dirfd: the entry's directory (for an orphan sidecar:
+/* store: the store's layout and block size hint; dirfd: the entry's directory (for an orphan sidecar:
  * the directory holding it); name: entry name in it; display: full path for
  * messages. @return nonzero to stop the walk with that value. */
-typedef int (*tool_walk_fn)(void *arg, unsigned layout, int dirfd, const char *name,
-                            const char *display, enum tool_ent_kind kind);
+typedef int (*tool_walk_fn)(void *arg, const struct tool_store *store, int dirfd,
+                            const char *name, const char *display, enum tool_ent_kind kind);
 
 /* Visits loc: the file itself, or every entry below a directory, sorted by
  * name, not following symlinks, skipping what the mount hides (cbfs/store.h:
@@ -116,7 +123,7 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
 
 /* A data file opened with its sidecar and its index loaded. */
 struct tool_file {
-    unsigned layout;           /* the store's: where the sidecar is */
+    struct tool_store store;   /* the layout says where the sidecar is */
     int data_fd, idx_fd;       /* idx_fd -1 when there is no sidecar */
     struct stat data_st, idx_st; /* idx_st zero without a sidecar */
     bool is_cbfs;              /* false: a plain file (codec=none or never cbfs) */
@@ -135,13 +142,15 @@ enum tool_load { TOOL_LOAD_FULL, TOOL_LOAD_FAST };
 /* Opens dirfd/name read-only (O_NOFOLLOW) and its sidecar, decides plain
  * vs cbfs (a sidecar, or a data file that starts with a cbfs frame) and
  * loads the index without repairing anything. A missing sidecar is not an
- * error (rep.sidecar_missing). @return open/stat errors only (CBFS_E_INVAL:
- * not a regular file); format problems land in tf->load_err. */
-cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, enum tool_load load,
-                        struct tool_file *tf);
+ * error (rep.sidecar_missing; its rebuild takes store->bs as the hint).
+ * @return open/stat errors only (CBFS_E_INVAL: not a regular file); format
+ * problems land in tf->load_err (CBFS_E_BLOCK_SIZE: see tool_hint_block_size). */
+cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
+                        enum tool_load load, struct tool_file *tf);
 /* tool_file_open for a walk callback: on failure prints
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
-bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, enum tool_load load,
+bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char *name,
+                           enum tool_load load,
                            const char *display, const char *sub,
                            unsigned *errors, struct tool_file *tf);
 void tool_file_close(struct tool_file *tf);

@@ -50,18 +50,18 @@ static void tool_verify_bar(void *arg)
             secs > 0 ? (double)done / 1e6 / secs : 0.0);
 }
 
-static int tool_verify_size(void *arg, unsigned layout, int dirfd, const char *name,
+static int tool_verify_size(void *arg, const struct tool_store *store, int dirfd, const char *name,
                             const char *display, enum tool_ent_kind kind)
 {
     (void)display;
-    (void)layout;
+    (void)store;
     struct stat st;
     if (kind == TOOL_ENT_FILE && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         *(uint64_t *)arg += (uint64_t)st.st_size;
     return 0;
 }
 
-static int tool_verify_one(void *arg, unsigned layout, int dirfd, const char *name,
+static int tool_verify_one(void *arg, const struct tool_store *store, int dirfd, const char *name,
                            const char *display, enum tool_ent_kind kind)
 {
     struct tool_verify *const v = arg;
@@ -70,7 +70,7 @@ static int tool_verify_one(void *arg, unsigned layout, int dirfd, const char *na
         return 0;
     }
     struct tool_file tf;
-    if (!tool_file_open_walked(layout, dirfd, name, TOOL_LOAD_FULL, display, "verify", &v->errors, &tf)) return 0;
+    if (!tool_file_open_walked(store, dirfd, name, TOOL_LOAD_FULL, display, "verify", &v->errors, &tf)) return 0;
     v->files++;
     v->plain += !tf.is_cbfs;
     v->cbfs_files += tf.is_cbfs;

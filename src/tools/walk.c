@@ -169,14 +169,15 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
     loc->via_mount = mapped != NULL;
     loc->in_store = loc->via_mount || tool_store_root(p, &root_len);
     loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
-    loc->layout = CBFS_LAYOUT_SUFFIX;
+    loc->store.layout = CBFS_LAYOUT_SUFFIX;
     if (loc->in_store) {
         char root[PATH_MAX];
         snprintf(root, sizeof root, "%.*s", (int)root_len, p);
         const int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         char why[256];
         e = rfd < 0 ? cbfs_err_from_errno(errno)
-                    : cbfs_store_read_layout(rfd, &loc->layout, why, sizeof why);
+                    : cbfs_store_read_layout(rfd, &loc->store.layout, &loc->store.bs.size,
+                                             why, sizeof why);
         if (rfd >= 0) close(rfd);
         if (e) {
             snprintf(msg, cap, "%s: cannot read its %s/%s: %s", root, CBFS_STORE_DIR,
@@ -193,7 +194,7 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
     } else if (S_ISREG(st.st_mode)) {
         const char *const slash = strrchr(p, '/');
         /* outside a store the layout is 1's: only the file's own name counts */
-        if (cbfs_store_path_reserved(loc->layout, loc->in_store ? p + root_len : p)) {
+        if (cbfs_store_path_reserved(loc->store.layout, loc->in_store ? p + root_len : p)) {
             snprintf(msg, cap, "%s is an index sidecar; name its data file instead", path);
             e = CBFS_E_INVAL;
             goto fail;
@@ -234,7 +235,7 @@ void tool_loc_free(struct tool_loc *loc)
 }
 
 struct tool_walker {
-    unsigned layout;
+    const struct tool_store *store;
     const char *sub;
     tool_walk_fn fn;
     void *arg;
@@ -266,7 +267,7 @@ static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *d
             continue; /* beyond PATH_MAX: no tool could name it */
         if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
             fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
-            rc = w->fn(w->arg, w->layout, idx, names[i], path, TOOL_ENT_ORPHAN_SIDECAR);
+            rc = w->fn(w->arg, w->store, idx, names[i], path, TOOL_ENT_ORPHAN_SIDECAR);
     }
     cbfs_dir_free_names(names, n);
     close(idx);
@@ -290,14 +291,14 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
     for (size_t i = 0; i < n && rc == 0; i++) {
         const char *const name = names[i];
         const bool sidecar =
-            w->layout == CBFS_LAYOUT_SUFFIX && cbfs_store_is_sidecar_name(name);
+            w->store->layout == CBFS_LAYOUT_SUFFIX && cbfs_store_is_sidecar_name(name);
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", display, name);
-        if (w->layout == CBFS_LAYOUT_INDEXDIR && strcmp(name, CBFS_INDEX_DIR) == 0) {
+        if (w->store->layout == CBFS_LAYOUT_INDEXDIR && strcmp(name, CBFS_INDEX_DIR) == 0) {
             rc = tool_walk_index(w, dirfd, path);
             continue;
         }
-        if (cbfs_store_name_hidden(w->layout, name, in_root) && !sidecar) continue; /* .cbfs/ */
+        if (cbfs_store_name_hidden(w->store->layout, name, in_root) && !sidecar) continue; /* .cbfs/ */
         struct stat st;
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* raced away */
         if (sidecar && !S_ISREG(st.st_mode)) continue; /* hidden by the mount too */
@@ -312,7 +313,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
             close(sub);
         } else if (S_ISREG(st.st_mode)) {
             if (!sidecar) {
-                rc = w->fn(w->arg, w->layout, dirfd, name, path, TOOL_ENT_FILE);
+                rc = w->fn(w->arg, w->store, dirfd, name, path, TOOL_ENT_FILE);
                 continue;
             }
             /* A sidecar: only interesting when its data file is gone (".cbfsidx"
@@ -321,7 +322,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
             if (cbfs_store_data_name(name, data, sizeof data) == CBFS_OK &&
                 (data[0] == '\0' ||
                  (fstatat(dirfd, data, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)))
-                rc = w->fn(w->arg, w->layout, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
+                rc = w->fn(w->arg, w->store, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
         }
     }
     cbfs_dir_free_names(names, n);
@@ -332,8 +333,8 @@ int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void
               unsigned *errors)
 {
     if (!loc->is_dir)
-        return fn(arg, loc->layout, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
-    const struct tool_walker w = {.layout = loc->layout, .sub = sub, .fn = fn, .arg = arg, .errors = errors};
+        return fn(arg, &loc->store, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
+    const struct tool_walker w = {.store = &loc->store, .sub = sub, .fn = fn, .arg = arg, .errors = errors};
     return tool_walk_dir(&w, loc->dirfd, loc->display, loc->at_root);
 }
 
@@ -357,14 +358,14 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
     return errors;
 }
 
-cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, enum tool_load load,
-                        struct tool_file *tf)
+cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
+                        enum tool_load load, struct tool_file *tf)
 {
     memset(tf, 0, sizeof *tf);
-    tf->layout = layout;
+    tf->store = *store;
     tf->idx_fd = -1;
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
-    cbfs_err e = cbfs_store_sidecar_path(layout, name, side, sizeof side);
+    cbfs_err e = cbfs_store_sidecar_path(store->layout, name, side, sizeof side);
     if (e) return e;
     const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
     tf->data_fd = openat(dirfd, name, flags);
@@ -392,8 +393,10 @@ cbfs_err tool_file_open(unsigned layout, int dirfd, const char *name, enum tool_
     tf->is_cbfs = tf->idx_fd >= 0 || framed;
     if (!tf->is_cbfs) return CBFS_OK;
     tf->load_err = load == TOOL_LOAD_FULL
-                       ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep)
-                       : cbfs_index_open(tf->data_fd, tf->idx_fd, false, &tf->idx, &tf->rep);
+                       ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &store->bs, &tf->idx,
+                                         &tf->rep)
+                       : cbfs_index_open(tf->data_fd, tf->idx_fd, false, &store->bs, &tf->idx,
+                                         &tf->rep);
     if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {
         e = tf->load_err;
         goto fail;
@@ -404,11 +407,11 @@ fail:
     return e;
 }
 
-bool tool_file_open_walked(unsigned layout, int dirfd, const char *name, enum tool_load load,
-                           const char *display, const char *sub, unsigned *errors,
-                           struct tool_file *tf)
+bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char *name,
+                           enum tool_load load, const char *display, const char *sub,
+                           unsigned *errors, struct tool_file *tf)
 {
-    const cbfs_err e = tool_file_open(layout, dirfd, name, load, tf);
+    const cbfs_err e = tool_file_open(store, dirfd, name, load, tf);
     if (e) {
         tool_err(sub, "%s: %s", display, cbfs_err_str(e));
         (*errors)++;
@@ -423,7 +426,7 @@ void tool_file_side_display(const struct tool_file *tf, const char *display, cha
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
     const char *const slash = strrchr(display, '/');
     const int dlen = slash ? (int)(slash - display + 1) : 0;
-    if (cbfs_store_sidecar_path(tf->layout, display + dlen, side, sizeof side) != CBFS_OK)
+    if (cbfs_store_sidecar_path(tf->store.layout, display + dlen, side, sizeof side) != CBFS_OK)
         snprintf(side, sizeof side, "(sidecar of %s)", display + dlen); /* a name too long */
     snprintf(buf, cap, "%.*s%s", dlen, display, side);
 }

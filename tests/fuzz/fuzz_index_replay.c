@@ -33,11 +33,15 @@ static int cbfs_fuzz_same_content(int fd, const uint8_t *buf, size_t len)
     return same;
 }
 
+/* The rebuild's candidate block size (as a store's): a fuzzed file with a
+ * 4 KiB frame past block 0 is rebuilt, others may be refused. */
+static const struct cbfs_bs_hint cbfs_fuzz_hint = {.size = 4096};
+
 /* Errors cbfs_index_load may return for bad input (I/O on a memfd cannot fail). */
 static int cbfs_fuzz_load_err_ok(cbfs_err e)
 {
     return e == CBFS_E_VERSION || e == CBFS_E_WRONG_FILE || e == CBFS_E_BAD_MAGIC ||
-           e == CBFS_E_NOMEM;
+           e == CBFS_E_BLOCK_SIZE || e == CBFS_E_NOMEM;
 }
 
 /* Reads every block of a loaded table back; checks the table's invariants. */
@@ -137,7 +141,7 @@ static void cbfs_fuzz_run_case(const struct cbfs_fuzz_case *c)
         ifd = cbfs_fuzz_memfd("side", c->side, c->slen);
         if (ifd < 0) goto out;
     }
-    const cbfs_err e = cbfs_index_load(dfd, ifd, false, &idx, &rep);
+    const cbfs_err e = cbfs_index_load(dfd, ifd, false, &cbfs_fuzz_hint, &idx, &rep);
     CBFS_FUZZ_CHECK(cbfs_fuzz_same_content(dfd, c->data, c->dlen), "read-only load wrote data");
     CBFS_FUZZ_CHECK(!c->side || cbfs_fuzz_same_content(ifd, c->side, c->slen),
                     "read-only load wrote the sidecar");
@@ -158,7 +162,7 @@ static void cbfs_fuzz_run_case(const struct cbfs_fuzz_case *c)
         ifd2 = cbfs_fuzz_memfd("side2", c->side, c->slen);
         if (ifd2 < 0) goto out;
     }
-    const cbfs_err e2 = cbfs_index_load(dfd2, ifd2, true, &idx2, &rep2);
+    const cbfs_err e2 = cbfs_index_load(dfd2, ifd2, true, &cbfs_fuzz_hint, &idx2, &rep2);
     if (e == CBFS_E_NOMEM || e2 == CBFS_E_NOMEM) goto out;
     CBFS_FUZZ_CHECK(e2 == e, "repair load says %s, read-only load %s", cbfs_err_str(e2),
                     cbfs_err_str(e));
@@ -172,7 +176,7 @@ static void cbfs_fuzz_run_case(const struct cbfs_fuzz_case *c)
     cbfs_fuzz_same_table(&idx, &idx2, "read-only vs repair");
 
     /* 3. A repaired pair reloads clean (docs/FORMAT.md 3.2). */
-    const cbfs_err e3 = cbfs_index_load(dfd2, ifd2, false, &idx3, &rep3);
+    const cbfs_err e3 = cbfs_index_load(dfd2, ifd2, false, &cbfs_fuzz_hint, &idx3, &rep3);
     if (e3 == CBFS_E_NOMEM) goto out;
     CBFS_FUZZ_CHECK(e3 == CBFS_OK, "repaired pair does not reload: %s", cbfs_err_str(e3));
     /* Without a sidecar repair creates none: the reload rescans every frame.

@@ -528,7 +528,9 @@ static void assert_reads(const struct fileset *fs, const struct cbfs_index *idx)
 static void load_ok(const struct fileset *fs, int ifd, bool repair, struct cbfs_index *idx,
                     struct cbfs_index_report *rep)
 {
-    const cbfs_err e = cbfs_index_load(fs->dfd, ifd, repair, idx, rep);
+    /* the fileset's store block size: its full blocks back it up on a rebuild */
+    static const struct cbfs_bs_hint hint = {.size = BS};
+    const cbfs_err e = cbfs_index_load(fs->dfd, ifd, repair, &hint, idx, rep);
     cr_assert_eq(e, CBFS_OK, "load: %s", cbfs_err_str(e));
     assert_same_table(idx, &fs->ref);
 }
@@ -620,7 +622,7 @@ Test(format, sidecar_missing_rebuild)
     fs_create(&fs, 0x3333);
     struct cbfs_index idx;
     struct cbfs_index_report rep;
-    load_ok(&fs, -1, true, &idx, &rep); /* block size inferred = 4096 */
+    load_ok(&fs, -1, true, &idx, &rep); /* the candidate 4096, backed by full blocks */
     cr_assert(rep.sidecar_missing);
     cr_assert_eq(rep.frames_rescanned, fs.nrec);
     cr_assert_eq(rep.records_replayed, 0);
@@ -655,7 +657,120 @@ Test(format, sidecar_missing_rebuild)
     /* Neither a sidecar nor a cbfs data file. */
     cr_assert_eq(ftruncate(fs.dfd, 0), 0);
     cr_assert_eq(cbfs_pwrite_full(fs.dfd, junk, sizeof junk, 0), CBFS_OK);
-    cr_assert_eq(cbfs_index_load(fs.dfd, -1, false, &idx, &rep), CBFS_E_BAD_MAGIC);
+    cr_assert_eq(cbfs_index_load(fs.dfd, -1, false, NULL, &idx, &rep), CBFS_E_BAD_MAGIC);
+    fs_destroy(&fs);
+}
+
+/* ---- the block size of a rebuilt index (docs/FORMAT.md 3.3) ---- */
+
+static struct cbfs_index_rec rb_block(uint64_t b, uint32_t ulen)
+{
+    return (struct cbfs_index_rec){.type = CBFS_REC_BLOCK, .block = b, .ulen = ulen};
+}
+
+static struct cbfs_index_rec rb_size(uint64_t size)
+{
+    return (struct cbfs_index_rec){.type = CBFS_REC_SIZE, .flags = CBFS_FRAME_SIZE, .block = size};
+}
+
+/* @return the rule's size, or 0 when it refuses (CBFS_E_BLOCK_SIZE). */
+static uint32_t rb_rule(const struct cbfs_index_rec *r, size_t n, uint32_t size, bool asserted)
+{
+    const struct cbfs_bs_hint hint = {.size = size, .asserted = asserted};
+    uint32_t bs = 0;
+    const cbfs_err e = cbfs_index_rebuild_block_size(r, n, size ? &hint : NULL, &bs);
+    cr_assert(e == CBFS_OK || e == CBFS_E_BLOCK_SIZE, "%s", cbfs_err_str(e));
+    return e ? 0 : bs;
+}
+
+/* Only block 0: every fitting size gives the same bytes. */
+Test(format, rebuild_block_size_block0_any_fitting_size)
+{
+    const struct cbfs_index_rec r[] = {rb_block(0, 5000), rb_size(100000)};
+    cr_assert_eq(rb_rule(r, 2, 0, false), 8192);            /* smallest fitting */
+    cr_assert_eq(rb_rule(r, 2, 65536, false), 65536);       /* the candidate fits */
+    cr_assert_eq(rb_rule(r, 2, 4096, false), 8192);         /* it does not: smallest */
+    cr_assert_eq(rb_rule(r, 1, 0, false), 8192);
+    const struct cbfs_index_rec only_size[] = {rb_size(327680)};
+    cr_assert_eq(rb_rule(only_size, 1, 0, false), CBFS_BLOCK_MIN);
+    cr_assert_eq(rb_rule(only_size, 1, 65536, false), 65536);
+}
+
+/* The review's file: a SIZE frame to 320 KiB, then 11 bytes in block 5 of
+ * 64 KiB. No frame holds a whole block: 4 KiB (the old inference) would put
+ * the bytes at 20 KiB. Only the user's word rebuilds it. */
+Test(format, rebuild_block_size_refuses_without_a_full_block)
+{
+    const struct cbfs_index_rec r[] = {rb_size(327680), rb_block(5, 11)};
+    cr_assert_eq(rb_rule(r, 2, 0, false), 0);
+    cr_assert_eq(rb_rule(r, 2, 65536, false), 0); /* a candidate is no proof */
+    cr_assert_eq(rb_rule(r, 2, 65536, true), 65536);
+    cr_assert_eq(rb_rule(r, 2, 3000, true), 0);   /* not a block size */
+    cr_assert_eq(rb_rule(r, 2, 32u << 20, true), 0);
+}
+
+/* Full blocks of the candidate back it up; a candidate they contradict, or
+ * none, is refused. */
+Test(format, rebuild_block_size_candidate_backed_by_a_full_block)
+{
+    const struct cbfs_index_rec r[] = {rb_block(0, 65536), rb_block(1, 65536), rb_block(2, 100)};
+    cr_assert_eq(rb_rule(r, 3, 65536, false), 65536);
+    cr_assert_eq(rb_rule(r, 3, 262144, false), 0); /* written with another block size */
+    cr_assert_eq(rb_rule(r, 3, 32768, false), 0);  /* a 64 KiB block cannot be in 32 KiB */
+    cr_assert_eq(rb_rule(r, 3, 0, false), 0);
+    cr_assert_eq(rb_rule(r, 3, 32768, true), 0);   /* the user's word, contradicted */
+    cr_assert_eq(rb_rule(r, 3, 131072, true), 131072);
+}
+
+/* Why a largest ulen that is a block size proves nothing by itself: written
+ * with 128 KiB blocks, 64 KiB at 0, truncate to 384 KiB, 10 bytes appended
+ * (block 3). 64 KiB would move those bytes to 192 KiB. */
+Test(format, rebuild_block_size_largest_ulen_is_no_proof)
+{
+    const struct cbfs_index_rec r[] = {rb_block(0, 65536), rb_size(393216), rb_block(3, 10)};
+    cr_assert_eq(rb_rule(r, 3, 0, false), 0);
+    cr_assert_eq(rb_rule(r, 3, 131072, false), 0);
+    cr_assert_eq(rb_rule(r, 3, 131072, true), 131072);
+}
+
+/* A block over 8 MiB leaves 16 MiB as the only size. */
+Test(format, rebuild_block_size_only_one_size_left)
+{
+    const struct cbfs_index_rec r[] = {rb_block(0, 100), rb_block(1, (8u << 20) + 1)};
+    cr_assert_eq(rb_rule(r, 2, 0, false), CBFS_BLOCK_MAX);
+    cr_assert_eq(rb_rule(r, 2, 65536, false), CBFS_BLOCK_MAX);
+}
+
+/* Through the loader: a refused rebuild is an error, and repair writes
+ * nothing (the unusable sidecar stays as it was). */
+Test(format, rebuild_block_size_refused_load_writes_nothing)
+{
+    struct fileset fs;
+    fs_create(&fs, 0x3434);
+    const uint8_t junk[64] = "this is not a cbfs sidecar header";
+    cr_assert_eq(cbfs_pwrite_full(fs.ifd, junk, sizeof junk, 0), CBFS_OK);
+    uint64_t ilen, dlen;
+    uint8_t *side = slurp(fs.ifd, &ilen), *data = slurp(fs.dfd, &dlen);
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    const struct cbfs_bs_hint other = {.size = 2 * BS}; /* no block of it */
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &other, &idx, &rep), CBFS_E_BLOCK_SIZE);
+    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, true, NULL, &idx, &rep), CBFS_E_BLOCK_SIZE);
+    cr_assert(!rep.repaired);
+    uint64_t n;
+    uint8_t *now = slurp(fs.ifd, &n);
+    cr_assert(n == ilen && memcmp(now, side, n) == 0);
+    free(now);
+    now = slurp(fs.dfd, &n);
+    cr_assert(n == dlen && memcmp(now, data, n) == 0);
+    free(now);
+    const struct cbfs_bs_hint user = {.size = BS, .asserted = true};
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &user, &idx, &rep), CBFS_OK);
+    cr_assert(rep.repaired);
+    assert_same_table(&idx, &fs.ref);
+    cbfs_index_free(&idx);
+    free(side);
+    free(data);
     fs_destroy(&fs);
 }
 
@@ -762,13 +877,13 @@ Test(format, sidecar_of_another_file)
     struct cbfs_index idx;
     struct cbfs_index_report rep;
     const uint64_t alen = fsize(a.ifd), blen = fsize(b.dfd);
-    cr_assert_eq(cbfs_index_load(b.dfd, a.ifd, true, &idx, &rep), CBFS_E_WRONG_FILE);
+    cr_assert_eq(cbfs_index_load(b.dfd, a.ifd, true, NULL, &idx, &rep), CBFS_E_WRONG_FILE);
     cr_assert(!rep.repaired);
     cr_assert_eq(fsize(a.ifd), alen);
     cr_assert_eq(fsize(b.dfd), blen);
     /* A sidecar with only its header: caught by the rescan. */
     cr_assert_eq(ftruncate(a.ifd, 64), 0);
-    cr_assert_eq(cbfs_index_load(b.dfd, a.ifd, true, &idx, &rep), CBFS_E_WRONG_FILE);
+    cr_assert_eq(cbfs_index_load(b.dfd, a.ifd, true, NULL, &idx, &rep), CBFS_E_WRONG_FILE);
     cr_assert_eq(fsize(a.ifd), 64);
     fs_destroy(&a);
     fs_destroy(&b);
@@ -789,7 +904,7 @@ Test(format, sidecar_newer_version)
     cr_assert_eq(cbfs_pwrite_full(fs.dfd, "tail", 4, dlen), CBFS_OK);
     struct cbfs_index idx;
     struct cbfs_index_report rep;
-    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &idx, &rep), CBFS_E_VERSION);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, NULL, &idx, &rep), CBFS_E_VERSION);
     cr_assert(!rep.repaired);
     cr_assert_eq(fsize(fs.ifd), ilen - 10);
     cr_assert_eq(fsize(fs.dfd), dlen + 4);
@@ -951,7 +1066,7 @@ Test(format, fast_open_equals_full_load)
     fs_create(&fs, 0x4242);
     struct cbfs_index idx;
     struct cbfs_index_report rep;
-    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, &idx, &rep), CBFS_OK);
+    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, NULL, &idx, &rep), CBFS_OK);
     assert_same_table(&idx, &fs.ref);
     cr_assert_eq(rep.records_replayed, fs.nrec);
     assert_reads(&fs, &idx);
@@ -962,8 +1077,8 @@ Test(format, fast_open_equals_full_load)
     cr_assert_eq(ftruncate(fs.dfd, (off_t)(dlen - 7)), 0);
     struct cbfs_index full;
     struct cbfs_index_report frep;
-    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, &full, &frep), CBFS_OK);
-    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, &idx, &rep), CBFS_OK);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, NULL, &full, &frep), CBFS_OK);
+    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, NULL, &idx, &rep), CBFS_OK);
     assert_same_table(&idx, &full);
     cr_assert_eq(rep.records_replayed, frep.records_replayed);
     cr_assert_eq(rep.records_dropped, frep.records_dropped);
@@ -990,9 +1105,9 @@ Test(format, fast_open_falls_back_when_last_record_mismatches)
     cr_assert_eq(cbfs_pwrite_full(fs.ifd, rec, 64, last), CBFS_OK);
     struct cbfs_index full, fast;
     struct cbfs_index_report frep, rep;
-    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, &full, &frep), CBFS_OK);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, NULL, &full, &frep), CBFS_OK);
     cr_assert_eq(frep.records_replayed, fs.nrec - 1);
-    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, &fast, &rep), CBFS_OK);
+    cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, NULL, &fast, &rep), CBFS_OK);
     assert_same_table(&fast, &full);
     cr_assert_eq(rep.records_replayed, frep.records_replayed);
     cbfs_index_free(&fast);

@@ -274,15 +274,19 @@ Test(golden, load_and_read)
     cr_assert(dfd >= 0 && ifd >= 0);
     struct cbfs_index x;
     struct cbfs_index_report rep;
-    cr_assert_eq(cbfs_index_load(dfd, ifd, false, &x, &rep), CBFS_OK);
+    cr_assert_eq(cbfs_index_load(dfd, ifd, false, NULL, &x, &rep), CBFS_OK);
     cr_assert_eq(rep.records_replayed, G_NFRAMES);
     cr_assert(!rep.sidecar_missing && !rep.repaired);
     cr_assert_eq(rep.records_dropped + rep.frames_rescanned + rep.data_tail_bytes, 0);
     g_check_table_and_reads(dfd, &x, expected);
     cbfs_index_free(&x);
 
-    /* Rebuilt from the frames alone: the same table (block size inferred). */
-    cr_assert_eq(cbfs_index_load(dfd, -1, false, &x, &rep), CBFS_OK);
+    /* Rebuilt from the frames alone: the same table, with the store's block
+     * size as the candidate (full blocks of it back it up). Without one the
+     * frames do not prove 4 KiB: refused, never guessed. */
+    cr_assert_eq(cbfs_index_load(dfd, -1, false, NULL, &x, &rep), CBFS_E_BLOCK_SIZE);
+    const struct cbfs_bs_hint hint = {.size = G_BS};
+    cr_assert_eq(cbfs_index_load(dfd, -1, false, &hint, &x, &rep), CBFS_OK);
     cr_assert(rep.sidecar_missing);
     cr_assert_eq(rep.frames_rescanned, G_NFRAMES);
     g_check_table_and_reads(dfd, &x, expected);

@@ -486,13 +486,13 @@ Test(store_meta, conf_layout_key, .init = st_setup, .fini = st_teardown)
     cr_assert_eq(conf.layout, CBFS_LAYOUT_INDEXDIR);
     const int root = open(st_dir, O_PATH | O_DIRECTORY);
     unsigned layout = 0;
-    cr_assert_eq(cbfs_store_read_layout(root, &layout, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(cbfs_store_read_layout(root, &layout, NULL, msg, sizeof msg), CBFS_OK, "%s", msg);
     cr_assert_eq(layout, CBFS_LAYOUT_INDEXDIR, "read without the lock, as the tool does");
     st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\nlayout=3\n", 26);
-    cr_assert_eq(cbfs_store_read_layout(root, &layout, msg, sizeof msg), CBFS_E_VERSION);
+    cr_assert_eq(cbfs_store_read_layout(root, &layout, NULL, msg, sizeof msg), CBFS_E_VERSION);
     cr_assert(strstr(msg, "upgrade cbfs"), "%s", msg);
     st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\nlayout=x\n", 26);
-    cr_assert_eq(cbfs_store_read_layout(root, &layout, msg, sizeof msg), CBFS_E_INVAL);
+    cr_assert_eq(cbfs_store_read_layout(root, &layout, NULL, msg, sizeof msg), CBFS_E_INVAL);
     close(root);
 }
 
