@@ -639,6 +639,16 @@ static int cbfs_inode_idx_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int
 static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
                                 char *buf, size_t cap);
 
+/* The end of the log line for a compressed file whose index did not load:
+ * what the admin can do about error e. */
+static const char *cbfs_inode_load_advice(cbfs_err e)
+{
+    if (e == CBFS_E_BLOCK_SIZE) /* never guessed: only the admin knows it */
+        return " (restore its sidecar, or give the block size it was written with: "
+               "cbfs fsck --repair --block-size SIZE)";
+    return " (cbfs fsck checks the store)";
+}
+
 /* inode->lock held. Logical size and block size of a compressed file with no
  * open state (fd: its pinned O_PATH fd): read from its index with temporary
  * read-only fds (O_NOATIME: a stat is no read). @return 0 or errno; a failure
@@ -649,6 +659,7 @@ static int cbfs_inode_peek(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
     char path[CBFS_PROCFD_MAX], logname[PATH_MAX];
     const char *why;
     int err, ifd = -1;
+    cbfs_err e = CBFS_OK;
     cbfs_assert_held(&inode->lock);
     cbfs_procfd(path, fd);
     const int dfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
@@ -660,14 +671,14 @@ static int cbfs_inode_peek(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
     err = cbfs_inode_idx_open(fs, inode, O_RDONLY, &ifd);
     why = strerror(err);
     if (err) goto out;
-    const cbfs_err e = cbfs_file_peek(fs->opt.eng, dfd, ifd, size, block_size);
+    e = cbfs_file_peek(fs->opt.eng, dfd, ifd, size, block_size);
     err = cbfs_err_errno(e);
     why = cbfs_err_str(e);
 out:
     if (err) {
         cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
         cbfs_log_warn("cannot read the logical size of '%s': %s%s", logname, why,
-                      (err == EMFILE || err == ENFILE) ? "" : " (cbfs fsck checks the store)");
+                      (err == EMFILE || err == ENFILE) ? "" : cbfs_inode_load_advice(e));
     }
     if (ifd >= 0) close(ifd);
     if (dfd >= 0) close(dfd);
@@ -880,7 +891,8 @@ retry:
     const cbfs_err e = cbfs_file_open(fs->opt.eng, dfd, ifd, false, writable, codec, level, &f);
     cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
     if (e) {
-        cbfs_log_err("cannot open '%s': %s", logname, cbfs_err_str(e));
+        cbfs_log_err("cannot open '%s': %s%s", logname, cbfs_err_str(e),
+                     e == CBFS_E_BLOCK_SIZE ? cbfs_inode_load_advice(e) : "");
         return cbfs_err_errno(e);
     }
     cbfs_file_set_name(f, logname);

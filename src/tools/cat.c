@@ -14,11 +14,14 @@
 #include "tools/tool.h"
 
 static const char tool_cat_help[] =
-    "usage: cbfs cat [--range OFF:LEN] [--keep-going] STORE/PATH\n"
+    "usage: cbfs cat [--range OFF:LEN] [--keep-going] [--block-size SIZE] STORE/PATH\n"
     "Decodes a stored file to stdout without a mount (plain files are copied).\n"
-    "  --range OFF:LEN  only LEN bytes from OFF (K/M/G suffixes; 'OFF:' = to the end)\n"
-    "  --keep-going     write zeros for a damaged block, report it, go on\n"
-    "exit status: 0 ok, 1 a block was damaged, 2 usage or I/O error\n";
+    "  --range OFF:LEN    only LEN bytes from OFF (K/M/G suffixes; 'OFF:' = to the end)\n"
+    "  --keep-going       write zeros for a damaged block, report it, go on\n"
+    "  --block-size SIZE  the block size the file was written with, for a file whose\n"
+    "                     sidecar is lost and whose frames do not prove it\n"
+    "exit status: 0 ok, 1 a block was damaged, 2 usage or I/O error, or the index\n"
+    "             cannot be loaded (nothing is written to stdout then)\n";
 
 /* Blocks decoded per pool round: enough to keep every worker busy. */
 #define TOOL_CAT_WINDOW 32u
@@ -157,10 +160,12 @@ int tool_cat_main(int argc, char **argv)
 {
     static const struct option opts[] = {{"range", required_argument, NULL, 'r'},
                                          {"keep-going", no_argument, NULL, 'k'},
+                                         {"block-size", required_argument, NULL, 'b'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     uint64_t off = 0, len = UINT64_MAX;
     bool keep_going = false;
+    uint32_t block_size = 0;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -173,6 +178,10 @@ int tool_cat_main(int argc, char **argv)
             keep_going = true;
             continue;
         }
+        if (ch == 'b') {
+            if (!tool_block_size_arg("cat", optarg, &block_size)) return TOOL_EXIT_USAGE;
+            continue;
+        }
         return tool_usage(tool_cat_help, ch == 'h');
     }
     if (optind + 1 != argc) return tool_usage(tool_cat_help, false);
@@ -182,6 +191,7 @@ int tool_cat_main(int argc, char **argv)
         tool_err("cat", "%s", msg);
         return TOOL_EXIT_USAGE;
     }
+    if (block_size) loc.store.bs = (struct cbfs_bs_hint){.size = block_size, .asserted = true};
     int rc = TOOL_EXIT_USAGE;
     struct tool_file tf;
     cbfs_err e = CBFS_E_INVAL;
@@ -195,7 +205,8 @@ int tool_cat_main(int argc, char **argv)
         goto out_loc;
     }
     if (tf.is_cbfs && tf.load_err) {
-        tool_err("cat", "%s: cannot load the index: %s", loc.display, cbfs_err_str(tf.load_err));
+        tool_err("cat", "%s: cannot load the index: %s%s", loc.display,
+                 cbfs_err_str(tf.load_err), tool_file_load_advice(&tf));
         goto out_file;
     }
     if (!tf.is_cbfs && !loc.in_store) {

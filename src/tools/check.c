@@ -241,8 +241,8 @@ cbfs_err tool_check_file(struct cbfs_pool *pool, const char *display, const stru
 {
     if (!tf->is_cbfs) return CBFS_OK;
     if (tf->load_err) {
-        tool_check_add(chk, display, UINT64_MAX, "cannot load the index: %s",
-                       cbfs_err_str(tf->load_err));
+        tool_check_add(chk, display, UINT64_MAX, "cannot load the index: %s%s",
+                       cbfs_err_str(tf->load_err), tool_file_load_advice(tf));
         return CBFS_OK;
     }
     tool_check_report(display, tf, chk);

@@ -23,11 +23,13 @@
 enum { FSCK_CLEAN = 0, FSCK_CORRECTED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8 };
 
 static const char tool_fsck_help[] =
-    "usage: cbfs fsck [--repair] STORE\n"
+    "usage: cbfs fsck [--repair] [--block-size SIZE] STORE\n"
     "       cbfs fsck --upgrade STORE\n"
     "Checks every data file of an unmounted store against its sidecar and reads every\n"
     "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"
     "torn tails, removes orphan sidecars. Damaged payloads are reported, never 'fixed'.\n"
+    "A lost sidecar is rebuilt only when the frames prove the block size or back\n"
+    "store.conf's; else give the size the files were written with: --block-size SIZE.\n"
     "exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
     "             8 usage or operational error (e.g. the store is mounted)\n"
     "With --upgrade: converts a store of layout 1 (NAME.cbfsidx sidecars, names up to 247\n"
@@ -176,7 +178,14 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
     f->problems += chk.n;
     if (tf.is_cbfs && !tool_fsck_index_clean(&tf)) {
         const bool can = tool_fsck_repairable(&tf);
-        if (!can)
+        if (tf.load_err == CBFS_E_BLOCK_SIZE && tf.store.bs.asserted)
+            printf("%s: not repaired: a block of it is larger than --block-size\n", display);
+        else if (tf.load_err == CBFS_E_BLOCK_SIZE)
+            printf("%s: not repaired: its sidecar is lost and its frames do not tell its block "
+                   "size; restore the sidecar from a copy, or rerun with --repair --block-size "
+                   "SIZE (the size it was written with: the mount's block_size)\n",
+                   display);
+        else if (!can)
             printf("%s: damaged frame inside the file: not repaired (cutting there would drop "
                    "the good frames after it)\n",
                    display);
@@ -217,18 +226,24 @@ int tool_fsck_main(int argc, char **argv)
 {
     static const struct option opts[] = {{"repair", no_argument, NULL, 'r'},
                                          {"upgrade", no_argument, NULL, 'u'},
+                                         {"block-size", required_argument, NULL, 'b'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct tool_fsck f;
     memset(&f, 0, sizeof f);
     int ch;
     bool upgrade = false;
+    uint32_t block_size = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "hy", opts, NULL)) != -1) {
         if (ch == 'r' || ch == 'y')
             f.repair = true;
         else if (ch == 'u')
             upgrade = true;
+        else if (ch == 'b' && !tool_block_size_arg("fsck", optarg, &block_size))
+            return FSCK_ERROR;
+        else if (ch == 'b')
+            continue;
         else
             return tool_usage(tool_fsck_help, ch == 'h') ? FSCK_ERROR : FSCK_CLEAN;
     }
@@ -240,6 +255,8 @@ int tool_fsck_main(int argc, char **argv)
         tool_err("fsck", "%s", msg);
         return FSCK_ERROR;
     }
+    /* the user's word replaces store.conf's candidate (docs/FORMAT.md 3.3) */
+    if (block_size) loc.store.bs = (struct cbfs_bs_hint){.size = block_size, .asserted = true};
     int rc = FSCK_ERROR;
     struct cbfs_store *st = NULL;
     if (!loc.is_dir || loc.via_mount) {

@@ -154,6 +154,12 @@ bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char
                            const char *display, const char *sub,
                            unsigned *errors, struct tool_file *tf);
 void tool_file_close(struct tool_file *tf);
+/* What the user can do about tf->load_err, as a clause to end a message
+ * with ("" when there is nothing to add). */
+const char *tool_file_load_advice(const struct tool_file *tf);
+/* --block-size SIZE of fsck and cat: the block size a lost sidecar was
+ * written with. On a bad value prints why for sub. @return true if valid. */
+bool tool_block_size_arg(const char *sub, const char *arg, uint32_t *bs);
 /* Writes the sidecar's path for messages (display: the data file's) into buf. */
 void tool_file_side_display(const struct tool_file *tf, const char *display, char *buf,
                             size_t cap);

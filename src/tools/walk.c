@@ -431,6 +431,26 @@ void tool_file_side_display(const struct tool_file *tf, const char *display, cha
     snprintf(buf, cap, "%.*s%s", dlen, display, side);
 }
 
+const char *tool_file_load_advice(const struct tool_file *tf)
+{
+    if (tf->load_err != CBFS_E_BLOCK_SIZE) return "";
+    if (tf->store.bs.asserted)
+        return " (the block size given with --block-size is smaller than a block of the file)";
+    return " (restore its sidecar, or give the block size the file was written with: "
+           "--block-size SIZE of cbfs cat or cbfs fsck --repair)";
+}
+
+bool tool_block_size_arg(const char *sub, const char *arg, uint32_t *bs)
+{
+    uint64_t v;
+    if (cbfs_parse_size(arg, &v) == CBFS_OK && cbfs_block_size_valid(v)) {
+        *bs = (uint32_t)v;
+        return true;
+    }
+    tool_err(sub, "--block-size wants a power of two from 4K to 16M, not '%s'", arg);
+    return false;
+}
+
 void tool_file_close(struct tool_file *tf)
 {
     if (tf->is_cbfs && !tf->load_err) cbfs_index_free(&tf->idx);
