@@ -20,6 +20,9 @@
 #include "fuse/inode.h"
 #include "testdata.h"
 
+
+/* The fixture engine's block size (the mount's, to the fs). */
+#define IT_BLOCK_SIZE (16u << 10)
 static char it_dir[64];
 static int it_root = -1;
 static struct cbfs_fs *it_fs;
@@ -32,7 +35,7 @@ static void it_setup(void)
     it_root = open(it_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     cr_assert(it_root >= 0);
     /* 16K: files written by it_write_compressed (64K) keep their own */
-    const struct cbfs_engine_config cfg = {.block_size = 16 << 10, .workers = 1};
+    const struct cbfs_engine_config cfg = {.block_size = IT_BLOCK_SIZE, .workers = 1};
     cr_assert_eq(cbfs_engine_create(&cfg, &it_eng), CBFS_OK);
     const struct cbfs_fs_options opt = {
         .store_fd = it_root, .store_path = it_dir, .layout = CBFS_LAYOUT_SUFFIX, .eng = it_eng};
@@ -82,9 +85,9 @@ static bool it_in_table(const struct stat *st)
     return inode != NULL;
 }
 
-/* Writes a compressed file (data + sidecar) of size bytes through the engine
- * with the first codec this build has. */
-static void it_write_compressed(const char *name, size_t size)
+/* Writes a compressed file (data + sidecar) of size bytes through an engine
+ * of block size bs with the first codec this build has. */
+static void it_write_compressed(const char *name, size_t size, uint32_t bs)
 {
     char sc[NAME_MAX + 1];
     snprintf(sc, sizeof sc, "%s%s", name, CBFS_INDEX_SUFFIX);
@@ -95,7 +98,7 @@ static void it_write_compressed(const char *name, size_t size)
         it_teardown();
         cr_skip_test("no compressing codec built");
     }
-    const struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 1};
+    const struct cbfs_engine_config cfg = {.block_size = bs, .workers = 1};
     struct cbfs_engine *eng;
     cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
     const int dfd = openat(it_root, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -245,7 +248,7 @@ Test(inode, a_directory_named_like_a_sidecar_is_not_one)
 Test(inode, a_compressed_file_shows_its_logical_size)
 {
     struct stat st;
-    it_write_compressed("c", 300000);
+    it_write_compressed("c", 300000, 64 << 10); /* not the mount's block size */
     struct cbfs_inode *const c = it_lookup(it_fs->root, "c", &st);
     cr_assert_eq(c->kind, CBFS_KIND_COMPRESSED);
     cr_assert(c->has_idx);
@@ -258,7 +261,8 @@ Test(inode, a_compressed_file_shows_its_logical_size)
 Test(inode, a_compressed_file_without_sidecar_is_found_by_its_frames)
 {
     struct stat st;
-    it_write_compressed("c", 300000);
+    /* the mount's block size: the candidate a rebuild needs (FORMAT.md 3.3) */
+    it_write_compressed("c", 300000, IT_BLOCK_SIZE);
     cr_assert_eq(unlinkat(it_root, "c" CBFS_INDEX_SUFFIX, 0), 0);
     struct cbfs_inode *const c = it_lookup(it_fs->root, "c", &st);
     cr_assert_eq(c->kind, CBFS_KIND_COMPRESSED);
@@ -460,7 +464,7 @@ Test(export, dot_rebuilds_a_forgotten_file)
 Test(export, a_nameless_compressed_file_reads_but_opens_read_only_until_named)
 {
     struct stat st;
-    it_write_compressed("c", 300000);
+    it_write_compressed("c", 300000, IT_BLOCK_SIZE); /* rebuilt without its sidecar */
     const fuse_ino_t id = ex_forgotten_id(it_fs->root, "c");
     struct cbfs_inode *const c = ex_lookup(id, ".", &st);
     cr_assert_eq(c->kind, CBFS_KIND_COMPRESSED, "found by its frames");
@@ -518,7 +522,7 @@ Test(export, dotdot_walks_up_to_the_root)
 Test(export, gone_and_hidden_objects_are_stale)
 {
     struct stat st;
-    it_write_compressed("c", 1000);
+    it_write_compressed("c", 1000, 64 << 10);
     it_touch("gone", 10);
     const fuse_ino_t gone = ex_forgotten_id(it_fs->root, "gone");
     cr_assert_eq(unlinkat(it_root, "gone", 0), 0);
