@@ -73,6 +73,12 @@ struct cbfs_frame_hdr {
  * file classification and the fuzzers all call this. */
 bool cbfs_frame_is_envelope(const uint8_t *head, size_t n);
 
+/* Does a frame header that fails to decode (head, n bytes) still show that it
+ * was a frame of file file_id: the envelope intact, or file_id in its file-id
+ * field? The loader's test of whether a sidecar's damaged frames are its own
+ * (docs/FORMAT.md, "Leftover sidecars"). */
+bool cbfs_frame_hdr_trace(const uint8_t *head, size_t n, uint64_t file_id);
+
 void cbfs_frame_hdr_encode(const struct cbfs_frame_hdr *h, uint8_t out[CBFS_FRAME_HDR_SIZE]);
 /* @return CBFS_E_BAD_MAGIC (not a cbfs frame), CBFS_E_CORRUPT (header checksum),
  * CBFS_E_VERSION (newer header version or unknown flags). */
@@ -185,8 +191,12 @@ struct cbfs_index_report {
     uint64_t frames_damaged;   /* indexed frames whose header is unreadable: kept in the
                                   table (their reads fail with CBFS_E_CORRUPT) */
     uint64_t first_damaged_offset; /* data-file offset of the first of them */
-    bool tail_kept;            /* the tail holds frame magic (damage, not a torn write):
-                                  never truncated; appends go after it */
+    bool tail_kept;            /* the tail holds frame magic (damage, not a torn write),
+                                  or no frame of the file is intact: never truncated;
+                                  appends go after it */
+    bool leftover;             /* with CBFS_E_WRONG_FILE: the data file holds no frame of
+                                  the sidecar's file, intact or damaged, and no other
+                                  frame: the sidecar is a leftover of another file */
     uint16_t newer_version;    /* with CBFS_E_VERSION: the version found */
     bool repaired;            /* sidecar/data were rewritten (repair mode) */
 };
@@ -218,7 +228,9 @@ cbfs_err cbfs_index_rebuild_block_size(const struct cbfs_index_rec *r, size_t n,
  * the last valid frame is truncated from the data file, and both are
  * fdatasync'd; with idx_fd == -1 and repair, nothing is created (the caller
  * creates sidecars). @return CBFS_E_VERSION for a sidecar of a newer format,
- * CBFS_E_WRONG_FILE if the sidecar's file id does not match the frames,
+ * CBFS_E_WRONG_FILE if the sidecar's file id does not match the frames, or
+ * (rep->leftover) if a non-empty data file shows nothing of the sidecar's
+ * file (docs/FORMAT.md, "Leftover sidecars"),
  * CBFS_E_BAD_MAGIC if neither sidecar nor data file is cbfs (also for an
  * empty data file without a usable sidecar), CBFS_E_BLOCK_SIZE if there is
  * no usable sidecar and cbfs_index_rebuild_block_size refuses with hint bs

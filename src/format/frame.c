@@ -56,6 +56,14 @@ bool cbfs_frame_is_envelope(const uint8_t *head, size_t n)
            cbfs_get_le32(head + FH_MAGIC) == CBFS_FRAME_MAGIC;
 }
 
+bool cbfs_frame_hdr_trace(const uint8_t *head, size_t n, uint64_t file_id)
+{
+    /* A bit flipped in the envelope leaves the file id; one flipped in the
+     * id leaves the envelope. */
+    return cbfs_frame_is_envelope(head, n) ||
+           (n >= FH_FILE_ID + 8 && cbfs_get_le64(head + FH_FILE_ID) == file_id);
+}
+
 cbfs_err cbfs_frame_hdr_decode(const uint8_t in[CBFS_FRAME_HDR_SIZE], struct cbfs_frame_hdr *h)
 {
     if (!cbfs_frame_is_envelope(in, CBFS_FRAME_HDR_SIZE)) return CBFS_E_BAD_MAGIC;

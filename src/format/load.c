@@ -308,6 +308,67 @@ static bool cbfs_load_last_matches(int data_fd, int idx_fd, uint64_t dsize,
            fh.file_id == idx->file_id && cbfs_load_rec_matches(&r, &fh);
 }
 
+/* What a non-empty data file shows of the sidecar's file when none of the
+ * sidecar's frames is intact and the rescan found none (docs/FORMAT.md,
+ * "Leftover sidecars"). */
+enum cbfs_load_claim {
+    CBFS_CLAIM_FRAMES, /* some frame of the file is intact: the usual load */
+    CBFS_CLAIM_TORN,   /* no record; the data begins with the envelope: a torn
+                          first frame (repair may cut it, as any torn tail) */
+    CBFS_CLAIM_TRACE,  /* a damaged frame still shows it was the file's: ours,
+                          but nothing proves the rest is, so no tail is cut */
+    CBFS_CLAIM_NONE    /* nothing of the file: the sidecar is a leftover */
+};
+
+static bool cbfs_load_all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return false;
+    return true;
+}
+
+/* Called when no record's frame is intact and the rescan found no frame in a
+ * data file of dsize > 0 bytes; the records replayed (all of them damaged)
+ * end at idx->index_end. A record is only written after its frame, so the
+ * frame position of a record is a trace of the file when it shows the
+ * envelope or the file id, or is all zeros (what a crash leaves on XFS or
+ * ext4 data=writeback). With no record, only offset 0 can tell, and zeros
+ * there are no trace: a first frame torn to zeros committed nothing, and
+ * calling it ours would let a repair cut another file's data. */
+static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
+                                   const struct cbfs_index *idx, enum cbfs_load_claim *claim)
+{
+    uint8_t head[CBFS_FRAME_HDR_SIZE], buf[CBFS_INDEX_REC_SIZE];
+    cbfs_err e;
+    *claim = CBFS_CLAIM_NONE;
+    if (idx->index_end <= CBFS_INDEX_REC_SIZE) {
+        const size_t n = dsize < sizeof head ? (size_t)dsize : sizeof head;
+        e = cbfs_pread_full(data_fd, head, n, 0);
+        if (e) return e;
+        if (cbfs_frame_is_envelope(head, n))
+            *claim = CBFS_CLAIM_TORN;
+        else if (cbfs_frame_hdr_trace(head, n, idx->file_id))
+            *claim = CBFS_CLAIM_TRACE;
+        return CBFS_OK;
+    }
+    for (uint64_t off = CBFS_INDEX_REC_SIZE; off < idx->index_end; off += sizeof buf) {
+        struct cbfs_index_rec r;
+        e = cbfs_pread_full(idx_fd, buf, sizeof buf, off);
+        if (e) return e;
+        /* replayed a moment ago: it decodes, and its frame lies inside */
+        e = cbfs_index_rec_decode(buf, &r);
+        if (e) return e;
+        e = cbfs_pread_full(data_fd, head, sizeof head, r.offset);
+        if (e) return e;
+        if (cbfs_frame_hdr_trace(head, sizeof head, idx->file_id) ||
+            cbfs_load_all_zero(head, sizeof head)) {
+            *claim = CBFS_CLAIM_TRACE;
+            return CBFS_OK;
+        }
+    }
+    return CBFS_OK;
+}
+
 static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool check_all,
                                      const struct cbfs_bs_hint *bs, struct cbfs_index *idx,
                                      struct cbfs_index_report *rep);
@@ -335,6 +396,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     struct cbfs_index_rec hdr;
     memset(&hdr, 0, sizeof hdr);
     bool have_hdr = false;
+    enum cbfs_load_claim claim = CBFS_CLAIM_FRAMES;
 
     cbfs_index_init(idx, 0, 0);
     cbfs_err e = cbfs_load_fsize(data_fd, &dsize);
@@ -372,6 +434,15 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         uint64_t fid = idx->file_id;
         e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, &fid, &rv);
         if (e) goto fail;
+        if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
+            e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
+            if (e) goto fail;
+            if (claim == CBFS_CLAIM_NONE) {
+                rp.leftover = true; /* nothing is repaired: the data is not ours */
+                e = CBFS_E_WRONG_FILE;
+                goto fail;
+            }
+        }
     } else {
         /* No usable sidecar: the frames alone, from offset 0. */
         rp.sidecar_missing = true;
@@ -394,6 +465,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     if (rp.data_tail_bytes) {
         e = cbfs_load_tail_has_frames(data_fd, idx->data_end, dsize, &rp.tail_kept);
         if (e) goto fail;
+        if (claim == CBFS_CLAIM_TRACE) rp.tail_kept = true;
     }
 
     if (repair) {

@@ -425,7 +425,8 @@ static void fs_write_size(struct fileset *fs, uint64_t size)
 /* ~40 blocks of rows, holes and random data with mixed codecs, three
  * overwrites, a truncating SIZE frame, rewritten tail blocks and an
  * extending SIZE frame. */
-static void fs_create(struct fileset *fs, uint64_t file_id)
+/* A data file and a sidecar with only its header. */
+static void fs_create_empty(struct fileset *fs, uint64_t file_id)
 {
     memset(fs, 0, sizeof *fs);
     strcpy(fs->dir, "/tmp/cbfs-format-XXXXXX");
@@ -440,7 +441,11 @@ static void fs_create(struct fileset *fs, uint64_t file_id)
     fs->file_id = file_id;
     cbfs_index_init(&fs->ref, BS, file_id);
     cr_assert_eq(cbfs_index_write_header(&fs->ref, fs->ifd), CBFS_OK);
+}
 
+static void fs_create(struct fileset *fs, uint64_t file_id)
+{
+    fs_create_empty(fs, file_id);
     for (uint64_t b = 0; b < 36; b++) fs_write_block(fs, b, b % 7 == 3 ? 1 : b % 5 == 4 ? 2 : 0, b);
     fs_write_block(fs, 3, 0, 100);  /* hole overwritten with data */
     fs_write_block(fs, 10, 2, 101); /* hole overwritten with random */
@@ -887,6 +892,188 @@ Test(format, sidecar_of_another_file)
     cr_assert_eq(fsize(a.ifd), 64);
     fs_destroy(&a);
     fs_destroy(&b);
+}
+
+/* ---- leftover sidecars (docs/FORMAT.md 3.1, step 5) ---- */
+
+/* Replaces fs's data file by n bytes that hold no frame, no file id and no
+ * 64 zero bytes: the plain file that took a lost compressed file's name. */
+static void fs_plain_data(struct fileset *fs, uint64_t n)
+{
+    cr_assert_eq(ftruncate(fs->dfd, 0), 0);
+    uint8_t *p = malloc(n);
+    cr_assert_not_null(p);
+    for (uint64_t i = 0; i < n; i++) p[i] = (uint8_t)('a' + i % 26);
+    cr_assert_eq(cbfs_pwrite_full(fs->dfd, p, n, 0), CBFS_OK);
+    free(p);
+}
+
+/* Both loads, in repair mode, say "leftover" and write nothing. */
+static void assert_leftover(struct fileset *fs)
+{
+    uint64_t dlen, ilen;
+    uint8_t *d = slurp(fs->dfd, &dlen), *i = slurp(fs->ifd, &ilen);
+    for (int fast = 0; fast < 2; fast++) {
+        struct cbfs_index idx;
+        struct cbfs_index_report rep;
+        const cbfs_err e = fast ? cbfs_index_open(fs->dfd, fs->ifd, true, &idx, &rep)
+                                : cbfs_index_load(fs->dfd, fs->ifd, true, &idx, &rep);
+        cr_assert_eq(e, CBFS_E_WRONG_FILE, "fast %d: %s", fast, cbfs_err_str(e));
+        cr_assert(rep.leftover && !rep.repaired, "fast %d", fast);
+    }
+    uint64_t n;
+    uint8_t *now = slurp(fs->dfd, &n);
+    cr_assert(n == dlen && memcmp(now, d, n) == 0, "the data file was changed");
+    free(now);
+    now = slurp(fs->ifd, &n);
+    cr_assert(n == ilen && memcmp(now, i, n) == 0, "the sidecar was changed");
+    free(now);
+    free(d);
+    free(i);
+}
+
+/* Loads fs (full and fast, read-only) and expects success, no leftover. */
+static void assert_not_leftover(struct fileset *fs, struct cbfs_index_report *out)
+{
+    for (int fast = 0; fast < 2; fast++) {
+        struct cbfs_index idx;
+        struct cbfs_index_report rep;
+        const cbfs_err e = fast ? cbfs_index_open(fs->dfd, fs->ifd, false, &idx, &rep)
+                                : cbfs_index_load(fs->dfd, fs->ifd, false, &idx, &rep);
+        cr_assert_eq(e, CBFS_OK, "fast %d: %s", fast, cbfs_err_str(e));
+        cr_assert(!rep.leftover);
+        cbfs_index_free(&idx);
+        if (!fast) *out = rep;
+    }
+}
+
+/* A plain file longer than every frame the sidecar records: each record
+ * "fits", none matches, none leaves a trace. */
+Test(format, leftover_sidecar_beside_long_plain_data)
+{
+    struct fileset fs;
+    fs_create(&fs, 0x1e1e);
+    fs_plain_data(&fs, fs.ref.data_end + 5000);
+    assert_leftover(&fs);
+    fs_destroy(&fs);
+}
+
+/* A plain file shorter than the first recorded frame: no record replays. */
+Test(format, leftover_sidecar_beside_short_plain_data)
+{
+    struct fileset fs;
+    fs_create(&fs, 0x1e1f);
+    fs_plain_data(&fs, 24);
+    assert_leftover(&fs);
+    fs_destroy(&fs);
+}
+
+/* A header-only sidecar: data that does not begin with the envelope (zeros
+ * included) is not ours; data that does is a torn first frame, cut on
+ * repair as before; an empty data file is an empty file. */
+Test(format, header_only_sidecar)
+{
+    struct fileset fs;
+    fs_create_empty(&fs, 0x2e2e);
+    fs_plain_data(&fs, 100);
+    assert_leftover(&fs);
+    uint8_t zeros[200] = {0};
+    cr_assert_eq(ftruncate(fs.dfd, 0), 0);
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, zeros, sizeof zeros, 0), CBFS_OK);
+    assert_leftover(&fs);
+
+    fs_write_block(&fs, 0, 0, 7); /* a frame, then its record dropped */
+    const uint64_t flen = fs.ref.data_end;
+    cr_assert_eq(ftruncate(fs.ifd, 64), 0);
+    cr_assert_eq(ftruncate(fs.dfd, 0), 0);
+    uint8_t *frame = malloc(flen);
+    cr_assert_not_null(frame);
+    struct fileset whole;
+    fs_create_empty(&whole, 0x2e2e);
+    fs_write_block(&whole, 0, 0, 7);
+    cr_assert_eq(cbfs_pread_full(whole.dfd, frame, flen, 0), CBFS_OK);
+    fs_destroy(&whole);
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, frame, flen / 2, 0), CBFS_OK); /* torn */
+    free(frame);
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    assert_not_leftover(&fs, &rep);
+    cr_assert_eq(rep.data_tail_bytes, flen / 2);
+    cr_assert(!rep.tail_kept);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &idx, &rep), CBFS_OK);
+    cbfs_index_free(&idx);
+    cr_assert_eq(fsize(fs.dfd), 0);
+
+    cr_assert_eq(ftruncate(fs.dfd, 0), 0);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, &idx, &rep), CBFS_OK);
+    cr_assert(!rep.leftover);
+    cbfs_index_free(&idx);
+    fs_destroy(&fs);
+}
+
+/* The first frame's header damaged (a flipped envelope byte, or zeroed):
+ * the other frames match, so the file is ours with one damaged block. */
+Test(format, first_frame_damaged_is_not_a_leftover)
+{
+    struct fileset fs;
+    fs_create(&fs, 0x3e3e);
+    uint8_t b;
+    cr_assert_eq(cbfs_pread_full(fs.dfd, &b, 1, 0), CBFS_OK);
+    b ^= 0xFF;
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, &b, 1, 0), CBFS_OK);
+    struct cbfs_index_report rep;
+    assert_not_leftover(&fs, &rep);
+    cr_assert_eq(rep.frames_damaged, 1);
+    cr_assert_eq(rep.first_damaged_offset, 0);
+    const uint8_t zeros[64] = {0};
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, zeros, 64, 0), CBFS_OK);
+    assert_not_leftover(&fs, &rep);
+    cr_assert_eq(rep.frames_damaged, 1);
+    fs_destroy(&fs);
+}
+
+/* A file of one frame whose header is damaged: no frame matches, and the
+ * header's trace decides. Envelope or file id left, or all zeros: ours
+ * (and a tail after it is never cut); both gone: a leftover. */
+Test(format, only_frame_damaged)
+{
+    struct fileset fs;
+    fs_create_empty(&fs, 0x4e4e4e4e4e4e4e4eull);
+    fs_write_block(&fs, 0, 0, 9);
+    uint8_t h[64];
+    cr_assert_eq(cbfs_pread_full(fs.dfd, h, 64, 0), CBFS_OK);
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+
+    uint8_t d[64];
+    memcpy(d, h, 64);
+    d[0] ^= 0xFF; /* envelope gone, file id left */
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, d, 64, 0), CBFS_OK);
+    assert_not_leftover(&fs, &rep);
+    cr_assert_eq(rep.frames_damaged, 1);
+
+    memcpy(d, h, 64);
+    d[50] ^= 0xFF; /* file id gone, envelope left */
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, d, 64, 0), CBFS_OK);
+    assert_not_leftover(&fs, &rep);
+
+    memset(d, 0, 64); /* zeroed by a crash, and 'plain' bytes after the frame */
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, d, 64, 0), CBFS_OK);
+    const uint64_t dlen = fsize(fs.dfd);
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, "no frame here", 13, dlen), CBFS_OK);
+    assert_not_leftover(&fs, &rep);
+    cr_assert_eq(rep.data_tail_bytes, 13);
+    cr_assert(rep.tail_kept);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &idx, &rep), CBFS_OK);
+    cbfs_index_free(&idx);
+    cr_assert_eq(fsize(fs.dfd), dlen + 13, "a tail beside no intact frame was cut");
+
+    memcpy(d, h, 64);
+    d[0] ^= 0xFF;
+    d[50] ^= 0xFF; /* neither left: nothing says it was ours */
+    cr_assert_eq(cbfs_pwrite_full(fs.dfd, d, 64, 0), CBFS_OK);
+    assert_leftover(&fs);
+    fs_destroy(&fs);
 }
 
 Test(format, sidecar_newer_version)
