@@ -407,9 +407,11 @@ static int cbfs_inode_framed(struct cbfs_fs *fs, int fd, bool *framed)
  * to find out is an error, never a guess: a compressed file taken for a plain
  * one would show raw frames, and a write into it would overwrite them. A NULL
  * name (file reached by id alone): see "Nameless files" in inode.h. @return 0
- * or errno. A sidecar beside data that is not framed (non-empty) is neither:
- * a leftover of a lost file beside a plain one, or a damaged file; EIO, and
- * cbfs fsck tells which. */
+ * or errno. Whether a sidecar is really this file's (and not the leftover of
+ * a lost file beside a plain one) is the loader's call, made from what the
+ * sidecar records (cbfs_index_open: CBFS_E_WRONG_FILE), not from the first
+ * bytes here: a file whose first frame header is damaged starts like a plain
+ * one, and is still a compressed file with one bad block. */
 static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, int fd,
                              const struct stat *fst, enum cbfs_kind *kind, int *idx_fd)
 {
@@ -434,19 +436,6 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
                 return err;
             }
             if (S_ISREG(st.st_mode)) {
-                bool framed = true;
-                err = fst->st_size > 0 ? cbfs_inode_framed(fs, fd, &framed) : 0;
-                if (err == 0 && !framed) {
-                    cbfs_log_err("'%s' has an index sidecar but its data is not compressed: the "
-                                 "sidecar looks like a leftover of a lost file; not served "
-                                 "(run cbfs fsck on the store)",
-                                 name);
-                    err = EIO;
-                }
-                if (err) {
-                    close(ifd);
-                    return err;
-                }
                 *idx_fd = ifd;
                 *kind = CBFS_KIND_COMPRESSED;
                 return 0;
@@ -649,6 +638,19 @@ static const char *cbfs_inode_load_advice(cbfs_err e)
     return " (cbfs fsck checks the store)";
 }
 
+/* Logs why the compressed file logname is not served when its load says
+ * CBFS_E_WRONG_FILE: its sidecar is another file's (the leftover of a lost
+ * compressed file beside a file that took its name, or a sidecar moved by
+ * hand). The loader decided it from what the sidecar records; cbfs fsck
+ * names the pair and its --repair removes a leftover. */
+static void cbfs_inode_log_leftover(const char *logname)
+{
+    cbfs_log_err("'%s' is not served: its index sidecar looks like a leftover of another file "
+                 "(nothing of that file is in this data file); run cbfs fsck on the store "
+                 "(--repair removes a leftover sidecar)",
+                 logname);
+}
+
 /* inode->lock held. Logical size and block size of a compressed file with no
  * open state (fd: its pinned O_PATH fd): read from its index with temporary
  * read-only fds (O_NOATIME: a stat is no read). @return 0 or errno; a failure
@@ -675,8 +677,10 @@ static int cbfs_inode_peek(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
     err = cbfs_err_errno(e);
     why = cbfs_err_str(e);
 out:
-    if (err) {
-        cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
+    if (err) cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
+    if (err && e == CBFS_E_WRONG_FILE) {
+        cbfs_inode_log_leftover(logname);
+    } else if (err) {
         cbfs_log_warn("cannot read the logical size of '%s': %s%s", logname, why,
                       (err == EMFILE || err == ENFILE) ? "" : cbfs_inode_load_advice(e));
     }
@@ -891,8 +895,11 @@ retry:
     const cbfs_err e = cbfs_file_open(fs->opt.eng, dfd, ifd, false, writable, codec, level, &f);
     cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
     if (e) {
-        cbfs_log_err("cannot open '%s': %s%s", logname, cbfs_err_str(e),
-                     e == CBFS_E_BLOCK_SIZE ? cbfs_inode_load_advice(e) : "");
+        if (e == CBFS_E_WRONG_FILE)
+            cbfs_inode_log_leftover(logname);
+        else
+            cbfs_log_err("cannot open '%s': %s%s", logname, cbfs_err_str(e),
+                         e == CBFS_E_BLOCK_SIZE ? cbfs_inode_load_advice(e) : "");
         return cbfs_err_errno(e);
     }
     cbfs_file_set_name(f, logname);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,19 +62,32 @@ static bool tool_fsck_index_clean(const struct tool_file *tf)
 }
 
 /* Rebuilds dirfd/name's sidecar from its frames (repair mode load): a
- * sidecar of another file is removed first, a missing one is created with the
- * data file's owner, mode and ACL (cbfs_store_sidecar_match). */
+ * sidecar of another file is replaced, a missing one is created with the
+ * data file's owner, mode and ACL (cbfs_store_sidecar_match). The sidecar of
+ * another file is removed only once the frames alone gave an index (loaded
+ * in memory first): if they do not, the pair stays as it was for the user to
+ * look at, not a data file bereft of the only record of its block size. */
 static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool_file *tf)
 {
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    int idx_fd = -1;
     cbfs_err e = cbfs_store_sidecar_path(tf->store.layout, name, side, sizeof side);
     if (e == CBFS_OK) e = cbfs_store_sidecar_dir(tf->store.layout, dirfd);
     if (e) return e;
-    if (tf->load_err == CBFS_E_WRONG_FILE && unlinkat(dirfd, side, 0) != 0)
-        return cbfs_err_from_errno(errno);
     const int data_fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (data_fd < 0) return cbfs_err_from_errno(errno);
-    int idx_fd = openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (tf->load_err == CBFS_E_WRONG_FILE) {
+        e = cbfs_index_load(data_fd, -1, false, &tf->store.bs, &idx, &rep);
+        if (e) goto out;
+        cbfs_index_free(&idx);
+        if (unlinkat(dirfd, side, 0) != 0) {
+            e = cbfs_err_from_errno(errno);
+            goto out;
+        }
+    }
+    idx_fd = openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (idx_fd < 0 && errno == ENOENT) {
         idx_fd = openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (idx_fd >= 0) e = cbfs_store_sidecar_match(data_fd, idx_fd);
@@ -83,8 +97,6 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
         goto out;
     }
     if (e) goto out;
-    struct cbfs_index idx;
-    struct cbfs_index_report rep;
     e = cbfs_index_load(data_fd, idx_fd, true, &tf->store.bs, &idx, &rep);
     if (!e) cbfs_index_free(&idx);
 out:
@@ -114,32 +126,42 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
     return ok;
 }
 
-/* A sidecar beside a non-empty data file that does not start with the frame
- * envelope: most likely the leftover of a lost compressed file beside a plain
- * file that later took its name (the daemon refuses such a file with EIO).
- * Loading it as an index would call the plain data a torn tail, and --repair
- * would cut it away; so it is reported, never repaired: which of the two is
- * the file is the user's call. @return true if tf is such a pair (reported). */
-static bool tool_fsck_stale_sidecar(struct tool_fsck *f, const char *display,
-                                    const struct tool_file *tf)
+/* The loader's verdict that tf's sidecar is a leftover of another file
+ * (rep.leftover, docs/FORMAT.md "Leftover sidecars"): no record of it has its
+ * frame, intact or damaged, in the data file and the data holds no frame. So
+ * the sidecar says nothing about this data, and removing it is the repair:
+ * the file is then what its bytes are. A file whose first frame is damaged
+ * is not this case (its other frames match or the damage keeps a trace) and
+ * goes through the usual check. @return true if tf is such a pair (handled). */
+static bool tool_fsck_leftover(struct tool_fsck *f, int dirfd, const char *name,
+                               const char *display, const struct tool_file *tf)
 {
-    char side[PATH_MAX];
-    bool framed = true;
-    if (tf->idx_fd < 0 || tf->data_st.st_size == 0) return false;
-    const cbfs_err e = cbfs_store_has_frame_envelope(tf->data_fd, &framed);
-    if (e) {
-        tool_err("fsck", "%s: %s", display, cbfs_err_str(e));
-        f->errors++;
-        return true;
-    }
-    if (framed) return false;
+    char side[PATH_MAX], path[CBFS_STORE_SIDECAR_PATH_MAX];
+    if (!tf->is_cbfs || tf->load_err != CBFS_E_WRONG_FILE || !tf->rep.leftover) return false;
     tool_file_side_display(tf, display, side, sizeof side);
-    printf("%s: has an index sidecar (%s) but its data is not compressed: the sidecar looks "
-           "like a leftover of a lost file; not repaired (if the data is the file you want, "
-           "remove the sidecar; else restore the file from another copy)\n",
+    printf("%s: leftover sidecar: %s belongs to another file (none of its records has a frame "
+           "in this data file, and the data holds no frame)",
            display, side);
     f->problems++;
-    f->left++;
+    cbfs_err e = CBFS_OK;
+    if (!f->repair) {
+        printf("; --repair removes it (the %jd bytes of the data file stay as they are)\n",
+               (intmax_t)tf->data_st.st_size);
+        f->left++;
+        return true;
+    }
+    e = cbfs_store_sidecar_path(tf->store.layout, name, path, sizeof path);
+    if (!e && unlinkat(dirfd, path, 0) != 0) e = cbfs_err_from_errno(errno);
+    if (e) {
+        printf("\n");
+        tool_err("fsck", "%s: cannot remove the leftover sidecar %s: %s", display, side,
+                 cbfs_err_str(e));
+        f->left++;
+        return true;
+    }
+    printf(" (removed: the file is now its %jd bytes as they are)\n",
+           (intmax_t)tf->data_st.st_size);
+    f->fixed++;
     return true;
 }
 
@@ -162,7 +184,7 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
     struct tool_file tf;
     if (!tool_file_open_walked(store, dirfd, name, TOOL_LOAD_FULL, display, "fsck", &f->errors, &tf)) return 0;
     f->files++;
-    if (tool_fsck_stale_sidecar(f, display, &tf)) {
+    if (tool_fsck_leftover(f, dirfd, name, display, &tf)) {
         tool_file_close(&tf);
         return 0;
     }

@@ -3,8 +3,8 @@
 # older daemons, or a store edited by hand) must never make a plain file of
 # that name look compressed: plain create, rename and link remove it before
 # the data file takes the name. A plain file that sits beside one anyway is
-# refused (EIO, one log line) rather than served as compressed, and fsck
-# reports the pair without "repairing" the plain data away. Unlink removes the
+# refused by the loader (EIO, one log line) rather than served as compressed;
+# fsck reports the pair, and --repair removes the sidecar, never the data. Unlink removes the
 # sidecar first: a crash after it leaves a data file that is rebuilt from its
 # frames.
 . "$(dirname "$0")/lib.sh"
@@ -46,22 +46,38 @@ check_eq "hello link" "$(cat "$mnt/l")" "linked plain l after a remount"
 same_file "$T/keep" "$mnt/k"
 cbfs_umount "$mnt"
 
-# a plain file beside a leftover sidecar (placed behind the daemon): refused
+# a plain file beside a leftover sidecar (placed behind the daemon): the
+# loader finds nothing of the sidecar's file in it and refuses it (EIO, one
+# log line naming it) rather than serving it as compressed
 printf 'plain bytes that matter\n' >"$store/p"
-cbfs_expect_log_errors "sidecar looks like a leftover"
+cbfs_expect_log_errors "sidecar looks like a leftover of another file"
 cbfs_mount "$store" "$mnt" "codec=none"
 out=$(cat "$mnt/p" 2>&1) && fail "p beside a leftover sidecar was served: '$out'"
 [[ $out == *"Input/output error"* ]] || fail "p: expected EIO, got '$out'"
 cbfs_umount "$mnt"
-grep -q "'p' has an index sidecar but its data is not compressed" "$(cbfs_log_of "$mnt")" ||
-    fail "no log line names p and its leftover sidecar"
+grep -q "'p' is not served: its index sidecar looks like a leftover of another file.*cbfs fsck" \
+    "$(cbfs_log_of "$mnt")" || fail "no log line names p and its leftover sidecar"
 check_eq "plain bytes that matter" "$(cat "$store/p")" "p's data in the store"
 
-# fsck reports it and leaves it alone, also with --repair
+# fsck reports it; --repair removes the sidecar (provably not p's: none of its
+# records has a frame in p, and p holds none), never p's bytes
+rc=0
+"$CBFS" fsck "$store" >"$T/fsck.out" 2>&1 || rc=$?
+check_eq 4 "$rc" "fsck exit status (left uncorrected)"
+grep -q "p: leftover sidecar: .* belongs to another file" "$T/fsck.out" ||
+    fail "fsck: $(cat "$T/fsck.out")"
+[[ -e $scdir/p ]] || fail "fsck without --repair removed the sidecar"
 rc=0
 "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
-check_eq 4 "$rc" "fsck --repair exit status (left uncorrected)"
-grep -q "p: has an index sidecar .* but its data is not compressed" "$T/fsck.out" ||
-    fail "fsck: $(cat "$T/fsck.out")"
+check_eq 1 "$rc" "fsck --repair exit status (corrected)"
+grep -q "p: leftover sidecar: .*(removed" "$T/fsck.out" || fail "fsck --repair: $(cat "$T/fsck.out")"
+[[ ! -e $scdir/p ]] || fail "fsck --repair left the leftover sidecar"
 check_eq "plain bytes that matter" "$(cat "$store/p")" "p's data after fsck --repair"
+rc=0
+"$CBFS" fsck "$store" >"$T/fsck.out" 2>&1 || rc=$?
+check_eq 0 "$rc" "fsck after the repair: $(cat "$T/fsck.out")"
+CBFS_LOG_ALLOW= # the plain p is served without a word
+cbfs_mount "$store" "$mnt" "codec=none"
+check_eq "plain bytes that matter" "$(cat "$mnt/p")" "p through the mount after fsck --repair"
+cbfs_umount "$mnt"
 pass

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A compressed file whose FIRST frame header is damaged (bit rot, or zeros a
+# crash left on ext4 data=writeback or XFS) is still a compressed file with
+# one bad block, like a damaged header anywhere else (t_corrupt): lookup
+# works, block 0 fails with EIO, every other block reads back, and fsck calls
+# it a damaged block 0 — never a leftover sidecar to remove (removing it
+# would serve the raw frames as the file's bytes). From the rev4 review's
+# repro (t_rev4_first_frame).
+. "$(dirname "$0")/lib.sh"
+store=$T/store mnt=$T/mnt
+mkdir -p "$store"
+CBFS=$(dirname "$CBFS_MOUNT_BIN")/cbfs
+python3 "$CBFS_TOOLS/gendata.py" csv $((16 * 65536)) "$T/src.csv" 101
+cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
+cp "$T/src.csv" "$mnt/victim.csv"
+cp "$T/src.csv" "$mnt/zeroed.csv"
+cbfs_umount "$mnt"
+# victim: the first byte of its first frame (the envelope) flipped;
+# zeroed: its first frame's 64-byte header zeroed
+python3 - "$store/victim.csv" "$store/zeroed.csv" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+b = os.pread(fd, 1, 0); os.pwrite(fd, bytes([b[0] ^ 0xFF]), 0); os.close(fd)
+fd = os.open(sys.argv[2], os.O_RDWR)
+os.pwrite(fd, bytes(64), 0); os.close(fd)
+PY
+for f in victim zeroed; do
+    rc=0
+    "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
+    check_eq 4 "$rc" "fsck --repair exit status (a damaged block is left uncorrected)"
+    grep -q "$f.csv: .*offset 0" "$T/fsck.out" || fail "fsck names no damage at offset 0 of $f: $(cat "$T/fsck.out")"
+    ! grep -qi "leftover" "$T/fsck.out" || fail "fsck calls $f's sidecar a leftover: $(cat "$T/fsck.out")"
+    [[ -n $(find "$store" -path "*/.cbfsidx/$f.csv" -o -name "$f.csv.cbfsidx") ]] ||
+        fail "fsck --repair removed $f's sidecar"
+done
+cbfs_expect_log_errors 'frame header\(s\) damaged|Input/output|checksum|corrupt|damaged'
+cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
+drop_caches
+for f in victim zeroed; do
+    ls -l "$mnt/$f.csv" >"$T/ls.out" 2>&1 || fail "lookup of $f.csv fails: $(cat "$T/ls.out")"
+    check_eq $((16 * 65536)) "$(stat -c %s "$mnt/$f.csv")" "$f's logical size"
+    dd if="$mnt/$f.csv" of="$T/b0" bs=64K count=1 status=none 2>"$T/dd.err" &&
+        fail "block 0 of $f (damaged header) was served"
+    grep -q "Input/output error" "$T/dd.err" || fail "block 0 of $f: expected EIO: $(cat "$T/dd.err")"
+    dd if="$mnt/$f.csv" of="$T/rest" bs=64K skip=1 status=none 2>"$T/dd.err" ||
+        fail "blocks 1.. of $f (undamaged) unreadable: $(cat "$T/dd.err")"
+    tail -c +$((65536 + 1)) "$T/src.csv" >"$T/want"
+    same_file "$T/want" "$T/rest"
+done
+cbfs_umount "$mnt"
+pass
