@@ -17,11 +17,12 @@ static const char tool_cat_help[] =
     "usage: cbfs cat [--range OFF:LEN] [--keep-going] [--block-size SIZE] STORE/PATH\n"
     "Decodes a stored file to stdout without a mount (plain files are copied).\n"
     "  --range OFF:LEN    only LEN bytes from OFF (K/M/G suffixes; 'OFF:' = to the end)\n"
-    "  --keep-going       write zeros for a damaged block, report it, go on\n"
+    "  --keep-going       write zeros for a damaged block, report it, go on; also print\n"
+    "                     a file whose index cannot reach all its frames\n"
     "  --block-size SIZE  the block size the file was written with, for a file whose\n"
     "                     sidecar is lost and whose frames do not prove it\n"
-    "exit status: 0 ok, 1 a block was damaged, 2 usage or I/O error, or the index\n"
-    "             cannot be loaded (nothing is written to stdout then)\n";
+    "exit status: 0 ok, 1 a block was damaged or frames were unreachable, 2 usage or\n"
+    "             I/O error, or the index cannot be loaded (nothing is written then)\n";
 
 /* Blocks decoded per pool round: enough to keep every worker busy. */
 #define TOOL_CAT_WINDOW 32u
@@ -143,6 +144,34 @@ out:
     return e;
 }
 
+/* Says on stderr what the index load could not reach of tf (frames past a
+ * damaged header, records pointing at frames that are not there): such a
+ * file may print short, or with an older version of a block whose newer
+ * frame lies past the damage. @return true if there is any (the file is
+ * damaged: exit 1). A torn tail alone (no frame magic in it, no record
+ * pointing into it) is a write that never completed: nothing is lost. */
+static bool tool_cat_unreachable(const char *display, const struct tool_file *tf)
+{
+    const struct cbfs_index_report *const r = &tf->rep;
+    const bool dropped = !r->sidecar_missing && r->records_dropped > r->frames_rescanned;
+    if (r->data_tail_bytes && r->tail_kept)
+        tool_err("cat",
+                 "%s: offset %" PRIu64 ": no valid frame here; the %" PRIu64
+                 " byte(s) from here may hold frames that cannot be reached (damaged frame "
+                 "header)",
+                 display, tf->idx.data_end, r->data_tail_bytes);
+    else if (r->data_tail_bytes && dropped)
+        tool_err("cat",
+                 "%s: offset %" PRIu64 ": damaged frame: %" PRIu64
+                 " byte(s) from here are unreachable, %" PRIu64 " index record(s) point into them",
+                 display, tf->idx.data_end, r->data_tail_bytes, r->records_dropped);
+    else if (dropped)
+        tool_err("cat", "%s: %" PRIu64 " index record(s) point at frames the data file does not "
+                 "hold: those writes are lost",
+                 display, r->records_dropped - r->frames_rescanned);
+    return (r->data_tail_bytes && r->tail_kept) || dropped;
+}
+
 /* "OFF:LEN" or "OFF:" (to the end). */
 static bool tool_cat_range(const char *s, uint64_t *off, uint64_t *len)
 {
@@ -217,6 +246,17 @@ int tool_cat_main(int argc, char **argv)
     const uint64_t size = tf.is_cbfs ? tf.idx.size : (uint64_t)tf.data_st.st_size;
     const uint64_t end = off >= size ? off : (len > size - off ? size : off + len);
     unsigned damaged = 0;
+    if (tf.is_cbfs && tool_cat_unreachable(loc.display, &tf)) {
+        damaged++;
+        if (!keep_going) {
+            /* which blocks it touches is not known: print none of them */
+            tool_err("cat", "%s: not printed (it may come out short, or with older versions "
+                     "of blocks); --keep-going prints what can be reached",
+                     loc.display);
+            rc = TOOL_EXIT_PROBLEMS;
+            goto out_file;
+        }
+    }
     e = tf.is_cbfs ? tool_cat_frames(loc.display, &tf, off, end, keep_going, &damaged)
                    : tool_cat_plain(&tf, off, end);
     if (damaged) {

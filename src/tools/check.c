@@ -146,6 +146,12 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
                            "damaged frame (%s): %" PRIu64 " byte(s) from here are unreachable, "
                            "%" PRIu64 " index record(s) point into them",
                            why, rep->data_tail_bytes, rep->records_dropped);
+        else if (rep->tail_kept)
+            tool_check_add(chk, display, idx->data_end,
+                           "no valid frame here (%s): the %" PRIu64 " byte(s) from here are "
+                           "kept, never cut: they may hold frames past a damaged header "
+                           "(unreachable)",
+                           why, rep->data_tail_bytes);
         else
             tool_check_add(chk, display, idx->data_end,
                            "no valid frame here (%s): torn tail of %" PRIu64 " byte(s)", why,

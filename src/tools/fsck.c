@@ -1,7 +1,8 @@
 /* `cbfs fsck`: checks an UNMOUNTED store (it takes the store lock, so a
  * running daemon makes it refuse) — every data file against its sidecar and
  * every live block — and with --repair rebuilds missing or damaged sidecars
- * from the frames, cuts torn data tails and removes orphan sidecars. Damaged
+ * from the frames, cuts torn data tails and removes orphan and leftover
+ * sidecars (docs/FORMAT.md, "Leftover sidecars"). Damaged
  * payloads and damaged frames in the middle of a file cannot be repaired
  * without losing data: they are reported and left alone. Exit codes as
  * e2fsck: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8 usage or
@@ -28,9 +29,11 @@ static const char tool_fsck_help[] =
     "       cbfs fsck --upgrade STORE\n"
     "Checks every data file of an unmounted store against its sidecar and reads every\n"
     "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"
-    "torn tails, removes orphan sidecars. Damaged payloads are reported, never 'fixed'.\n"
-    "A lost sidecar is rebuilt only when the frames prove the block size or back\n"
-    "store.conf's; else give the size the files were written with: --block-size SIZE.\n"
+    "torn tails, removes orphan sidecars and leftover sidecars (a sidecar of a lost file\n"
+    "that shows nothing of it in the data file beside it). Damaged payloads are\n"
+    "reported, never 'fixed'. A lost sidecar is rebuilt only when the frames prove the\n"
+    "block size or back store.conf's; else give the size the files were written with:\n"
+    "--block-size SIZE.\n"
     "exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
     "             8 usage or operational error (e.g. the store is mounted)\n"
     "With --upgrade: converts a store of layout 1 (NAME.cbfsidx sidecars, names up to 247\n"

@@ -27,6 +27,7 @@ PY
 for f in victim zeroed; do
     rc=0
     "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
+    note "fsck ($f): $(grep -v "^fsck " "$T/fsck.out" | grep "$f" | tr "\n" "|")"
     check_eq 4 "$rc" "fsck --repair exit status (a damaged block is left uncorrected)"
     grep -q "$f.csv: .*offset 0" "$T/fsck.out" || fail "fsck names no damage at offset 0 of $f: $(cat "$T/fsck.out")"
     ! grep -qi "leftover" "$T/fsck.out" || fail "fsck calls $f's sidecar a leftover: $(cat "$T/fsck.out")"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `cbfs cat` of a file whose index cannot reach all its frames (from the rev3
+# review's t_rev3_cat_tail): the sidecar is lost and a frame header in the
+# middle is damaged, so the rebuild stops there. cat must not print the first
+# blocks as if they were the file and exit 0: it names the unreachable bytes
+# on stderr and exits 1, printing nothing without --keep-going and what it
+# can reach with it. verify calls that tail what it is (kept, unreachable
+# frames), not a torn tail.
+. "$(dirname "$0")/lib.sh"
+cbfs_tool
+cbfs_mount_fresh codec=zstd block_size=64K
+python3 "$CBFS_TOOLS/gendata.py" mixed $((10 * 65536)) "$T/want" 31
+cp "$T/want" "$mnt/f"
+cbfs_umount "$mnt"
+rm "$store/.cbfsidx/f" # the sidecar is lost
+read -r _ off _ < <(python3 "$CBFS_TOOLS/frames.py" "$store/f" | awk '$3 == 5')
+[[ -n $off ]] || fail "no frame of block 5 in f"
+python3 - "$store/f" $((off + 20)) <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR); pos = int(sys.argv[2])
+b = os.pread(fd, 1, pos); os.pwrite(fd, bytes([b[0] ^ 0x01]), pos); os.close(fd)
+PY
+rc=0
+"$CBFS" cat "$store/f" >"$T/got" 2>"$T/cat.err" || rc=$?
+check_eq 1 "$rc" "cat exit status (frames unreachable)"
+grep -q "f: offset $off: .*cannot be reached" "$T/cat.err" || fail "cat stderr: $(cat "$T/cat.err")"
+check_eq 0 "$(stat -c %s "$T/got")" "bytes cat printed without --keep-going"
+rc=0
+"$CBFS" cat --keep-going "$store/f" >"$T/got" 2>"$T/cat.err" || rc=$?
+check_eq 1 "$rc" "cat --keep-going exit status"
+grep -q "cannot be reached" "$T/cat.err" || fail "cat --keep-going stderr: $(cat "$T/cat.err")"
+check_eq $((5 * 65536)) "$(stat -c %s "$T/got")" "bytes cat --keep-going printed (blocks 0..4)"
+cmp -s "$T/got" <(head -c $((5 * 65536)) "$T/want") || fail "cat --keep-going: blocks 0..4 differ"
+vrc=0
+"$CBFS" verify "$store/f" >"$T/v.out" 2>&1 || vrc=$?
+check_eq 1 "$vrc" "verify exit status"
+grep -q "f: offset $off: .*kept, never cut" "$T/v.out" || fail "verify: $(cat "$T/v.out")"
+! grep -q "torn tail" "$T/v.out" || fail "verify calls frames past a damaged header a torn tail"
+# an undamaged file still cats whole with exit 0 and nothing on stderr
+cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
+cp "$T/want" "$mnt/g"
+cbfs_umount "$mnt"
+"$CBFS" cat "$store/g" >"$T/got" 2>"$T/cat.err" || fail "cat of a whole file: $(cat "$T/cat.err")"
+[[ ! -s $T/cat.err ]] || fail "cat of a whole file wrote to stderr: $(cat "$T/cat.err")"
+same_file "$T/want" "$T/got"
+pass
