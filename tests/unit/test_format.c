@@ -916,8 +916,8 @@ static void assert_leftover(struct fileset *fs)
     for (int fast = 0; fast < 2; fast++) {
         struct cbfs_index idx;
         struct cbfs_index_report rep;
-        const cbfs_err e = fast ? cbfs_index_open(fs->dfd, fs->ifd, true, &idx, &rep)
-                                : cbfs_index_load(fs->dfd, fs->ifd, true, &idx, &rep);
+        const cbfs_err e = fast ? cbfs_index_open(fs->dfd, fs->ifd, true, NULL, &idx, &rep)
+                                : cbfs_index_load(fs->dfd, fs->ifd, true, NULL, &idx, &rep);
         cr_assert_eq(e, CBFS_E_WRONG_FILE, "fast %d: %s", fast, cbfs_err_str(e));
         cr_assert(rep.leftover && !rep.repaired, "fast %d", fast);
     }
@@ -938,8 +938,8 @@ static void assert_not_leftover(struct fileset *fs, struct cbfs_index_report *ou
     for (int fast = 0; fast < 2; fast++) {
         struct cbfs_index idx;
         struct cbfs_index_report rep;
-        const cbfs_err e = fast ? cbfs_index_open(fs->dfd, fs->ifd, false, &idx, &rep)
-                                : cbfs_index_load(fs->dfd, fs->ifd, false, &idx, &rep);
+        const cbfs_err e = fast ? cbfs_index_open(fs->dfd, fs->ifd, false, NULL, &idx, &rep)
+                                : cbfs_index_load(fs->dfd, fs->ifd, false, NULL, &idx, &rep);
         cr_assert_eq(e, CBFS_OK, "fast %d: %s", fast, cbfs_err_str(e));
         cr_assert(!rep.leftover);
         cbfs_index_free(&idx);
@@ -1000,12 +1000,12 @@ Test(format, header_only_sidecar)
     assert_not_leftover(&fs, &rep);
     cr_assert_eq(rep.data_tail_bytes, flen / 2);
     cr_assert(!rep.tail_kept);
-    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &idx, &rep), CBFS_OK);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, NULL, &idx, &rep), CBFS_OK);
     cbfs_index_free(&idx);
     cr_assert_eq(fsize(fs.dfd), 0);
 
     cr_assert_eq(ftruncate(fs.dfd, 0), 0);
-    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, &idx, &rep), CBFS_OK);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, NULL, &idx, &rep), CBFS_OK);
     cr_assert(!rep.leftover);
     cbfs_index_free(&idx);
     fs_destroy(&fs);
@@ -1064,7 +1064,7 @@ Test(format, only_frame_damaged)
     assert_not_leftover(&fs, &rep);
     cr_assert_eq(rep.data_tail_bytes, 13);
     cr_assert(rep.tail_kept);
-    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &idx, &rep), CBFS_OK);
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, NULL, &idx, &rep), CBFS_OK);
     cbfs_index_free(&idx);
     cr_assert_eq(fsize(fs.dfd), dlen + 13, "a tail beside no intact frame was cut");
 
