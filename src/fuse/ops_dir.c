@@ -79,20 +79,24 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
         if (plus) {
             struct fuse_entry_param e;
             struct cbfs_inode *inode = NULL;
-            if (cbfs_is_dot(name)) {
+            struct stat st;
+            const int lerr = cbfs_is_dot(name) ? -1 : cbfs_inode_lookup(fs, dir, name, &inode, &st);
+            if (lerr == ENOENT) { /* removed since readdir saw it */
+                h->entry = NULL;
+                h->offset = next;
+                continue;
+            }
+            if (lerr) {
+                /* "." and "..", or an entry whose lookup failed (a damaged
+                 * file, no fd to spare): the name without attributes (node
+                 * id 0: the kernel caches nothing and looks it up when asked,
+                 * where that one file gets its error). One bad file must not
+                 * end the listing of the rest, as it does not on ext4. */
                 memset(&e, 0, sizeof e);
                 e.attr.st_ino = h->entry->d_ino;
                 e.attr.st_mode = (mode_t)h->entry->d_type << 12;
+                inode = NULL;
             } else {
-                struct stat st;
-                err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
-                if (err == ENOENT) { /* removed since readdir saw it */
-                    err = 0;
-                    h->entry = NULL;
-                    h->offset = next;
-                    continue;
-                }
-                if (err) break;
                 cbfs_fill_entry(fs, inode, &st, &e);
             }
             len = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, next);
