@@ -115,8 +115,11 @@ static cbfs_err cbfs_store_drop_index(int parent, int idx)
     return e;
 }
 
-/* @return true if directory fd holds no entry but CBFS_INDEX_DIR. */
-static bool cbfs_store_only_index(int fd)
+/* @return true if directory fd holds nothing a listing shows: no entry but
+ * CBFS_INDEX_DIR (layout 2), or but regular files of sidecar names (layout 1:
+ * with no data file beside them, every one is an orphan; a store whose
+ * filesystem gives no d_type keeps them, as before). */
+static bool cbfs_store_only_index(unsigned layout, int fd)
 {
     const int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *const d = dup >= 0 ? fdopendir(dup) : NULL;
@@ -127,23 +130,49 @@ static bool cbfs_store_only_index(int fd)
     bool only = true;
     for (struct dirent *de; only && (de = readdir(d)) != NULL;)
         only = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-               strcmp(de->d_name, CBFS_INDEX_DIR) == 0;
+               (layout == CBFS_LAYOUT_SUFFIX
+                    ? de->d_type == DT_REG && cbfs_store_is_sidecar_name(de->d_name)
+                    : strcmp(de->d_name, CBFS_INDEX_DIR) == 0);
     closedir(d);
     return only;
+}
+
+/* Layout 1: removes the sidecar names in directory fd (consumed), all
+ * orphans (cbfs_store_only_index). */
+static cbfs_err cbfs_store_drop_sidecars(int fd)
+{
+    DIR *const d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return cbfs_err_from_errno(errno);
+    }
+    cbfs_err e = CBFS_OK;
+    for (struct dirent *de; e == CBFS_OK && (de = readdir(d)) != NULL;)
+        if (cbfs_store_is_sidecar_name(de->d_name) && unlinkat(dirfd(d), de->d_name, 0) == -1)
+            e = cbfs_err_from_errno(errno);
+    closedir(d);
+    return e;
 }
 
 cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name)
 {
     if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0) return CBFS_OK;
-    if ((errno != ENOTEMPTY && errno != EEXIST) || layout == CBFS_LAYOUT_SUFFIX)
-        return cbfs_err_from_errno(errno);
+    if (errno != ENOTEMPTY && errno != EEXIST) return cbfs_err_from_errno(errno);
+    /* A directory that lists as empty is removable, as on any filesystem:
+     * what keeps it in the store are sidecars only (orphans, or layout 2's
+     * index directory). */
     const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return cbfs_err_from_errno(errno);
     cbfs_err e = CBFS_E_NOTEMPTY;
-    if (cbfs_store_only_index(fd)) {
-        const int idx =
-            openat(fd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        e = idx < 0 ? cbfs_err_from_errno(errno) : cbfs_store_drop_index(fd, idx);
+    if (cbfs_store_only_index(layout, fd)) {
+        if (layout == CBFS_LAYOUT_SUFFIX) {
+            const int again = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            e = again < 0 ? cbfs_err_from_errno(errno) : cbfs_store_drop_sidecars(again);
+        } else {
+            const int idx =
+                openat(fd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            e = idx < 0 ? cbfs_err_from_errno(errno) : cbfs_store_drop_index(fd, idx);
+        }
     }
     close(fd);
     if (e) return e;
