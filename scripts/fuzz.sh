@@ -10,6 +10,8 @@
 #              CBFS_JOBS        build parallelism (default 2)
 # Crash inputs are kept as CBFS_FUZZ_OUT/TARGET/crash-*; reproduce with
 #   BUILD_DIR/TARGET CRASH_FILE
+# and once fixed, keep them in tests/fuzz/regress/NAME/ (NAME: TARGET without
+# fuzz_), which every run reads with the seeds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -53,12 +55,16 @@ for t in $TARGETS; do
     mkdir -p "$corpus"
     log=$OUT/$t/run.log
     rc=0
+    # Inputs that once broke a contract (tests/fuzz/regress/NAME/) are read
+    # with the seeds, so every run tries them first.
+    regress=()
+    [[ -d $REPO/tests/fuzz/regress/$name ]] && regress=("$REPO/tests/fuzz/regress/$name")
     # -timeout: one input; the outer timeout only guards against a wedged fuzzer.
     ( cd "$OUT/$t" && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
         timeout -k 10 $((secs + 120)) "$BUILD_DIR/$t" -max_total_time="$secs" \
             -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$OUT/$t/" \
-            "$corpus" "$OUT/seeds/$name" ) >"$log" 2>&1 || rc=$?
+            "$corpus" "$OUT/seeds/$name" "${regress[@]}" ) >"$log" 2>&1 || rc=$?
     execs=$(grep -a 'stat::number_of_executed_units' "$log" | tail -n 1 | awk '{print $2}')
     echo "fuzz: $t executions=${execs:-0}"
     if ((rc == 0)) && [[ -n $execs ]]; then

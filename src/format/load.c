@@ -92,6 +92,7 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
             struct cbfs_frame_hdr fh;
             e = cbfs_frame_read_hdr(data_fd, r.offset, dsize, &fh);
             if (e == CBFS_OK && fh.file_id != idx->file_id) return CBFS_E_WRONG_FILE;
+            bool damaged = false;
             if ((e == CBFS_E_CORRUPT || e == CBFS_E_BAD_MAGIC) &&
                 r.offset + CBFS_FRAME_HDR_SIZE + r.plen <= dsize) {
                 /* A record we wrote (its checksum holds) whose frame header
@@ -99,7 +100,7 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
                  * fails (EIO at read time) and the frames after it stay
                  * reachable — stopping here would make the file look
                  * shorter and let a repair cut off good frames. */
-                if (rep->frames_damaged++ == 0) rep->first_damaged_offset = r.offset;
+                damaged = true;
             } else {
                 if (e == CBFS_E_VERSION || cbfs_load_is_format_err(e)) return CBFS_OK;
                 if (e) return e;
@@ -108,6 +109,9 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
             e = cbfs_index_apply(idx, &r);
             if (cbfs_load_is_format_err(e)) return CBFS_OK;
             if (e) return e;
+            /* counted once applied: frames_damaged is a part of
+             * records_replayed (the leftover test compares the two) */
+            if (damaged && rep->frames_damaged++ == 0) rep->first_damaged_offset = r.offset;
             rep->records_replayed++;
             idx->index_end = off + CBFS_INDEX_REC_SIZE;
         }
