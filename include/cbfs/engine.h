@@ -121,7 +121,9 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
  * of and is moved up, so every handle open then hears of it once. With NULL,
  * only the failures this call finds. */
 cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen);
-/* The file's failure count now: a new handle's seen for cbfs_file_flush. */
+/* A new handle's seen for cbfs_file_flush: the file's failure count now, less
+ * the newest failure if no flush has reported it to anyone yet (as the
+ * kernel's errseq_sample: that one is the new handle's to hear too). */
 uint64_t cbfs_file_err_seq(struct cbfs_file *f);
 
 /* Sets the logical size (shrink or extend); blocks past it are dropped. */

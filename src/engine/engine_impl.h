@@ -6,11 +6,13 @@
  *      A struct cbfs_mutex: "caller holds f->lock" is cbfs_assert_held().
  *      The committer role (f->committing) is taken under it, then kept
  *      while the lock is dropped for store I/O (committer-role fields).
- *   2. Leaves, taken under f->lock or alone, one at a time; no other lock is
- *      taken under them (they wait only on their own condition variables):
+ *   2. The cache lock (cache.c): buckets, LRU list, bytes, entry state,
+ *      refs and readahead (cache.h). Under it only eng->lock, which the
+ *      release hook takes to give an evicted block's buffer back
+ *      (cbfs_engine_buf_put).
+ *   3. Leaves, taken under the above or alone; no other lock is taken under
+ *      them (they wait only on their own condition variables):
  *      eng->lock (below): inflight, next_serial, bufs;
- *      the cache lock (cache.c): buckets, LRU list, bytes, entry state,
- *      refs and readahead (cache.h);
  *      the pool lock (pool.c): the job queue and the shutdown flag.
  * Waits: holding f->lock, never wait for in-flight budget
  * (cbfs_engine_budget_wait), for another cache loader (cbfs_cache_get) or

@@ -118,6 +118,8 @@ struct cbfs_file {
      * (cbfs_file_flush's seen). */
     uint64_t err_seq;        /* lock: failures so far */
     cbfs_err err_last;       /* lock: the newest of them */
+    bool err_heard;          /* lock: some flush has returned the newest (a handle opened
+                                before that hears it too: cbfs_file_err_seq) */
     bool dirty;              /* lock: frames or records stored since the last fdatasync
                                 began (set where they are, not by the write) */
     bool syncing;            /* lock: a flush is in fdatasync (one at a time) */
@@ -138,10 +140,12 @@ struct cbfs_file {
 /* Reads and decodes block b (entry e) into a new buffer holding e->ulen
  * bytes, of *cap bytes from the engine's lists (give it back with
  * cbfs_engine_buf_put, or to the cache with that cap). Logs a line naming the
- * file and offsets on a bad frame. Callable with or without f->lock (touches
- * only immutable fields; the lists' lock is a leaf). */
+ * file and offsets on a bad frame. locked: f->lock is held (e is then b's
+ * current entry). Without it, e may have been replaced and its frame punched
+ * since it was taken: a failure is then CBFS_E_STALE, not logged, not damage
+ * (the caller looks at b again). */
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
-                          unsigned char **out, size_t *cap);
+                          bool locked, unsigned char **out, size_t *cap);
 
 /* Newest in-memory content of block b (open block, else newest pending).
  * Lock held. */

@@ -18,8 +18,17 @@ struct cbfs_rajob {
 
 /* ---- decoding one stored block ---- */
 
+/* Is e still block b's entry? Lock held. */
+static bool cbfs_file_entry_current(struct cbfs_file *f, uint64_t b,
+                                    const struct cbfs_index_entry *e)
+{
+    cbfs_assert_held(&f->lock);
+    const struct cbfs_index_entry *cur = cbfs_index_get(&f->idx, b);
+    return cur && cur->generation == e->generation && cur->offset == e->offset;
+}
+
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
-                          unsigned char **out, size_t *cap)
+                          bool locked, unsigned char **out, size_t *cap)
 {
     struct cbfs_engine *eng = f->eng;
     /* The block comes from the engine's lists (a block's size, as the write
@@ -45,6 +54,15 @@ cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_ind
     if (!err) {
         err = cbfs_block_check_decode(e, b, scratch, data);
         CBFS_STAT_ADD(eng, st_ns_decompress, cbfs_now_ns() - t1);
+    }
+    if (err && !locked) {
+        /* An entry taken before the lock was dropped may have been replaced
+         * (a rewrite, a truncate) and its frame punched since: no damage,
+         * the caller looks again. */
+        cbfs_mutex_lock(&f->lock);
+        if (!cbfs_file_entry_current(f, b, e)) err = CBFS_E_STALE;
+        cbfs_mutex_unlock(&f->lock);
+        if (err == CBFS_E_STALE) goto out;
     }
     if (err) {
         CBFS_STAT_ADD(eng, st_read_errors, 1);
@@ -86,7 +104,7 @@ static cbfs_err cbfs_file_load(struct cbfs_file *f, uint64_t b, const struct cbf
     CBFS_STAT_ADD(eng, st_cache_misses, 1);
     unsigned char *data = NULL;
     size_t cap = 0;
-    cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
+    cbfs_err err = cbfs_file_decode(f, b, e, false, &data, &cap);
     cbfs_cache_fill(eng->cache, c, data, e->ulen, cap, err == CBFS_OK, false);
     if (err) {
         cbfs_cache_put(eng->cache, c);
@@ -139,7 +157,7 @@ cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *b
             } else {
                 unsigned char *data;
                 size_t cap;
-                cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
+                cbfs_err err = cbfs_file_decode(f, b, e, true, &data, &cap);
                 if (err) return err;
                 len = e->ulen < want ? e->ulen : want;
                 memcpy(buf, data, len);
@@ -160,7 +178,9 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
     struct cbfs_file *f = j->f;
     unsigned char *data = NULL;
     size_t cap = 0;
-    cbfs_err err = cbfs_file_decode(f, j->block, &j->e, &data, &cap);
+    /* CBFS_E_STALE (the block changed since the job was queued) is no
+     * damage: the entry fails quietly, a reader decodes the current one */
+    cbfs_err err = cbfs_file_decode(f, j->block, &j->e, false, &data, &cap);
     cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, cap, err == CBFS_OK, true);
     cbfs_cache_put(f->eng->cache, j->c);
     cbfs_mutex_lock(&f->lock);
@@ -289,9 +309,13 @@ cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
     if (len) cbfs_file_readahead(f, off / f->bs, (off + len - 1) / f->bs);
     while (done < len) {
         uint64_t pos = off + done;
+        /* the lock was dropped for the last block: a truncate since makes a
+         * short read, as if it came first */
+        if (pos >= f->size) break;
         uint64_t b = pos / f->bs;
         uint32_t boff = (uint32_t)(pos % f->bs);
         uint32_t n = f->bs - boff < len - done ? f->bs - boff : (uint32_t)(len - done);
+        if (n > f->size - pos) n = (uint32_t)(f->size - pos);
         const unsigned char *mem;
         uint32_t mlen;
         const struct cbfs_index_entry *ep = cbfs_index_get(&f->idx, b);
@@ -311,6 +335,12 @@ cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
                     err = CBFS_E_NOMEM;
             }
             cbfs_mutex_lock(&f->lock);
+            if (err == CBFS_E_STALE) { /* the block changed meanwhile: look again */
+                err = CBFS_OK;
+                continue;
+            }
+            /* a store that failed meanwhile: the tail is uncertain (as above) */
+            if (!err && f->err) err = f->err;
         }
         if (err) break;
         done += n;

@@ -124,6 +124,7 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
                 f->err = j->err;
                 f->err_seq++;
                 f->err_last = j->err;
+                f->err_heard = false;
                 CBFS_STAT_ADD(eng, st_write_errors, 1);
                 cbfs_log_err("%s: storing block %llu failed: %s", f->name,
                              (unsigned long long)j->block, cbfs_err_str(j->err));
@@ -370,13 +371,18 @@ static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
  * unless the caller is about to overwrite the whole block), making room if
  * all of the file's slots are taken. The stream's next block may use a spare
  * slot: it is what the waiting blocks wait for (any other block, a rewrite
- * among them, makes room in the file's own slots). Lock held. */
+ * among them, makes room in the file's own slots). Fails, creating nothing,
+ * if an error is pending or a reset came since the write began (resets: its
+ * count then), also while it waited for room: a block created empty for a
+ * whole-block write that then fails would hide the stored one. Lock held. */
 static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole,
-                                     struct cbfs_oblock **out)
+                                     uint64_t resets, struct cbfs_oblock **out)
 {
     cbfs_assert_held(&f->lock);
     uint64_t deadline = 0;
     for (;;) {
+        if (f->err) return f->err;
+        if (f->resets != resets) return f->err_last;
         for (unsigned i = 0; i < f->nopen; i++) {
             if (f->open[i].block == b) {
                 *out = &f->open[i];
@@ -435,9 +441,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
          * drops what is open, this write's earlier pieces too (it may come
          * while open_block waits): the write fails rather than leave them
          * out silently. */
-        if (!f->err && f->resets == resets)
-            err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, &ob);
-        if (!err && (f->err || f->resets != resets)) err = f->err ? f->err : f->err_last;
+        err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, resets, &ob);
         if (err) goto out;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
         memcpy(ob->data + boff, src, n);
@@ -529,7 +533,9 @@ static cbfs_err cbfs_file_reset(struct cbfs_file *f)
 uint64_t cbfs_file_err_seq(struct cbfs_file *f)
 {
     cbfs_mutex_lock(&f->lock);
-    const uint64_t seq = f->err_seq;
+    /* as errseq_sample: a failure nobody has heard of yet is the new
+     * handle's to hear too (`sync FILE` right after the failed store) */
+    const uint64_t seq = f->err_seq - (f->err_seq && !f->err_heard);
     cbfs_mutex_unlock(&f->lock);
     return seq;
 }
@@ -580,6 +586,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
             f->sync_failed_err = e;
             f->err_seq++;
             f->err_last = e;
+            f->err_heard = false;
         }
         pthread_cond_broadcast(&f->cond);
     }
@@ -590,6 +597,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
         found = *seen != f->err_seq ? f->err_last : CBFS_OK;
         *seen = f->err_seq;
     }
+    if (found && found == f->err_last) f->err_heard = true;
     cbfs_mutex_unlock(&f->lock);
     return serr ? serr : found;
 }

@@ -43,7 +43,7 @@ int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int
     h->inode = inode;
     h->fd = dp ? dirfd(dp) : fd;
     h->file = file;
-    if (file) h->err_seen = cbfs_file_err_seq(file); /* failures before it opened are not its */
+    if (file) h->err_seen = cbfs_file_err_seq(file); /* failures heard of before it opened are not its */
     h->flags = flags;
     h->dp = dp;
     h->append = file && (flags & O_APPEND) && !fs->writeback;

@@ -749,8 +749,12 @@ Test(engine, every_handle_hears_a_failure_once)
     cr_assert_eq(cbfs_file_flush(f, &writer), CBFS_OK);
     int saved = eng_full_begin(ifd);
     cr_assert_eq(cbfs_file_write(f, data + bs, bs, bs), CBFS_OK);
+    /* opened after the write: before or after its store failed, nobody has
+     * heard of it yet, so this handle does too (errseq_sample) */
+    uint64_t fresh = cbfs_file_err_seq(f);
     cr_assert_eq(cbfs_file_flush(f, &reader), CBFS_E_NOSPC, "the reader's fsync finds it");
     eng_full_end(ifd, saved);
+    cr_assert_eq(cbfs_file_flush(f, &fresh), CBFS_E_NOSPC, "opened before anyone heard");
     uint64_t later = cbfs_file_err_seq(f);
     cr_assert_eq(cbfs_file_flush(f, &reader), CBFS_OK, "once");
     cr_assert_eq(cbfs_file_flush(f, &later), CBFS_OK, "opened after it");
