@@ -75,6 +75,44 @@ static bool cbfs_xattr_path(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inod
     return true;
 }
 
+/* listxattr(2) of path as the caller of req sees it: ext4 lists trusted.*
+ * names only to CAP_SYS_ADMIN, and the daemon (root) would list them to
+ * everyone, so for a caller other than root they are left out (the kernel
+ * refuses their values to such a caller anyway). Sets errno on -1. */
+static ssize_t cbfs_xattr_list(fuse_req_t req, const char *path, char *buf, size_t size)
+{
+    if (geteuid() != 0 || fuse_req_ctx(req)->uid == 0) return listxattr(path, buf, size);
+    char *all = NULL;
+    ssize_t n;
+    for (;;) { /* the list may grow between the two calls: ERANGE, again */
+        n = listxattr(path, NULL, 0);
+        if (n <= 0) return n;
+        free(all);
+        if (!(all = malloc((size_t)n))) {
+            errno = ENOMEM;
+            return -1;
+        }
+        n = listxattr(path, all, (size_t)n);
+        if (n >= 0 || errno != ERANGE) break;
+    }
+    size_t out = 0;
+    for (ssize_t i = 0; n > 0 && i < n;) {
+        const size_t len = strnlen(all + i, (size_t)(n - i)) + 1;
+        if (strncmp(all + i, "trusted.", 8) != 0) {
+            if (size && out + len > size) {
+                free(all);
+                errno = ERANGE;
+                return -1;
+            }
+            if (size) memcpy(buf + out, all + i, len);
+            out += len;
+        }
+        i += (ssize_t)len;
+    }
+    free(all);
+    return n < 0 ? n : (ssize_t)out;
+}
+
 /* Replies to getxattr (name set) or listxattr (name NULL) on inode the FUSE
  * way: size 0 asks for the length, otherwise the value in a size-byte buffer
  * (ERANGE from the store when it does not fit). */
@@ -89,7 +127,8 @@ static void cbfs_reply_xattr_call(fuse_req_t req, struct cbfs_fs *fs, struct cbf
         return;
     }
     if (cbfs_xattr_path(req, fs, inode, name ? ENODATA : ENOTSUP, path, &fd)) {
-        const ssize_t n = name ? getxattr(path, name, buf, size) : listxattr(path, buf, size);
+        const ssize_t n = name ? getxattr(path, name, buf, size)
+                               : cbfs_xattr_list(req, path, buf, size);
         const int err = errno;
         cbfs_inode_unpin(fs, inode);
         if (n == -1)
