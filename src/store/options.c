@@ -154,8 +154,13 @@ static cbfs_err cbfs_options_one(void *ctx, const char *key, const char *val, ch
     /* fstab noise: mount(8) and systemd options, user=NAME from user mounts,
      * x-* (x-systemd.automount, ...) and comment=... */
     if (CBFS_IN_LIST(key, cbfs_noise_flags) || strncmp(key, "x-", 2) == 0 ||
-        strcmp(key, "comment") == 0)
+        strcmp(key, "comment") == 0) {
+        /* flags, but user=NAME (a user mount's): a value is a mistake that
+         * would pass for a setting (default_permissions=0 turns nothing off) */
+        if (CBFS_IN_LIST(key, cbfs_noise_flags) && strcmp(key, "user") != 0)
+            return cbfs_settings_check_value(key, val, false, msg, cap);
         return CBFS_OK;
+    }
 
     snprintf(msg, cap, "unknown mount option '%s'; see mount.cbfs(8) for the supported options",
              key);

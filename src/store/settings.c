@@ -42,7 +42,7 @@ struct cbfs_setting {
     size_t off;        /* UINT, SIZE, SECONDS, FLAG: the field in struct cbfs_settings
                         * (0 for the other kinds, whose code names their fields) */
     uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS; CBFS_KIND_SIZE when max
-                        * is not 0: then 0 or from min to max */
+                        * is not 0: then 0 or a multiple of min up to max */
     double def;        /* numeric kinds: the built-in default */
     const char *help;
 };
@@ -124,7 +124,8 @@ static void cbfs_setting_allowed(const struct cbfs_setting *r, char *buf, size_t
         break;
     case CBFS_KIND_SIZE:
         if (r->max)
-            snprintf(buf, cap, "0 or a size from %s to %s", cbfs_format_size(r->min, lo, sizeof lo),
+            snprintf(buf, cap, "0 or a multiple of %s up to %s",
+                     cbfs_format_size(r->min, lo, sizeof lo),
                      cbfs_format_size(r->max, hi, sizeof hi));
         else
             snprintf(buf, cap, "a size such as 64M or 1G");
@@ -202,11 +203,14 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
         return CBFS_OK;
     case CBFS_KIND_SIZE:
         if (cbfs_parse_size(val, &size) != CBFS_OK ||
-            (r->max && size && (size < r->min || size > r->max)))
+            (r->max && size && (size % r->min || size > r->max)))
             return cbfs_setting_refuse(r, val, msg, cap);
         *CBFS_FIELD_(s, r, uint64_t) = size;
         return CBFS_OK;
     case CBFS_KIND_SECONDS: {
+        /* digits and one point only: strtod also takes " 1", hex and 1e3 */
+        if (!val || !*val || strspn(val, "0123456789.") != strlen(val))
+            return cbfs_setting_refuse(r, val, msg, cap);
         errno = 0;
         const double t = strtod(val, &end);
         if (errno || end == val || *end || !isfinite(t) || t < (double)r->min ||

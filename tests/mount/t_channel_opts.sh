@@ -41,7 +41,7 @@ check_eq 128 "$(read_ahead)" "read_ahead_kb with fuse_readahead=0 (the kernel's 
 same_file "$T/src1" "$mnt/f1"
 cbfs_umount "$mnt"
 check_fails "$CBFS_MOUNT_BIN" -f -o fuse_readahead=1K "$store" "$mnt"
-grep -q "fuse_readahead=1K: give 0 or a size from 4K to 1G" "$T/last.err" || fail "fuse_readahead=1K: $(cat "$T/last.err")"
+grep -q "fuse_readahead=1K: give 0 or a multiple of 4K up to 1G" "$T/last.err" || fail "fuse_readahead=1K: $(cat "$T/last.err")"
 check_fails "$CBFS_MOUNT_BIN" -f -o fuse_threads=257 "$store" "$mnt"
 grep -q "fuse_threads=257: give a whole number from 0 to 256" "$T/last.err" || fail "fuse_threads=257: $(cat "$T/last.err")"
 pass

@@ -142,8 +142,11 @@ Test(settings, invalid_values_name_the_option_and_range)
         {"readahead", "4097", CBFS_E_INVAL, "readahead=4097: give a whole number from 0 to 4096"},
         {"cache_size", "lots", CBFS_E_INVAL, "cache_size=lots: give a size"},
         {"inflight", "-1M", CBFS_E_INVAL, "inflight=-1M"},
-        {"fuse_readahead", "1K", CBFS_E_INVAL, "fuse_readahead=1K: give 0 or a size from 4K to 1G"},
-        {"fuse_readahead", "2G", CBFS_E_INVAL, "from 4K to 1G"},
+        {"fuse_readahead", "1K", CBFS_E_INVAL, "fuse_readahead=1K: give 0 or a multiple of 4K up to 1G"},
+        {"fuse_readahead", "5000", CBFS_E_INVAL, "multiple of 4K"},
+        {"fuse_readahead", "2G", CBFS_E_INVAL, "up to 1G"},
+        {"attr_timeout", " 1", CBFS_E_INVAL, "attr_timeout= 1"},
+        {"attr_timeout", "0x10", CBFS_E_INVAL, "attr_timeout=0x10"},
         {"attr_timeout", "-1", CBFS_E_INVAL, "attr_timeout=-1: give seconds from 0 to 86400"},
         {"attr_timeout", "86401", CBFS_E_INVAL, "from 0 to 86400"},
         {"attr_timeout", "nan", CBFS_E_INVAL, "attr_timeout=nan"},
@@ -503,6 +506,24 @@ Test(options, settings_fuse_options_and_noise)
     cr_assert_eq(cbfs_options_fuse_list(&o, "/s", &list), CBFS_OK);
     cr_assert_str_eq(list, "default_permissions,subtype=cbfs,ro,allow_other,fsname=a\\,b");
     free(list);
+    cbfs_options_free(&o);
+}
+
+/* fstab's flags take no value: given one, they are an error, not dropped
+ * (default_permissions=0 would pass for turning something off); user=NAME is
+ * mount(8)'s and comment= and x-* carry values. */
+Test(options, noise_flags_with_a_value_are_refused)
+{
+    struct cbfs_options o;
+    char msg[256];
+    cr_assert_eq(PARSE(&o, msg, "-o", "default_permissions=0", "/s", "/m"), CBFS_E_INVAL);
+    cr_assert_not_null(strstr(msg, "default_permissions takes no value"), "%s", msg);
+    cbfs_options_free(&o);
+    cr_assert_eq(PARSE(&o, msg, "-o", "nofail=1", "/s", "/m"), CBFS_E_INVAL);
+    cbfs_options_free(&o);
+    cr_assert_eq(PARSE(&o, msg, "-o", "user=backup,comment=x,x-systemd.requires=a,nofail",
+                       "/s", "/m"),
+                 CBFS_OK, "%s", msg);
     cbfs_options_free(&o);
 }
 
