@@ -367,11 +367,22 @@ static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
     return cbfs_file_seal(f, v, false);
 }
 
+/* true while full blocks past the stream's gap wait open for it (the reorder
+ * window is holding). Lock held. */
+static bool cbfs_file_holding(const struct cbfs_file *f)
+{
+    const unsigned v = cbfs_file_lowest(f, true, UINT64_MAX);
+    return v < f->nopen && f->open[v].block > f->wnext;
+}
+
 /* The open block for b, creating it (read-modify-write of existing content,
  * unless the caller is about to overwrite the whole block), making room if
  * all of the file's slots are taken. The stream's next block may use a spare
- * slot: it is what the waiting blocks wait for (any other block, a rewrite
- * among them, makes room in the file's own slots). Fails, creating nothing,
+ * slot: it is what the waiting blocks wait for; so may a block behind it
+ * while blocks are held (the writeback cache sends a page again, or a piece
+ * of a sealed block late): making room would wait for the gap too, and with
+ * every serving thread waiting nobody could bring it. Otherwise (a rewrite
+ * of a reopened file, say) a block makes room in the file's own slots. Fails, creating nothing,
  * if an error is pending or a reset came since the write began (resets: its
  * count then), also while it waited for room: a block created empty for a
  * whole-block write that then fails would hide the stored one. Lock held. */
@@ -389,7 +400,9 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
                 return CBFS_OK;
             }
         }
-        if (f->nopen < f->open_max || (b == f->wnext && f->nopen < CBFS_OPEN_MAX)) break;
+        if (f->nopen < f->open_max || (b <= f->wnext && f->nopen < CBFS_OPEN_MAX &&
+                                       (b == f->wnext || cbfs_file_holding(f))))
+            break;
         cbfs_err e = cbfs_file_free_slot(f, &deadline);
         if (e) return e;
     }
