@@ -46,11 +46,17 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, ino);
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
-    size_t used = 0;
+    size_t used = 0, npacked = 0;
     int err = 0;
 
     char *const buf = malloc(size);
-    if (!buf) {
+    /* The lookup references handed over with readdirplus entries, taken back
+     * if the reply does not reach the kernel (an interrupted request): its
+     * FORGETs would never come. An entry takes more than 128 bytes. */
+    struct cbfs_inode **const packed = plus ? malloc((size / 128 + 1) * sizeof *packed) : NULL;
+    if (!buf || (plus && !packed)) {
+        free(buf);
+        free(packed);
         fuse_reply_err(req, ENOMEM);
         return;
     }
@@ -105,6 +111,7 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
                 cbfs_inode_unref(fs, inode, 1);
                 break;
             }
+            if (inode) packed[npacked++] = inode;
         } else {
             struct stat st = {.st_ino = h->entry->d_ino,
                               .st_mode = (mode_t)h->entry->d_type << 12};
@@ -116,10 +123,12 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
         h->offset = next;
     }
     /* Entries already packed are returned; an error shows on the next call. */
-    if (err && used == 0)
+    if (err && used == 0) {
         fuse_reply_err(req, err);
-    else
-        fuse_reply_buf(req, buf, used);
+    } else if (fuse_reply_buf(req, buf, used) != 0) {
+        for (size_t i = 0; i < npacked; i++) cbfs_inode_unref(fs, packed[i], 1);
+    }
+    free(packed);
     free(buf);
 }
 
