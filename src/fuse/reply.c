@@ -45,14 +45,15 @@ int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode, bool inherit)
     char path[CBFS_PROCFD_MAX];
 
     /* An unprivileged daemon cannot give files away: everything is its own,
-     * as in passthrough_ll. */
-    if (geteuid() != 0) return 0;
-    const struct fuse_ctx *const ctx = fuse_req_ctx(req);
-    uid_t uid = ctx->uid;
-    gid_t gid = ctx->gid;
-    if (fstat(dirfd, &dst) == -1) return errno;
-    if (dst.st_mode & S_ISGID) gid = (gid_t)-1;
-    if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) return errno;
+     * as in passthrough_ll; its umask is put right all the same. */
+    if (geteuid() == 0) {
+        const struct fuse_ctx *const ctx = fuse_req_ctx(req);
+        gid_t gid = ctx->gid;
+        if (fstat(dirfd, &dst) == -1) return errno;
+        if (dst.st_mode & S_ISGID) gid = (gid_t)-1;
+        if (fchownat(fd, "", ctx->uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+            return errno;
+    }
     if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) return errno;
     if (S_ISLNK(st.st_mode)) return 0;
     /* chown cleared set-id bits and the daemon's umask may have taken

@@ -22,8 +22,9 @@ void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *ino
 mode_t cbfs_new_mode(fuse_req_t req, int dirfd, mode_t mode, bool *inherit);
 
 /* Gives a just-created object (fd: any fd on it, O_PATH included; dirfd: its
- * directory's) the caller's ownership (the group stays inherited below a
- * setgid directory) and exactly the permission bits of mode (the daemon's
+ * directory's) the caller's ownership (a daemon running as root only; the
+ * group stays inherited below a setgid directory) and exactly the permission
+ * bits of mode (the daemon's
  * umask must not change them) or, where it inherited a default ACL
  * (inherit), the bits the store gave it, which the ACL's mask and entries
  * match; the set-id bits of mode either way. Symlinks only get the owner.

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A daemon run by an ordinary user (fusermount3's setuid mount, as a user's
+# own backups would) serves its files with exactly the modes asked for: its
+# own umask must not narrow them (a file made with umask 0 came out 644, not
+# 666), and the data reads back. /dev/fuse is opened up to the user for the
+# test (it is 0600 on this machine) and put back on every exit path.
+. "$(dirname "$0")/lib.sh"
+
+id nobody >/dev/null 2>&1 || fail "needs the user nobody"
+[[ -u $(command -v fusermount3) ]] || fail "fusermount3 is not setuid here (the fuse3 package makes it so)"
+fuse_mode=$(stat -c %a /dev/fuse)
+u=$T/user
+restore() {
+    [[ -n ${upid:-} ]] && { as_nobody fusermount3 -u "$u/m" 2>/dev/null || umount -l "$u/m" 2>/dev/null; wait "$upid" 2>/dev/null; } || true
+    chmod "$fuse_mode" /dev/fuse
+}
+trap 'rc=$?; restore; (exit $rc); cbfs_cleanup' EXIT
+chmod 666 /dev/fuse
+mkdir -p "$u/s" "$u/m"
+chown -R nobody: "$u"
+chmod 755 "$T" "$u"
+python3 "$CBFS_TOOLS/gendata.py" csv 3M "$T/src" 1
+chmod 644 "$T/src"
+(umask 022; exec setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- \
+    "$CBFS_MOUNT_BIN" -f -o codec=lz4 "$u/s" "$u/m") >"$T/user.log" 2>&1 &
+upid=$!
+for _ in $(seq 50); do grep -q " $u/m " /proc/mounts && break; sleep 0.1; done
+grep -q " $u/m " /proc/mounts || fail "the user's mount did not come up: $(cat "$T/user.log")"
+as_nobody sh -c "umask 0; : >'$u/m/f'; mkdir -m 777 '$u/m/d'; mkdir '$u/m/e'; cp '$T/src' '$u/m/c'" ||
+    fail "creating as the user failed"
+got=$(as_nobody stat -c '%n %a' "$u/m/f" "$u/m/d" "$u/m/e" | sed "s|$u/m/||")
+as_nobody cmp "$T/src" "$u/m/c" || fail "the user's compressed file reads back other bytes"
+as_nobody fusermount3 -u "$u/m" || fail "the user could not unmount"
+wait "$upid" || fail "the user's daemon exited $?: $(cat "$T/user.log")"
+upid=
+[[ -e $u/s/.cbfsidx/c || -e $u/s/c.cbfsidx ]] || fail "c was not stored compressed"
+[[ $(tr '\n' ' ' <<<"$got") == "f 666 d 777 e 777 " ]] || fail "modes: $(tr '\n' ' ' <<<"$got") (want f 666 d 777 e 777)"
+pass
