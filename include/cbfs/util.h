@@ -72,6 +72,10 @@ cbfs_err cbfs_dir_read_names(int fd, char ***names, size_t *count);
 /* Frees what cbfs_dir_read_names gave; NULL is a no-op. */
 void cbfs_dir_free_names(char **names, size_t count);
 
+/* Undoes the octal escapes of /proc/self/mounts and mountinfo fields (\040
+ * for a space, \011, \012, \134) in place. */
+void cbfs_mounts_unescape(char *s);
+
 /* Sets the kernel read-ahead of the mount at mnt (an absolute path without
  * symlinks) to bytes, in whole KiB: its bdi's read_ahead_kb, found through the
  * topmost FUSE mount at mnt in /proc/self/mountinfo (no request reaches the

@@ -198,9 +198,7 @@ void cbfs_dir_free_names(char **names, size_t count)
     free(names);
 }
 
-/* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in
- * place. */
-static void cbfs_mountinfo_unescape(char *s)
+void cbfs_mounts_unescape(char *s)
 {
     char *w = s;
     for (const char *r = s; *r; w++) {
@@ -227,7 +225,7 @@ cbfs_err cbfs_mount_set_read_ahead(const char *mnt, uint64_t bytes)
         char mdev[32], point[4096];
         const char *sep = strstr(line, " - ");
         if (!sep || sscanf(line, "%*s %*s %31s %*s %4095s", mdev, point) != 2) continue;
-        cbfs_mountinfo_unescape(point);
+        cbfs_mounts_unescape(point);
         if (strcmp(point, mnt) == 0 && strncmp(sep + 3, "fuse", 4) == 0 &&
             (sep[7] == ' ' || sep[7] == '.'))
             memcpy(dev, mdev, sizeof dev);

@@ -15,22 +15,6 @@
 #include "cbfs/util.h"
 #include "tools/tool.h"
 
-/* /proc/mounts escapes space, tab, newline and backslash as \ooo. In place. */
-static void tool_mounts_unescape(char *s)
-{
-    char *w = s;
-    for (const char *r = s; *r; r++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-            r[3] >= '0' && r[3] <= '7') {
-            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 3;
-        } else {
-            *w++ = *r;
-        }
-    }
-    *w = '\0';
-}
-
 /* Is abs at or below mnt? @return the length of mnt's prefix in abs, or 0. */
 static size_t tool_under(const char *abs, const char *mnt)
 {
@@ -55,8 +39,8 @@ static bool tool_find_mount(const char *abs, char **store, const char **rest)
         char *const mnt = strtok_r(NULL, " ", &save);
         const char *const type = strtok_r(NULL, " ", &save);
         if (!src || !mnt || !type || strcmp(type, "fuse.cbfs") != 0) continue;
-        tool_mounts_unescape(src);
-        tool_mounts_unescape(mnt);
+        cbfs_mounts_unescape(src);
+        cbfs_mounts_unescape(mnt);
         const size_t n = tool_under(abs, mnt);
         if (n == 0 || n < best) continue;
         char *const s = strdup(src);

@@ -549,3 +549,12 @@ Test(util_dir, names_sorted_without_dots, .init = st_setup, .fini = st_teardown)
     cr_assert_eq(cbfs_dir_read_names(-1, &names, &n), CBFS_E_BADF);
     cr_assert_null(names);
 }
+
+/* The one unescape of /proc/self/mounts and mountinfo fields (the tools' walk
+ * and the daemon's read-ahead both read mount points there). */
+Test(util_mounts, unescapes_octal_escapes_only)
+{
+    char s[] = "/a\\040b\\011c\\012d\\134e\\0f\\999";
+    cbfs_mounts_unescape(s);
+    cr_assert_str_eq(s, "/a b\tc\nd\\e\\0f\\999");
+}
