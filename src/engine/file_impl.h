@@ -124,9 +124,6 @@ struct cbfs_file {
     bool dirty;              /* lock: frames or records stored since the last fdatasync
                                 began (set where they are, not by the write) */
     bool syncing;            /* lock: a flush is in fdatasync (one at a time) */
-    uint64_t sync_no;        /* lock: fdatasyncs begun */
-    uint64_t sync_failed_no; /* lock: the number of the last one that failed (0: none) */
-    cbfs_err sync_failed_err; /* lock: its error */
     uint64_t ra_last;        /* lock: last block a reader touched (UINT64_MAX: none) */
     uint64_t ra_issued;      /* lock: read-ahead issued for blocks below this */
     unsigned ra_window;      /* lock: current read-ahead window in blocks */

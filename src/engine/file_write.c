@@ -93,6 +93,17 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
     CBFS_STAT_ADD(eng, st_ns_store_write, cbfs_now_ns() - t0);
 }
 
+/* Counts failure e (a store or a sync that failed): every handle open now
+ * hears of it once (cbfs_file_flush), and one opened before anyone has too
+ * (cbfs_file_err_seq). Lock held. */
+static void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e)
+{
+    cbfs_assert_held(&f->lock);
+    f->err_seq++;
+    f->err_last = e;
+    f->err_heard = false;
+}
+
 /* Becomes the committer unless someone else is, and appends every finished
  * job at the head of the pending list, in submission order. Called and
  * returns with f->lock held (drops it around store I/O). */
@@ -122,9 +133,7 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
             }
             if (j->err && !f->err) {
                 f->err = j->err;
-                f->err_seq++;
-                f->err_last = j->err;
-                f->err_heard = false;
+                cbfs_file_count_failure(f, j->err);
                 CBFS_STAT_ADD(eng, st_write_errors, 1);
                 cbfs_log_err("%s: storing block %llu failed: %s", f->name,
                              (unsigned long long)j->block, cbfs_err_str(j->err));
@@ -560,19 +569,19 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
     cbfs_file_drain(f);
     cbfs_err found = f->err ? cbfs_file_reset(f) : CBFS_OK;
     /* One fdatasync at a time. One already running may hold what this flush
-     * must make durable (it cleared dirty), so wait for it, and hear of its
-     * failure: a flush never returns 0 before its data is durable. */
-    const uint64_t running = f->syncing ? f->sync_no : 0;
+     * must make durable (it cleared dirty), so wait for it, and hear of a
+     * failure meanwhile (its own, counted): a flush never returns 0 before
+     * its data is durable. */
+    const uint64_t failures = f->err_seq;
+    const bool waited = f->syncing;
     while (f->syncing) cbfs_mutex_wait(&f->lock, &f->cond);
-    if (running && f->sync_failed_no >= running && !found) found = f->sync_failed_err;
+    if (waited && f->err_seq != failures && !found) found = f->err_last;
     const bool sync = f->dirty && !serr;
     struct cbfs_dead *dead = NULL;
     size_t ndead = 0;
-    uint64_t no = 0;
     if (sync) {
         f->dirty = false;
         f->syncing = true;
-        no = ++f->sync_no;
         dead = f->dead; /* replaced by what this sync makes durable */
         ndead = f->ndead;
         f->dead = NULL;
@@ -594,13 +603,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
     cbfs_mutex_lock(&f->lock);
     if (sync) {
         f->syncing = false;
-        if (e) {
-            f->sync_failed_no = no;
-            f->sync_failed_err = e;
-            f->err_seq++;
-            f->err_last = e;
-            f->err_heard = false;
-        }
+        if (e) cbfs_file_count_failure(f, e);
         pthread_cond_broadcast(&f->cond);
     }
     if (!found) found = e;
