@@ -628,27 +628,26 @@ static int cbfs_inode_idx_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int
 static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
                                 char *buf, size_t cap);
 
-/* The end of the log line for a compressed file whose index did not load:
- * what the admin can do about error e. */
+/* The end of the log line for a compressed file whose index did not load
+ * (e): what the admin can do about it; nothing where the store is not to
+ * blame. */
 static const char *cbfs_inode_load_advice(cbfs_err e)
 {
-    if (e == CBFS_E_BLOCK_SIZE) /* never guessed: only the admin knows it */
+    switch (e) {
+    case CBFS_E_BLOCK_SIZE: /* never guessed: only the admin knows it */
         return " (restore its sidecar, or give the block size it was written with: "
                "cbfs fsck --repair --block-size SIZE)";
-    return " (cbfs fsck checks the store)";
-}
-
-/* Logs why the compressed file logname is not served when its load says
- * CBFS_E_WRONG_FILE: its sidecar is another file's (the leftover of a lost
- * compressed file beside a file that took its name, or a sidecar moved by
- * hand). The loader decided it from what the sidecar records; cbfs fsck
- * names the pair and its --repair removes a leftover. */
-static void cbfs_inode_log_leftover(const char *logname)
-{
-    cbfs_log_err("'%s' is not served: its index sidecar looks like a leftover of another file "
-                 "(nothing of that file is in this data file); run cbfs fsck on the store "
-                 "(--repair removes a leftover sidecar)",
-                 logname);
+    case CBFS_E_WRONG_FILE: /* the loader's verdict, from what the sidecar records */
+        return " (the sidecar looks like a leftover of a lost file: nothing of it is in "
+               "this data file; cbfs fsck --repair removes a leftover sidecar)";
+    case CBFS_E_OK:
+    case CBFS_E_MFILE:
+    case CBFS_E_NFILE:
+    case CBFS_E_NOMEM:
+        return "";
+    default:
+        return " (cbfs fsck checks the store)";
+    }
 }
 
 /* inode->lock held. Logical size and block size of a compressed file with no
@@ -677,12 +676,10 @@ static int cbfs_inode_peek(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
     err = cbfs_err_errno(e);
     why = cbfs_err_str(e);
 out:
-    if (err) cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
-    if (err && e == CBFS_E_WRONG_FILE) {
-        cbfs_inode_log_leftover(logname);
-    } else if (err) {
+    if (err) {
+        cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
         cbfs_log_warn("cannot read the logical size of '%s': %s%s", logname, why,
-                      (err == EMFILE || err == ENFILE) ? "" : cbfs_inode_load_advice(e));
+                      cbfs_inode_load_advice(e ? e : cbfs_err_from_errno(err)));
     }
     if (ifd >= 0) close(ifd);
     if (dfd >= 0) close(dfd);
@@ -895,11 +892,8 @@ retry:
     const cbfs_err e = cbfs_file_open(fs->opt.eng, dfd, ifd, false, writable, codec, level, &f);
     cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
     if (e) {
-        if (e == CBFS_E_WRONG_FILE)
-            cbfs_inode_log_leftover(logname);
-        else
-            cbfs_log_err("cannot open '%s': %s%s", logname, cbfs_err_str(e),
-                         e == CBFS_E_BLOCK_SIZE ? cbfs_inode_load_advice(e) : "");
+        cbfs_log_err("cannot open '%s': %s%s", logname, cbfs_err_str(e),
+                     cbfs_inode_load_advice(e));
         return cbfs_err_errno(e);
     }
     cbfs_file_set_name(f, logname);

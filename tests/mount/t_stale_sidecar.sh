@@ -50,12 +50,12 @@ cbfs_umount "$mnt"
 # loader finds nothing of the sidecar's file in it and refuses it (EIO, one
 # log line naming it) rather than serving it as compressed
 printf 'plain bytes that matter\n' >"$store/p"
-cbfs_expect_log_errors "sidecar looks like a leftover of another file"
+cbfs_expect_log_errors "sidecar looks like a leftover of a lost file"
 cbfs_mount "$store" "$mnt" "codec=none"
 out=$(cat "$mnt/p" 2>&1) && fail "p beside a leftover sidecar was served: '$out'"
 [[ $out == *"Input/output error"* ]] || fail "p: expected EIO, got '$out'"
 cbfs_umount "$mnt"
-grep -q "'p' is not served: its index sidecar looks like a leftover of another file.*cbfs fsck" \
+grep -q "'p': index sidecar belongs to another data file (the sidecar looks like a leftover of a lost file.*cbfs fsck" \
     "$(cbfs_log_of "$mnt")" || fail "no log line names p and its leftover sidecar"
 check_eq "plain bytes that matter" "$(cat "$store/p")" "p's data in the store"
 
