@@ -55,6 +55,22 @@ static void *race_read(void *arg)
     return NULL;
 }
 
+/* Opens (create: makes) race_dir/name, zstd:1, in race_eng. */
+static struct cbfs_file *race_open(const char *name, bool create)
+{
+    char p[160], q[180];
+    snprintf(p, sizeof p, "%s/%s", race_dir, name);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    const int dfd = open(p, O_RDWR | O_CREAT, 0644), ifd = open(q, O_RDWR | O_CREAT, 0644);
+    cr_assert(dfd >= 0 && ifd >= 0);
+    const struct cbfs_codec_ops *codec;
+    cr_assert_eq(cbfs_codec_by_name("zstd", &codec), CBFS_OK);
+    struct cbfs_file *f;
+    cr_assert_eq(cbfs_file_open(race_eng, dfd, ifd, create, true, codec, 1, &f), CBFS_OK);
+    cbfs_file_set_name(f, name);
+    return f;
+}
+
 static void race_run(uint64_t new_size)
 {
     snprintf(race_dir, sizeof race_dir, "/tmp/cbfs-engine_race-XXXXXX");
@@ -62,16 +78,7 @@ static void race_run(uint64_t new_size)
     struct cbfs_engine_config cfg = {.block_size = RACE_BS, .workers = 1, .readahead = 4,
                                      .cache_bytes = 4 << 20, .inflight_bytes = 1 << 20};
     cr_assert_eq(cbfs_engine_create(&cfg, &race_eng), CBFS_OK);
-    char p[128], q[160];
-    snprintf(p, sizeof p, "%s/f", race_dir);
-    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    int dfd = open(p, O_RDWR | O_CREAT, 0644), ifd = open(q, O_RDWR | O_CREAT, 0644);
-    cr_assert(dfd >= 0 && ifd >= 0);
-    const struct cbfs_codec_ops *codec;
-    cr_assert_eq(cbfs_codec_by_name("zstd", &codec), CBFS_OK);
-    struct cbfs_file *f;
-    cr_assert_eq(cbfs_file_open(race_eng, dfd, ifd, true, true, codec, 1, &f), CBFS_OK);
-    cbfs_file_set_name(f, "f");
+    struct cbfs_file *f = race_open("f", true);
 
     /* 8 incompressible blocks (RAW frames of 64 KiB: punched when dead) */
     static unsigned char data[8 * RACE_BS];
@@ -120,8 +127,9 @@ static void race_run(uint64_t new_size)
     cbfs_file_close(f);
     cbfs_engine_destroy(race_eng);
     race_blocked = race_release = false;
-    snprintf(q, sizeof q, "rm -rf %s", race_dir);
-    cr_assert_eq(system(q), 0);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", race_dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 Test(engine_race, read_racing_a_truncate_and_its_punch, .timeout = 30)
@@ -157,15 +165,9 @@ static void *race_write0(void *arg)
 
 static int race_mask_once(int attempt)
 {
-    char p[160], q[180];
-    snprintf(p, sizeof p, "%s/m%d", race_dir, attempt);
-    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    int dfd = open(p, O_RDWR | O_CREAT, 0644), ifd = open(q, O_RDWR | O_CREAT, 0644);
-    cr_assert(dfd >= 0 && ifd >= 0);
-    const struct cbfs_codec_ops *codec;
-    cr_assert_eq(cbfs_codec_by_name("zstd", &codec), CBFS_OK);
-    struct cbfs_file *f;
-    cr_assert_eq(cbfs_file_open(race_eng, dfd, ifd, true, true, codec, 1, &f), CBFS_OK);
+    char name[16];
+    snprintf(name, sizeof name, "m%d", attempt);
+    struct cbfs_file *f = race_open(name, true);
     static unsigned char d0[RACE_BS], x[RACE_BS], blk[RACE_BS], got0[RACE_BS];
     for (size_t i = 0; i < RACE_BS; i++) d0[i] = (unsigned char)(rand() | 1);
     memset(x, 0xAB, sizeof x);
@@ -178,7 +180,9 @@ static int race_mask_once(int attempt)
     }
     /* every further append to the data file fails (EFBIG) */
     struct stat st;
-    fstat(dfd, &st);
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", race_dir, name);
+    cr_assert_eq(stat(path, &st), 0);
     struct rlimit rl_old, rl = {(rlim_t)st.st_size, RLIM_INFINITY};
     getrlimit(RLIMIT_FSIZE, &rl_old);
     rl.rlim_max = rl_old.rlim_max;
@@ -208,8 +212,7 @@ static int race_mask_once(int attempt)
         cr_assert_eq(cbfs_file_write(f, "Z", 1, 100), CBFS_OK);
         cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
         cbfs_file_close(f);
-        dfd = open(p, O_RDWR), ifd = open(q, O_RDWR);
-        cr_assert_eq(cbfs_file_open(race_eng, dfd, ifd, false, true, codec, 1, &f), CBFS_OK);
+        f = race_open(name, false);
         cr_assert_eq(cbfs_file_read(f, got0, RACE_BS, 0, &got), CBFS_OK);
         size_t lost = 0;
         for (size_t i = 0; i < RACE_BS; i++) lost += i != 100 && got0[i] != d0[i];
