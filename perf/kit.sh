@@ -14,22 +14,30 @@
 # 4 pieces of CBFS_KIT_SLICE_MIB/4 MiB (default 96 MiB in all) at 10/35/60/85 % of
 # /var/tmp/cbfs-corpus/tpch-sf1.tar (or tpch-sf0.1.tar; CBFS_KIT_CORPUS=FILE for another),
 # compressed with zstd -19.
-# Usage: perf/kit.sh [BUILD_DIR]   (default build/)
+# With --perf, bin/ also gets this machine's perf (linux-perf, Debian 12's 6.1) and lib/ the
+# libraries it loads (~35 MiB more): for `perf record`/`perf report` of a point there, which
+# has no perf of its own. perf 6.1 reads a newer kernel's perf_event ABI.
+# Usage: perf/kit.sh [--perf] [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
+with_perf=0
+[[ "${1:-}" == --perf ]] && { with_perf=1; shift; }
 bdir=${1:-build}
 kit=$repo/perf/kit
 limit_mib=40
+((with_perf)) && limit_mib=80
 
 scripts/build.sh "$bdir" >/dev/null
 rm -rf "$kit"
 mkdir -p "$kit/bin" "$kit/lib"
 
 bins=("$bdir/mount.cbfs" "$bdir/cbfs" "$bdir/cbfs-nullfs" "$bdir/cbfs-codec-bench")
-for t in fusermount3 zstd lz4; do
+tools=(fusermount3 zstd lz4)
+((with_perf)) && tools+=(perf)
+for t in "${tools[@]}"; do
     p=$(command -v "$t" || true)
-    [[ -n "$p" ]] || { echo "kit.sh: $t not found here (apt-get install fuse3 zstd lz4)" >&2; exit 1; }
+    [[ -n "$p" ]] || { echo "kit.sh: $t not found here (apt-get install fuse3 zstd lz4 linux-perf)" >&2; exit 1; }
     bins+=("$p")
 done
 for b in "${bins[@]}"; do

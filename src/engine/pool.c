@@ -19,6 +19,9 @@ struct cbfs_pool {
 static void *cbfs_pool_main(void *arg)
 {
     struct cbfs_pool *pool = arg;
+    /* A name for profiles and /proc/PID/task (perf/ddbench tells pool CPU from the
+     * FUSE threads' by it); failure only costs the name. */
+    (void)pthread_setname_np(pthread_self(), "cbfs-pool");
     pthread_mutex_lock(&pool->lock);
     for (;;) {
         while (!pool->head && !pool->shutdown) pthread_cond_wait(&pool->wake, &pool->lock);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# perf/probe16.sh STEP: one device call's worth of measurements on the 16-core machine, from
+# the kit (perf/kit.sh --perf here; carry perf/kit). Each step stays inside one call's 10
+# minutes (every ddbench has its own --deadline, the whole step a timeout) and leaves one
+# archive, $OUT/probe-STEP.tgz, with every CSV, log and profile it made, so the call's
+# 8-file limit on returned files never cuts one off.
+#   A: the suite's stream and many sections (targets 1, 2, 3, 5), 2 GiB, 3 reps; a
+#      system-wide profile of one lz4 stream and of 8 lz4 writers; channel options
+#      (writeback cache off, clone_fd, max_background, fuse_threads) at 1 and 8 writers.
+#   B: the suite's workers section (target 4 and the sweep), 2 GiB, 2 reps; profiles of
+#      8 zstd:1 writers and of one lz4 stream with workers=1.
+# PROBE_SIZE (2G) and PROBE_REPS (A 3, B 2) shrink a step for a smoke test here.
+# Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
+set -uo pipefail
+step=${1:?usage: perf/probe16.sh A|B}
+size=${PROBE_SIZE:-2G}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+kit=$repo/perf/kit
+res=${OUT:-/tmp}/probe-$step
+mkdir -p "$res"
+export PATH="$kit/bin:$PATH"
+t_start=$(date +%s)
+left() { echo $((560 - ($(date +%s) - t_start))); }
+
+dd_() { # ddbench through the kit, its output kept; deadline: what is left minus a margin
+    local name=$1 margin=$2
+    shift 2
+    local dl=$(($(left) - margin))
+    ((dl > 20)) || { echo "probe16: no time left for $name"; return 0; }
+    OUT= timeout $((dl + 60)) bash "$kit/run.sh" --deadline "$dl" --csv "$res/$name.csv" "$@" \
+        >"$res/$name.md" 2>"$res/$name.log"
+    echo "== $name: exit $? ($(left) s left)"
+    if [[ $name == suite* ]]; then
+        grep -E '^\| [0-9]+ \|' "$res/$name.md" | grep -v "not measured"
+    else
+        grep -E '^\| .* \| write \|' "$res/$name.md"
+    fi
+    return 0
+}
+
+prof() { # system-wide on-CPU profile of one ddbench point
+    local name=$1
+    shift
+    ((($(left)) > 90)) || { echo "probe16: no time left for profile $name"; return 0; }
+    LD_LIBRARY_PATH=$kit/lib timeout 120 perf record -a -g -F 499 -o /tmp/$name.data -- \
+        bash "$kit/run.sh" --reps 1 --sizes 1M --size $size --csv "$res/prof-$name.csv" "$@" \
+        >"$res/prof-$name.log" 2>&1
+    local pr=(env LD_LIBRARY_PATH="$kit/lib" perf report -i "/tmp/$name.data" --stdio --no-children)
+    "${pr[@]}" --sort comm,dso,sym -g none --percent-limit 0.3 2>/dev/null | grep -v '^#' |
+        grep -v '^$' | head -150 >"$res/prof-$name.txt"
+    "${pr[@]}" --sort comm,dso -g none --percent-limit 0.2 2>/dev/null | grep -v '^#' |
+        grep -v '^$' >"$res/prof-$name-comm.txt"
+    "${pr[@]}" --comms mount.cbfs,cbfs-pool --sort sym -g caller,0.5,callee,function,percent \
+        --percent-limit 2 2>/dev/null | grep -v '^$' | head -600 >"$res/prof-$name-graph.txt"
+    rm -f /tmp/$name.data
+    echo "== profile $name: $(grep -c . "$res/prof-$name.txt") lines ($(left) s left)"
+    head -25 "$res/prof-$name-comm.txt"
+}
+
+{ nproc; lscpu | grep -E 'Model name|MHz|NUMA|L3'; free -g; df -hT /var/tmp; lsblk -d -o NAME,ROTA,MODEL,SIZE
+  uname -a; for f in /sys/class/bdi/*/; do echo "$f $(cat $f/max_ratio 2>/dev/null) $(cat $f/strict_limit 2>/dev/null)"; done
+  sysctl vm.dirty_ratio vm.dirty_background_ratio vm.dirty_bytes; } >"$res/machine.txt" 2>&1
+case $step in
+A)
+    dd_ suite-A 200 --suite 16core --section stream --section many --size $size --reps ${PROBE_REPS:-3}
+    prof lz4-w1 --writers 1 --system 'lz4=codec=lz4'
+    prof lz4-w8 --writers 8 --system 'lz4=codec=lz4'
+    dd_ channel 5 --size $size --reps ${PROBE_REPS:-2} --sizes 1M --writers 1,8 --system nullfs \
+        --system 'lz4=codec=lz4' --system 'lz4 wbc-off=codec=lz4,writeback_cache=off' \
+        --system 'lz4 clone_fd=codec=lz4,clone_fd' \
+        --system 'lz4 bg64=codec=lz4,max_background=64' \
+        --system 'lz4 thr32=codec=lz4,fuse_threads=32'
+    ;;
+B)
+    dd_ suite-B 150 --suite 16core --section workers --size $size --reps ${PROBE_REPS:-2}
+    prof zstd-w8 --writers 8 --system 'zstd1=codec=zstd:1'
+    prof lz4-wk1 --writers 1 --system 'lz4 workers=1=codec=lz4,workers=1'
+    ;;
+*) echo "probe16: unknown step $step" >&2; exit 2 ;;
+esac
+tar czf "${OUT:-/tmp}/probe-$step.tgz" -C "$(dirname "$res")" "$(basename "$res")"
+rm -rf "$res"
+echo "probe16 $step: $(($(date +%s) - t_start)) s"
