@@ -112,8 +112,14 @@ static void nullfs_init(void *userdata, struct fuse_conn_info *conn)
     conn->max_write = NULLFS_MAX_WRITE;
     if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
     /* Every write reaches the daemon: the channel's own ceiling (cbfs turns
-     * the writeback cache on; ddbench's points say which they compare). */
-    conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+     * the writeback cache on; ddbench's points say which they compare).
+     * CBFS_NULLFS_WRITEBACK=1 turns it on too: the ceiling of the kernel's
+     * cached write path (ddbench's nullfs-wbc). */
+    const char *wbc = getenv("CBFS_NULLFS_WRITEBACK");
+    if (wbc && strcmp(wbc, "1") == 0 && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+        conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+    else
+        conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
 
 /* Replies with the entry of ino (0 = ENOENT). Caller holds no lock. */

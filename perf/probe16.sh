@@ -7,13 +7,16 @@
 #   A: the suite's stream and many sections (targets 1, 2, 3, 5), 2 GiB, 3 reps; a
 #      system-wide profile of one lz4 stream and of 8 lz4 writers; channel options
 #      (writeback cache off, clone_fd, max_background, fuse_threads) at 1 and 8 writers.
+#   C: the kernel's dirty limits for FUSE and the writeback cache, 4 GiB, 1 and 8 writers:
+#      nullfs with and without the cache, cbfs lz4 / zstd:1 with the cache, without it, and
+#      with the FUSE bdi's max_ratio 100 (and strict_limit 0); profiles with wait stacks.
 #   B: the suite's workers section (target 4 and the sweep), 2 GiB, 2 reps; profiles of
 #      8 zstd:1 writers and of one lz4 stream with workers=1.
-# PROBE_SIZE (2G) and PROBE_REPS (A 3, B 2) shrink a step for a smoke test here.
+# PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B}
-size=${PROBE_SIZE:-2G}
+step=${1:?usage: perf/probe16.sh A|B|C}
+size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
 res=${OUT:-/tmp}/probe-$step
@@ -38,13 +41,16 @@ dd_() { # ddbench through the kit, its output kept; deadline: what is left minus
     return 0
 }
 
-prof() { # system-wide on-CPU profile of one ddbench point
+prof() { # system-wide on-CPU profile of one ddbench point, and where its threads wait
     local name=$1
     shift
     ((($(left)) > 90)) || { echo "probe16: no time left for profile $name"; return 0; }
+    python3 "$repo/perf/stacks.py" --until-killed >"$res/wait-$name.txt" &
+    local sp=$!
     LD_LIBRARY_PATH=$kit/lib timeout 120 perf record -a -g -F 499 -o /tmp/$name.data -- \
-        bash "$kit/run.sh" --reps 1 --sizes 1M --size $size --csv "$res/prof-$name.csv" "$@" \
+        OUT= bash "$kit/run.sh" --reps 1 --sizes 1M --size $size --csv "$res/prof-$name.csv" "$@" \
         >"$res/prof-$name.log" 2>&1
+    kill $sp; wait $sp 2>/dev/null
     local pr=(env LD_LIBRARY_PATH="$kit/lib" perf report -i "/tmp/$name.data" --stdio --no-children)
     "${pr[@]}" --sort comm,dso,sym -g none --percent-limit 0.3 2>/dev/null | grep -v '^#' |
         grep -v '^$' | head -150 >"$res/prof-$name.txt"
@@ -71,10 +77,22 @@ A)
         --system 'lz4 bg64=codec=lz4,max_background=64' \
         --system 'lz4 thr32=codec=lz4,fuse_threads=32'
     ;;
+C)
+    dd_ bdi 150 --size ${PROBE_SIZE:-4G} --reps ${PROBE_REPS:-2} --sizes 1M --writers 1,8 --system nullfs --system nullfs-wbc \
+        --system 'lz4=codec=lz4' --system 'lz4 wbc-off=codec=lz4,writeback_cache=off' \
+        --system 'lz4 mr100=codec=lz4,bdi.max_ratio=100' \
+        --system 'lz4 strict0=codec=lz4,bdi.strict_limit=0,bdi.max_ratio=100' \
+        --system 'zstd1=codec=zstd:1' --system 'zstd1 wbc-off=codec=zstd:1,writeback_cache=off' \
+        --system 'zstd1 strict0=codec=zstd:1,bdi.strict_limit=0,bdi.max_ratio=100' \
+        --system pipe-zstd
+    prof lz4-w8 --writers 8 --system 'lz4=codec=lz4'
+    prof lz4off-w8 --writers 8 --system 'lz4off=codec=lz4,writeback_cache=off'
+    prof lz4-w1 --writers 1 --system 'lz4=codec=lz4'
+    ;;
 B)
     dd_ suite-B 150 --suite 16core --section workers --size $size --reps ${PROBE_REPS:-2}
     prof zstd-w8 --writers 8 --system 'zstd1=codec=zstd:1'
-    prof lz4-wk1 --writers 1 --system 'lz4 workers=1=codec=lz4,workers=1'
+    prof lz4-wk1 --writers 1 --system 'lz4 wk1=codec=lz4,workers=1'
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac
