@@ -10,12 +10,15 @@
 #   C: the kernel's dirty limits for FUSE and the writeback cache, 4 GiB, 1 and 8 writers:
 #      nullfs with and without the cache, cbfs lz4 / zstd:1 with the cache, without it, and
 #      with the FUSE bdi's max_ratio 100 (and strict_limit 0); profiles with wait stacks.
+#   D: profiles with wait stacks (lz4 1 and 8 writers with and without the cache, zstd:1 8
+#      writers, nullfs with the cache 8 writers), then one stream of 8 GiB: bare, nullfs with
+#      and without the cache, cbfs lz4.
 #   B: the suite's workers section (target 4 and the sweep), 2 GiB, 2 reps; profiles of
 #      8 zstd:1 writers and of one lz4 stream with workers=1.
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B|C}
+step=${1:?usage: perf/probe16.sh A|B|C|D}
 size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
@@ -48,7 +51,7 @@ prof() { # system-wide on-CPU profile of one ddbench point, and where its thread
     python3 "$repo/perf/stacks.py" --until-killed >"$res/wait-$name.txt" &
     local sp=$!
     LD_LIBRARY_PATH=$kit/lib timeout 120 perf record -a -g -F 499 -o /tmp/$name.data -- \
-        OUT= bash "$kit/run.sh" --reps 1 --sizes 1M --size $size --csv "$res/prof-$name.csv" "$@" \
+        env OUT= bash "$kit/run.sh" --reps 1 --sizes 1M --size $size --csv "$res/prof-$name.csv" "$@" \
         >"$res/prof-$name.log" 2>&1
     kill $sp; wait $sp 2>/dev/null
     local pr=(env LD_LIBRARY_PATH="$kit/lib" perf report -i "/tmp/$name.data" --stdio --no-children)
@@ -88,6 +91,15 @@ C)
     prof lz4-w8 --writers 8 --system 'lz4=codec=lz4'
     prof lz4off-w8 --writers 8 --system 'lz4off=codec=lz4,writeback_cache=off'
     prof lz4-w1 --writers 1 --system 'lz4=codec=lz4'
+    ;;
+D)
+    prof lz4-w8 --writers 8 --system 'lz4=codec=lz4'
+    prof lz4off-w8 --writers 8 --system 'lz4off=codec=lz4,writeback_cache=off'
+    prof nullwbc-w8 --writers 8 --system nullfs-wbc
+    prof zstd-w8 --writers 8 --system 'zstd1=codec=zstd:1'
+    prof lz4-w1 --writers 1 --system 'lz4=codec=lz4'
+    dd_ long 5 --size ${PROBE_SIZE:-8G} --reps 2 --sizes 1M --writers 1 --system bare \
+        --system nullfs --system nullfs-wbc --system 'lz4=codec=lz4'
     ;;
 B)
     dd_ suite-B 150 --suite 16core --section workers --size $size --reps ${PROBE_REPS:-2}
