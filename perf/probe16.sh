@@ -13,12 +13,14 @@
 #   D: profiles with wait stacks (lz4 1 and 8 writers with and without the cache, zstd:1 8
 #      writers, nullfs with the cache 8 writers), then one stream of 8 GiB: bare, nullfs with
 #      and without the cache, cbfs lz4.
+#   E: the engine's in-flight budget (inflight=, default 4 x workers x block = 16 MiB on 16
+#      cores) with the writeback cache, 2 GiB, 1 and 8 writers, lz4 and zstd:1.
 #   B: the suite's workers section (target 4 and the sweep), 2 GiB, 2 reps; profiles of
 #      8 zstd:1 writers and of one lz4 stream with workers=1.
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B|C|D}
+step=${1:?usage: perf/probe16.sh A|B|C|D|E}
 size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
@@ -100,6 +102,15 @@ D)
     prof lz4-w1 --writers 1 --system 'lz4=codec=lz4'
     dd_ long 5 --size ${PROBE_SIZE:-8G} --reps 2 --sizes 1M --writers 1 --system bare \
         --system nullfs --system nullfs-wbc --system 'lz4=codec=lz4'
+    ;;
+E)
+    dd_ inflight 5 --size $size --reps ${PROBE_REPS:-2} --sizes 1M --writers 1,8 \
+        --system 'lz4=codec=lz4' --system 'lz4 i64=codec=lz4,inflight=64M' \
+        --system 'lz4 i256=codec=lz4,inflight=256M' \
+        --system 'lz4 wbc-off=codec=lz4,writeback_cache=off' \
+        --system 'lz4 wbc-off i64=codec=lz4,writeback_cache=off,inflight=64M' \
+        --system 'zstd1=codec=zstd:1' --system 'zstd1 i64=codec=zstd:1,inflight=64M' \
+        --system 'zstd1 i256=codec=zstd:1,inflight=256M'
     ;;
 B)
     dd_ suite-B 150 --suite 16core --section workers --size $size --reps ${PROBE_REPS:-2}
