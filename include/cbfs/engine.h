@@ -26,8 +26,12 @@ struct cbfs_engine_config {
     uint64_t cache_bytes;    /* decompressed-block LRU, bytes of buffers; 0 = default (64 MiB) */
     unsigned readahead;      /* max blocks decoded ahead of a sequential reader; 0 = off */
     uint64_t inflight_bytes; /* uncompressed bytes queued or compressing, all files;
-                                0 = default (4 blocks per worker, >= 8 MiB) */
+                                0 = default: CBFS_INFLIGHT_PER_WORKER per worker, at most
+                                CBFS_INFLIGHT_MAX, or 4 blocks per worker where that is
+                                more */
 };
+#define CBFS_INFLIGHT_PER_WORKER (16ull << 20)
+#define CBFS_INFLIGHT_MAX (1ull << 30)
 
 /* Starts the worker pool. @return CBFS_E_INVAL for a bad block size. */
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out);

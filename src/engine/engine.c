@@ -32,9 +32,18 @@ cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_en
         eng->cfg.workers = n > 0 ? (unsigned)n : 1;
     }
     if (!eng->cfg.cache_bytes) eng->cfg.cache_bytes = 64ull << 20;
+    /* The budget must cover what the workers compress plus what waits behind
+     * the per-file committers (store writes, write-behind) and in the reorder
+     * window: bytes, in proportion to the workers' throughput. Four blocks per
+     * worker (the rule before) starved 16 workers: FUSE threads waited on the
+     * budget while the pool idled; 16 MiB per worker measured best there
+     * (docs/PERF.md, "The in-flight budget"). At most CBFS_INFLIGHT_MAX for
+     * many workers; blocks of 4 MiB and more keep four per worker. */
     if (!eng->cfg.inflight_bytes) {
-        uint64_t b = 4ull * eng->cfg.workers * bs;
-        eng->cfg.inflight_bytes = b < (8ull << 20) ? (8ull << 20) : b;
+        uint64_t b = CBFS_INFLIGHT_PER_WORKER * eng->cfg.workers;
+        if (b > CBFS_INFLIGHT_MAX) b = CBFS_INFLIGHT_MAX;
+        const uint64_t blocks = 4ull * bs * eng->cfg.workers;
+        eng->cfg.inflight_bytes = b < blocks ? blocks : b;
     }
     pthread_mutex_init(&eng->lock, NULL);
     pthread_cond_init(&eng->budget, NULL);

@@ -789,3 +789,28 @@ Test(engine, flush_inside_the_reorder_window_keeps_the_stream)
     cr_assert_eq(st1.stream_gaps - st0.stream_gaps, 0, "a gap was counted where none was");
     free(data);
 }
+
+/* The default in-flight budget (inflight_bytes 0): 16 MiB per worker, at most
+ * 1 GiB, never less than four blocks per worker. */
+Test(engine_config, default_inflight_budget)
+{
+    static const struct {
+        unsigned workers;
+        uint32_t block;
+        uint64_t want;
+    } cases[] = {
+        {2, 256 << 10, 32ull << 20},  {16, 256 << 10, 256ull << 20},
+        {128, 256 << 10, 1ull << 30}, {2, 16 << 20, 128ull << 20},
+        {64, 16 << 20, 4ull << 30},   {1, 4 << 10, 16ull << 20},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct cbfs_engine_config cfg = {.block_size = cases[i].block, .workers = cases[i].workers};
+        struct cbfs_engine *e;
+        cr_assert_eq(cbfs_engine_create(&cfg, &e), CBFS_OK);
+        cbfs_engine_get_config(e, &cfg);
+        cbfs_engine_destroy(e);
+        cr_expect_eq(cfg.inflight_bytes, cases[i].want, "workers %u, block %u: %llu, want %llu",
+                     cases[i].workers, cases[i].block, (unsigned long long)cfg.inflight_bytes,
+                     (unsigned long long)cases[i].want);
+    }
+}
