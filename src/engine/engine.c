@@ -37,7 +37,7 @@ cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_en
      * window: bytes, in proportion to the workers' throughput. Four blocks per
      * worker (the rule before) starved 16 workers: FUSE threads waited on the
      * budget while the pool idled; 16 MiB per worker measured best there
-     * (docs/PERF.md, "The in-flight budget"). At most CBFS_INFLIGHT_MAX for
+     * (docs/PERF.md, "16-core figures", point 1). At most CBFS_INFLIGHT_MAX for
      * many workers; blocks of 4 MiB and more keep four per worker. */
     if (!eng->cfg.inflight_bytes) {
         uint64_t b = CBFS_INFLIGHT_PER_WORKER * eng->cfg.workers;
