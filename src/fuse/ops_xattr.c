@@ -211,6 +211,12 @@ static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
         fuse_reply_err(req, EINVAL);
         return;
     }
+    /* The root's stats are the daemon's, read-only: a set used to land on the
+     * store's root directory, unseen behind them, and report success. */
+    if (ino == FUSE_ROOT_ID && strcmp(name, CBFS_XATTR_STATS) == 0) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
     if (!cbfs_xattr_path(req, fs, inode, EPERM, path, &fd)) return;
     const int r = value ? setxattr(path, name, value, size, flags) : removexattr(path, name);
     int err = r == -1 ? errno : 0;

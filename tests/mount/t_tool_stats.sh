@@ -108,5 +108,10 @@ busy = b["ns_compress"] + b["ns_store_write"]
 assert 0 < busy <= b["uptime_ns"] * b["workers"] * 1.02, (busy, b["uptime_ns"])
 ' "$T/s1.json" "$T/check.out" || fail "live stats: $(cat "$T/check.out")"
 note "live counters move; worker stage time within wall x workers"
+# read-only: neither set nor remove reaches the store's root directory
+setfattr -n user.cbfs.stats -v x "$mnt" 2>"$T/err" && fail "setting user.cbfs.stats succeeded"
+grep -q 'not permitted' "$T/err" || fail "set: $(cat "$T/err")"
+setfattr -x user.cbfs.stats "$mnt" 2>"$T/err" && fail "removing user.cbfs.stats succeeded"
 cbfs_umount "$mnt"
+getfattr -n user.cbfs.stats "$store" >/dev/null 2>&1 && fail "user.cbfs.stats stored on the store's root"
 pass
