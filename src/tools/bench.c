@@ -7,10 +7,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cbfs/pool.h"
@@ -248,7 +251,10 @@ static bool tool_bench_codec(struct tool_bench_args *a, const char *item)
 {
     char msg[256];
     int level;
-    if (a->ncodecs == sizeof a->codec / sizeof a->codec[0]) return false;
+    if (a->ncodecs == sizeof a->codec / sizeof a->codec[0]) {
+        tool_err("bench", "--codecs: at most %zu codecs", a->ncodecs);
+        return false;
+    }
     if (cbfs_codec_parse(item, &a->codec[a->ncodecs], &level, msg, sizeof msg) != CBFS_OK) {
         tool_err("bench", "%s", msg);
         return false;
@@ -260,8 +266,13 @@ static bool tool_bench_codec(struct tool_bench_args *a, const char *item)
 static bool tool_bench_level(struct tool_bench_args *a, const char *item)
 {
     char *end;
+    if (a->nlevels == sizeof a->levels / sizeof a->levels[0]) {
+        tool_err("bench", "--levels: at most %zu levels", a->nlevels);
+        return false;
+    }
+    errno = 0;
     const long l = strtol(item, &end, 10);
-    if (*end || end == item || a->nlevels == sizeof a->levels / sizeof a->levels[0]) {
+    if (*end || end == item || errno == ERANGE || l < INT_MIN || l > INT_MAX) {
         tool_err("bench", "--levels: '%s' is not a level", item);
         return false;
     }
@@ -291,6 +302,9 @@ static cbfs_err tool_bench_sample(const char *path, uint64_t *len, uint8_t **out
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return cbfs_err_from_errno(errno);
+    struct stat st; /* a sample larger than a regular file needs only the file's size */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < *len)
+        *len = (uint64_t)st.st_size;
     uint8_t *const buf = malloc(*len ? *len : 1);
     cbfs_err e = buf ? CBFS_OK : CBFS_E_NOMEM;
     uint64_t got = 0;
@@ -356,11 +370,17 @@ int tool_bench_main(int argc, char **argv)
         case 'l': ok = tool_bench_list(optarg, tool_bench_level, &a); break;
         case 'b': ok = tool_bench_list(optarg, tool_bench_bsize, &a); break;
         case 's': ok = cbfs_parse_size(optarg, &sample) == CBFS_OK && sample > 0; break;
-        case 'd': disk = strtod(optarg, &end); ok = !*end && disk > 0; break;
-        case 'w':
-            workers = (unsigned)strtoul(optarg, &end, 10);
-            ok = !*end && workers > 0 && workers <= 1024;
+        case 'd': /* finite: the JSON and the advice print it */
+            disk = strtod(optarg, &end);
+            ok = !*end && end != optarg && isfinite(disk) && disk > 0;
             break;
+        case 'w': {
+            errno = 0;
+            const unsigned long w = strtoul(optarg, &end, 10);
+            ok = !*end && end != optarg && optarg[0] != '-' && errno == 0 && w > 0 && w <= 1024;
+            workers = ok ? (unsigned)w : 0;
+            break;
+        }
         case 'j': json = true; break;
         case 'p': plot = optarg; break;
         default: return tool_usage(tool_bench_help, ch == 'h');
@@ -374,6 +394,14 @@ int tool_bench_main(int argc, char **argv)
     }
     if (optind + 1 != argc) return tool_usage(tool_bench_help, false);
     if (!tool_bench_defaults(&a)) return TOOL_EXIT_USAGE;
+    size_t runs = 0; /* every combination runs, or none: a cut table would advise wrongly */
+    for (size_t c = 0; c < a.ncodecs; c++)
+        runs += (a.pinned[c] != INT32_MIN || a.nlevels == 0 ? 1 : a.nlevels) * a.nbsizes;
+    if (runs > TOOL_BENCH_MAX) {
+        tool_err("bench", "%zu combinations of codec, level and block size; at most %d",
+                 runs, TOOL_BENCH_MAX);
+        return TOOL_EXIT_USAGE;
+    }
     uint8_t *data = NULL;
     cbfs_err e = tool_bench_sample(argv[optind], &sample, &data);
     if (e || sample == 0) {
@@ -416,6 +444,6 @@ int tool_bench_main(int argc, char **argv)
     if (e) return TOOL_EXIT_USAGE;
     tool_bench_pareto(rows, n);
     tool_bench_print(rows, n, disk, sample, workers, json);
-    if (plot) tool_bench_plot(rows, n, plot);
+    if (plot && !tool_bench_plot(rows, n, plot)) return TOOL_EXIT_USAGE;
     return TOOL_EXIT_OK;
 }

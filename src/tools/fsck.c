@@ -22,8 +22,6 @@
 #include "cbfs/util.h"
 #include "tools/tool.h"
 
-enum { FSCK_CLEAN = 0, FSCK_CORRECTED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8 };
-
 static const char tool_fsck_help[] =
     "usage: cbfs fsck [--repair] [--block-size SIZE] STORE\n"
     "       cbfs fsck --upgrade STORE\n"

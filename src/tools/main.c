@@ -2,6 +2,7 @@
  * (stat, verify, cat, bench, stats, mkfs, fsck); each parses its own options
  * and returns its exit code (0 ok, 1 problems found, 2 usage or I/O error;
  * fsck uses e2fsck's codes). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,17 @@ static int tool_main_usage(FILE *f, int rc)
     return rc;
 }
 
+/* A subcommand's report that did not reach stdout (a full disk under
+ * `cbfs stats --prometheus > file.tmp && mv`, a closed pipe) is an I/O error,
+ * never exit 0: the caller would install an empty or cut report. */
+static int tool_main_flushed(const char *sub, int rc)
+{
+    const int e = fflush(stdout) == 0 ? EIO : errno; /* ferror alone: an earlier write */
+    if (!ferror(stdout)) return rc;
+    tool_err(sub, "writing the output: %s", cbfs_err_str(cbfs_err_from_errno(e)));
+    return strcmp(sub, "fsck") == 0 ? FSCK_ERROR : TOOL_EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     cbfs_log_setup("cbfs", false, CBFS_LOG_WARN);
@@ -49,7 +61,8 @@ int main(int argc, char **argv)
         return TOOL_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)
-        if (strcmp(argv[1], tool_cmds[i].name) == 0) return tool_cmds[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], tool_cmds[i].name) == 0)
+            return tool_main_flushed(tool_cmds[i].name, tool_cmds[i].run(argc - 1, argv + 1));
     fprintf(stderr, "cbfs: unknown command '%s'\n", argv[1]);
     return tool_main_usage(stderr, TOOL_EXIT_USAGE);
 }

@@ -79,12 +79,22 @@ static bool tool_have_gnuplot(void)
     return found;
 }
 
+/* A double-quoted gnuplot string. Gnuplot runs `...` anywhere on an input
+ * line as a shell command before it parses the line, and a newline ends the
+ * command: a backquote or a control byte in a name from the store (cbfs stat
+ * --plot's title) or in --plot's path would run what follows. They go in as
+ * octal escapes, which gnuplot decodes only inside the string. */
 void tool_gnuplot_str(FILE *g, const char *s)
 {
     fputc('"', g);
     for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', g);
-        fputc(*s, g);
+        const unsigned char c = (unsigned char)*s;
+        if (c == '`' || c < 0x20 || c == 0x7f) {
+            fprintf(g, "\\%03o", c);
+            continue;
+        }
+        if (c == '"' || c == '\\') fputc('\\', g);
+        fputc(c, g);
     }
     fputc('"', g);
 }

@@ -82,6 +82,20 @@ static const char *tool_stats_verdict(const struct tool_view *v, double workers)
     return v->lw >= v->lr ? "the writer (cbfs is idle)" : "the reader (cbfs is idle)";
 }
 
+/* Whether cur continues prev's run of the daemon: its uptime is later and no
+ * counter went back. A remount between two samples can still show a later
+ * uptime; a difference across it would wrap to absurd figures, so the view
+ * falls back to the totals since the mount. */
+static bool tool_stats_follows(const struct cbfs_stats *cur, const struct cbfs_stats *prev)
+{
+    if (cur->uptime_ns <= prev->uptime_ns) return false;
+#define TOOL_STATS_BACK_(name) \
+    if (cur->st.name < prev->st.name) return false;
+    CBFS_ENGINE_COUNTERS(TOOL_STATS_BACK_)
+#undef TOOL_STATS_BACK_
+    return true;
+}
+
 static void tool_stats_view(const struct cbfs_stats *cur, const struct cbfs_stats *prev,
                             struct tool_view *v)
 {
@@ -250,7 +264,7 @@ int tool_stats_main(int argc, char **argv)
             if (arg) {
                 char *end;
                 secs = strtod(arg, &end);
-                if (*end || secs < 0.1 || secs > 3600) {
+                if (*end || end == arg || !(secs >= 0.1 && secs <= 3600)) { /* NaN too */
                     tool_err("stats", "--watch wants seconds from 0.1 to 3600, not '%s'", arg);
                     return TOOL_EXIT_USAGE;
                 }
@@ -285,7 +299,7 @@ int tool_stats_main(int argc, char **argv)
             tool_err("stats", "%s: %s (daemon gone?)", mnt, msg);
             return TOOL_EXIT_USAGE;
         }
-        have_prev = cur.uptime_ns > prev.uptime_ns;
+        have_prev = tool_stats_follows(&cur, &prev);
     }
     for (;;) {
         struct tool_view v;
@@ -299,15 +313,15 @@ int tool_stats_main(int argc, char **argv)
         if (!watch) break;
         const struct timespec ts = {.tv_sec = (time_t)secs,
                                     .tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9)};
-        if (nanosleep(&ts, NULL) != 0 || tool_stats_stop) break;
+        if (tool_stats_stop || nanosleep(&ts, NULL) != 0 || tool_stats_stop) break;
         prev = cur;
-        have_prev = true;
         e = tool_stats_read(mnt, input, &cur, msg, sizeof msg);
+        if (tool_stats_stop) break; /* Ctrl-C during the read: its EINTR is no failure */
         if (e) {
             tool_err("stats", "%s: %s (daemon gone?)", input ? input : mnt, msg);
             return TOOL_EXIT_USAGE;
         }
-        if (cur.uptime_ns <= prev.uptime_ns) have_prev = false; /* restarted or a static file */
+        have_prev = tool_stats_follows(&cur, &prev); /* else restarted, or a static file */
     }
     return TOOL_EXIT_OK;
 }

@@ -42,10 +42,33 @@ rc=0; "$CBFS" bench --codecs zip "$T/sample.csv" >/dev/null 2>"$T/err" || rc=$?
 check_eq 2 "$rc" "unknown codec"
 grep -q "unknown codec 'zip'" "$T/err" || fail "codec message: $(cat "$T/err")"
 
-check "$CBFS" bench --codecs lz4,zstd --sample 256K --plot "$T/plot.png" "$T/sample.csv"
 if command -v gnuplot >/dev/null; then
+    check "$CBFS" bench --codecs lz4,zstd --sample 256K --plot "$T/plot.png" "$T/sample.csv"
     [[ $(head -c 4 "$T/plot.png" | od -An -c | tr -d ' ') == *PNG* ]] || fail "--plot: no PNG written"
-else
-    grep -q 'gnuplot is not installed' "$T/check.out" || fail "--plot without gnuplot: no message"
+    # the --plot path reaches gnuplot: its backquotes stay text
+    (cd "$T" && "$CBFS" bench --codecs lz4 --sample 64K --plot "$T/p\`touch evil\`.png" \
+        "$T/sample.csv") >/dev/null 2>&1 || fail "--plot with a backquote in the path"
+    [[ ! -e $T/evil && -s "$T/p\`touch evil\`.png" ]] || fail "--plot ran a command from its path"
 fi
+# a plot that is not written is a failure (exit 2), as in cbfs stat
+rc=0; "$CBFS" bench --codecs lz4 --sample 64K --plot "$T/nowhere/x.png" "$T/sample.csv" \
+    >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "--plot into a missing directory"
+grep -Eq 'gnuplot (failed|is not installed)' "$T/err" || fail "--plot failure: $(cat "$T/err")"
+
+# values that would be cut or printed as invalid JSON are refused
+for bad in "--disk-mbps inf" "--disk-mbps nan" "--workers 4294967297" "--workers -1" \
+    "--levels 4294967299"; do
+    rc=0; "$CBFS" bench --codecs zstd $bad --sample 64K "$T/sample.csv" >/dev/null 2>"$T/err" || rc=$?
+    check_eq 2 "$rc" "bench $bad"
+    [[ -s $T/err ]] || fail "bench $bad: no message"
+done
+# more combinations than the table holds: refused up front, not silently cut
+rc=0; "$CBFS" bench --codecs zstd --levels 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17 \
+    --block-sizes 4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M,8M,16M,64K,32K,8K \
+    "$T/sample.csv" >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "272 combinations"
+grep -q '272 combinations' "$T/err" || fail "combinations: $(cat "$T/err")"
+# a sample larger than the file: the file
+check "$CBFS" bench --codecs lz4 --sample 30G "$T/sample.csv"
 pass

@@ -93,6 +93,16 @@ rc=0
 "$CBFS" stat --plot "$T/nowhere/x.png" "$store/a.csv" >/dev/null 2>"$T/err" || rc=$?
 check_eq 2 "$rc" "--plot into a missing directory"
 grep -q 'gnuplot failed' "$T/err" || fail "--plot into a missing directory: $(cat "$T/err")"
+# names from the store reach gnuplot (the title): a backquote or a newline in one must
+# stay text, never run as a shell command
+evil='q`touch evil1`'$'\n''system "touch evil2"'
+mkdir -p "$store/$evil" && cp "$T/b.bin" "$store/$evil/f.bin"
+(cd "$T" && "$CBFS" stat --plot "$T/evil.png" "$store/$evil/") >/dev/null 2>"$T/err" ||
+    fail "--plot of a directory with a backquote in its name: $(cat "$T/err")"
+[[ ! -e $T/evil1 && ! -e $T/evil2 && ! -e evil1 && ! -e evil2 ]] ||
+    fail "--plot ran a command from a file name"
+png_size "$T/evil.png" >/dev/null
+rm -rf "${store:?}/$evil"
 
 # errors: not a store, a sidecar, a missing path -> exit 2 with a message
 mkdir -p "$T/notastore" && echo hello >"$T/notastore/x"

@@ -68,6 +68,38 @@ check_eq 0 "$rc" "stats --watch exit status after Ctrl-C"
 (($(grep -c 'bottleneck:' "$T/watch.out") >= 2)) || fail "--watch did not redraw: $(head -c 300 "$T/watch.out")"
 grep -q $'\033\[2J' "$T/watch.out" || fail "--watch does not clear the screen"
 
+# --watch takes a number of seconds, never NaN
+rc=0; "$CBFS" stats --watch=nan --input "$T/cpu.txt" /nonexistent >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "--watch=nan"
+
+# output that cannot be written is an error, not exit 0 (cron: > x.tmp && mv x.tmp x)
+for mode in "--prometheus" "--json"; do
+    rc=0; "$CBFS" stats $mode --input "$T/cpu.txt" /backups >/dev/full 2>"$T/err" || rc=$?
+    check_eq 2 "$rc" "stats $mode into a full device"
+    grep -q 'writing the output' "$T/err" || fail "stats $mode >/dev/full: $(cat "$T/err")"
+done
+
+# counters that go back between two samples (a remount whose uptime passed the old one)
+# are a new run: the view shows totals since the mount, never a wrapped difference
+cp "$T/cpu.txt" "$T/w.txt"
+"$CBFS" stats --watch 0.3 --json --input "$T/w.txt" /nonexistent >"$T/wj.out" 2>&1 &
+wpid=$!
+sleep 0.5
+sed -e 's/^uptime_ns=.*/uptime_ns=20000000000/' -e 's/^logical_written=.*/logical_written=1000/' \
+    -e 's/^ns_compress=.*/ns_compress=1000/' "$T/cpu.txt" >"$T/w2.txt"
+mv "$T/w2.txt" "$T/w.txt"
+sleep 0.8
+kill -INT $wpid
+wait $wpid || fail "stats --watch --json exit status after Ctrl-C"
+python3 - "$T/wj.out" <<'PY' || fail "counters going back: $(tail -c 600 "$T/wj.out")"
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert any(d["logical_written"] == 1000 for d in docs), "the second file was never read"
+for d in docs:
+    assert d["logical_write_mbps"] < 1e6, d["logical_write_mbps"]
+    assert all(0 <= s["pct"] <= 1000 for s in d["stages"].values()), d["stages"]
+PY
+
 # not a mount: exit 2 with a message
 rc=0
 "$CBFS" stats "$T" >/dev/null 2>"$T/err" || rc=$?
