@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,7 @@ struct tool_bench_run {
     size_t cap;
     size_t *flen;
     uint8_t **out;      /* per slot: one decoded block */
-    cbfs_err err;       /* first failure (racy but any one will do) */
+    _Atomic cbfs_err err; /* a failure (any one will do; set from the pool threads) */
 };
 
 static void tool_bench_compress(void *arg, unsigned slot, size_t i)
