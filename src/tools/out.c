@@ -20,16 +20,60 @@ void tool_err(const char *sub, const char *fmt, ...)
     va_end(ap);
 }
 
+size_t tool_utf8_len(const unsigned char *p)
+{
+    if (p[0] < 0x80) return 1;
+    size_t n;
+    uint32_t c;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        n = 2, c = p[0] & 0x1fu;
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        n = 3, c = p[0] & 0x0fu;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        n = 4, c = p[0] & 0x07u;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0; /* the NUL that ends s stops here too */
+        c = c << 6 | (p[i] & 0x3fu);
+    }
+    /* overlong forms, UTF-16 surrogates, past U+10FFFF */
+    if ((n == 3 && c < 0x800) || (n == 4 && c < 0x10000) || (c >= 0xd800 && c <= 0xdfff) ||
+        c > 0x10ffff)
+        return 0;
+    return n;
+}
+
+bool tool_utf8_valid(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        const size_t n = tool_utf8_len(p);
+        if (!n) return false;
+        p += n;
+    }
+    return true;
+}
+
+/* A JSON string literal. A file name is bytes, not always UTF-8: a byte that
+ * is not part of valid UTF-8 goes out as \udcXX (a lone low surrogate, the
+ * convention of Python's surrogateescape: os.fsencode gives the byte back),
+ * so the document stays valid JSON and the name is not lost. */
 void tool_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        const size_t n = tool_utf8_len(p);
+        if (!n) {
+            fprintf(f, "\\udc%02x", *p++);
+        } else if (*p == '"' || *p == '\\') {
+            fprintf(f, "\\%c", *p++);
+        } else if (*p < 0x20) {
+            fprintf(f, "\\u%04x", *p++);
+        } else {
+            fwrite(p, 1, n, f);
+            p += n;
+        }
     }
     fputc('"', f);
 }

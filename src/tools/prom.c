@@ -76,17 +76,27 @@ static bool tool_prom_name(const struct tool_prom_field *f, char *buf, size_t ca
     return ns;
 }
 
-/* A label value: backslash, double quote and newline escaped. */
+/* A label value: backslash, double quote and newline escaped. The format
+ * wants UTF-8: a mount point that is not was refused before anything was
+ * printed (tool_stats_prom_main); a byte of the daemon's text that is not
+ * (a codec name) prints as U+FFFD. */
 static void tool_prom_label(const char *name, const char *v)
 {
     printf("%s=\"", name);
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            printf("\\%c", *v);
-        else if (*v == '\n')
+    for (const unsigned char *p = (const unsigned char *)v; *p;) {
+        const size_t n = tool_utf8_len(p);
+        if (!n) {
+            fputs("\xef\xbf\xbd", stdout);
+            p++;
+        } else if (*p == '\\' || *p == '"') {
+            printf("\\%c", *p++);
+        } else if (*p == '\n') {
             fputs("\\n", stdout);
-        else
-            putchar(*v);
+            p++;
+        } else {
+            fwrite(p, 1, n, stdout);
+            p += n;
+        }
     }
     putchar('"');
 }

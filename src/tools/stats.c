@@ -220,7 +220,16 @@ static int tool_stats_prom_main(char *const *mnts, size_t n, const char *input)
         return TOOL_EXIT_USAGE;
     }
     bool ok = true;
-    for (size_t i = 0; i < n; i++) ok = tool_stats_read_first(mnts[i], input, &s[i]) && ok;
+    for (size_t i = 0; i < n; i++) {
+        if (!tool_utf8_valid(mnts[i])) { /* a label value must be UTF-8 */
+            tool_err("stats", "--prometheus: mount point '%s' is not UTF-8, so it cannot be "
+                              "a Prometheus label value",
+                     mnts[i]);
+            ok = false;
+            continue;
+        }
+        ok = tool_stats_read_first(mnts[i], input, &s[i]) && ok;
+    }
     if (ok) tool_stats_prometheus(mnts, s, n);
     free(s);
     return ok ? TOOL_EXIT_OK : TOOL_EXIT_USAGE;

@@ -42,6 +42,9 @@ void tool_stats_prometheus(char *const *mnts, const struct cbfs_stats *s, size_t
 void tool_err(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes s as a JSON string literal (quotes included). */
 void tool_json_str(FILE *f, const char *s);
+/* The length of the valid UTF-8 sequence at p (1 to 4), 0 if none starts there. */
+size_t tool_utf8_len(const unsigned char *p);
+bool tool_utf8_valid(const char *s);
 /* "1.5 GiB" style, into buf. @return buf. */
 const char *tool_fmt_bytes(uint64_t n, char *buf, size_t cap);
 /* True if arg is "-h" or "--help". */

@@ -61,6 +61,18 @@ grep -qF 'codec="zstd"} 1' "$T/file.prom" || fail "cbfs_info lacks the codec"
 n_fields=$(grep -vc '^codec=' "$T/in.txt")
 check_eq $((n_fields + 2)) "$(grep -vc '^#' "$T/file.prom")" "samples, one per stats field"
 
+# label values must be UTF-8: a mount point that is not is refused before anything is
+# printed; a codec name from the daemon that is not comes out with U+FFFD
+rc=0; "$CBFS" stats --prometheus --input "$T/in.txt" $'/b\xffx' >"$T/u.out" 2>"$T/u.err" || rc=$?
+check_eq 2 "$rc" "a mount point that is not UTF-8"
+grep -q 'not UTF-8' "$T/u.err" || fail "non-UTF-8 mount point: $(cat "$T/u.err")"
+[[ ! -s $T/u.out ]] || fail "non-UTF-8 mount point: something was printed"
+sed $'s/^codec=.*/codec=z\xffstd/' "$T/in.txt" >"$T/in-ff.txt"
+check "$CBFS" stats --prometheus --input "$T/in-ff.txt" /backups
+python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$T/check.out" ||
+    fail "--prometheus output is not UTF-8"
+grep -qF $'codec="z\xef\xbf\xbdstd"' "$T/check.out" || fail "codec label: $(grep info "$T/check.out")"
+
 # live, two mounts in one document; an empty one has a NaN ratio
 mkdir -p "$T/s1" "$T/s2"
 cbfs_mount "$T/s1" "$T/m1" codec=zstd:3

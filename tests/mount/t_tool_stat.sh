@@ -54,6 +54,17 @@ assert t["logical"] == 2 * a_len + b_len, t
 assert t["physical"] == sum(f["physical"] for f in files.values()), t
 assert d["files_count"] == 3
 PY
+# a file name that is not UTF-8 keeps --json valid, as \udcXX escapes that give the bytes
+# back (Python's surrogateescape)
+printf 'x' >"$store/"$'n\xffme.bin'
+check "$CBFS" stat --json "$store/"$'n\xffme.bin'
+python3 - "$T/check.out" "$store" <<'PY' || fail "--json with a non-UTF-8 name: $(cat "$T/check.out")"
+import json, os, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+assert os.fsencode(d["files"][0]["path"]) == os.fsencode(sys.argv[2]) + b"/n\xffme.bin", d
+PY
+rm -f "$store/"$'n\xffme.bin'
+
 # the human table has a TOTAL row
 check "$CBFS" stat "$store"
 grep -q 'TOTAL' "$T/check.out" || fail "no TOTAL row: $(cat "$T/check.out")"
