@@ -221,6 +221,13 @@ static int tool_stats_prom_main(char *const *mnts, size_t n, const char *input)
     }
     bool ok = true;
     for (size_t i = 0; i < n; i++) {
+        bool twice = false; /* one series per mount: a second would repeat its labels */
+        for (size_t j = 0; j < i; j++) twice = twice || strcmp(mnts[i], mnts[j]) == 0;
+        if (twice) {
+            tool_err("stats", "--prometheus: %s given twice", mnts[i]);
+            ok = false;
+            continue;
+        }
         if (!tool_utf8_valid(mnts[i])) { /* a label value must be UTF-8 */
             tool_err("stats", "--prometheus: mount point '%s' is not UTF-8, so it cannot be "
                               "a Prometheus label value",

@@ -93,6 +93,11 @@ check_eq 0 "$(value "$T/live.prom" cbfs_logical_written_bytes_total "$T/m2")" "m
 check_eq NaN "$(value "$T/live.prom" cbfs_compression_ratio "$T/m2")" "m2 ratio"
 grep -qF "cbfs_info{mountpoint=\"$T/m2\",version=\"" "$T/live.prom" || fail "no cbfs_info for m2"
 grep -qF 'codec="lz4"} 1' "$T/live.prom" || fail "m2's codec"
+# the same mount twice would repeat its series (invalid): refused, nothing printed
+rc=0; "$CBFS" stats --prometheus "$T/m1" "$T/m2" "$T/m1" >"$T/u.out" 2>"$T/u.err" || rc=$?
+check_eq 2 "$rc" "the same mount point twice"
+grep -q 'given twice' "$T/u.err" || fail "mount point twice: $(cat "$T/u.err")"
+[[ ! -s $T/u.out ]] || fail "mount point twice: something was printed"
 
 # a path without counters fails the whole run: stdout empty, exit 2, the path named
 rc=0
