@@ -22,6 +22,23 @@ execute_process(COMMAND gzip -9nc ${CBFS_CHANGELOG}
 install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.gz packaging/copyright
         DESTINATION share/doc/cbfs)
 
+# The package's version is project()'s plus the commit, so that every build from a
+# later commit is a newer package: with the plain version, `apt-get install
+# ./cbfs_*.deb` of a rebuild answered "already the newest version" and kept the old
+# daemon. 0.1.0 < 0.1.0+git245.g1a2b3c4 < 0.1.0+git246.g... < 0.2.0 in dpkg's order.
+# Outside a git checkout (a source tarball) the plain version stays.
+execute_process(COMMAND git -C ${CMAKE_SOURCE_DIR} rev-list --count HEAD
+                OUTPUT_VARIABLE CBFS_GIT_COUNT OUTPUT_STRIP_TRAILING_WHITESPACE
+                RESULT_VARIABLE CBFS_GIT_RC1 ERROR_QUIET)
+execute_process(COMMAND git -C ${CMAKE_SOURCE_DIR} rev-parse --short=7 HEAD
+                OUTPUT_VARIABLE CBFS_GIT_SHA OUTPUT_STRIP_TRAILING_WHITESPACE
+                RESULT_VARIABLE CBFS_GIT_RC2 ERROR_QUIET)
+if(CBFS_GIT_RC1 EQUAL 0 AND CBFS_GIT_RC2 EQUAL 0 AND CBFS_GIT_COUNT MATCHES "^[0-9]+$")
+  set(CPACK_DEBIAN_PACKAGE_VERSION "${PROJECT_VERSION}+git${CBFS_GIT_COUNT}.g${CBFS_GIT_SHA}")
+else()
+  set(CPACK_DEBIAN_PACKAGE_VERSION "${PROJECT_VERSION}")
+endif()
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME cbfs)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

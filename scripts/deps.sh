@@ -321,22 +321,45 @@ if ((${#missing[@]})); then
         command -v sudo >/dev/null || { echo "deps: not root and no sudo; install: ${missing[*]}" >&2; exit 1; }
         sudo=(sudo)
     fi
-    # Maintainer scripts would start the distribution's postgresql/mariadb services;
-    # without a running systemd (containers, CI) policy-rc.d keeps them down.
+    # Maintainer scripts would start the distribution's postgresql, mariadb and
+    # prometheus services (prometheus on 0.0.0.0:9090, no authentication): policy-rc.d
+    # keeps them down during the install, with or without systemd, and goes away on
+    # every exit path (an interrupted install must not leave it blocking later ones).
     policy=/usr/sbin/policy-rc.d
     added_policy=0
-    if [[ ! -e $policy && ! -d /run/systemd/system ]]; then
+    if [[ ! -e $policy ]]; then
+        trap '"${sudo[@]}" rm -f "$policy"' EXIT
         printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
         "${sudo[@]}" chmod 755 "$policy"
         added_policy=1
     fi
+    before=$(dpkg-query -W -f='${Package}\n' | sort)
     rc=0
     "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -q || rc=$?
     if ((rc == 0)); then
         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
             install -y -q --no-install-recommends "${missing[@]}" || rc=$?
     fi
-    ((added_policy)) && "${sudo[@]}" rm -f "$policy"
+    if ((added_policy)); then
+        "${sudo[@]}" rm -f "$policy"
+        trap - EXIT
+    fi
+    # Under systemd the packages also enabled their units for the next boot: the
+    # tests run their own throwaway servers, so the ones this run installed (with
+    # their dependencies: postgresql.service is postgresql-common's) are disabled
+    # again; a package that was already there keeps its state.
+    if [[ -d /run/systemd/system ]]; then
+        for p in $(comm -13 <(echo "$before") <(dpkg-query -W -f='${Package}\n' | sort)); do
+            { dpkg-query -L "$p" 2>/dev/null || true; } |
+                { grep -E '^/(usr/)?lib/systemd/system/[^/]+\.service$' || true; } |
+                while read -r unit; do
+                    u=$(basename "$unit")
+                    [[ $(systemctl is-enabled "$u" 2>/dev/null) == enabled ]] || continue
+                    echo "deps: disabling $u (installed for the tests; they start their own)"
+                    "${sudo[@]}" systemctl disable --now "$u" >/dev/null 2>&1 || true
+                done
+        done
+    fi
     ((rc == 0)) || exit "$rc"
 else
     echo "deps: all ${#pkgs[@]} packages present"

@@ -38,9 +38,14 @@ bdir=${CBFS_PKG_BUILD:-$CBFS_REPO/build-deb}
 "$CBFS_REPO/scripts/package.sh" "$bdir" >"$T/package.log" 2>&1 ||
     fail "scripts/package.sh: $(tail -n 5 "$T/package.log" | tr '\n' '|')"
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$bdir/CMakeCache.txt")
-deb=$bdir/cbfs_${version}_amd64.deb
+# the package's version: project()'s plus the commit, so a rebuild from a later commit
+# upgrades (packaging/deb.cmake)
+pkgver=$version+git$(git -C "$CBFS_REPO" rev-list --count HEAD).g$(git -C "$CBFS_REPO" rev-parse --short=7 HEAD)
+deb=$bdir/cbfs_${pkgver}_$(dpkg --print-architecture).deb
 [[ -f $deb ]] || fail "no $deb: $(tail -n 2 "$T/package.log")"
 check_eq "package: $deb" "$(tail -n 1 "$T/package.log")" "package.sh's last line"
+check_eq "$pkgver" "$(dpkg-deb -f "$deb" Version)" "the package's version"
+dpkg --compare-versions "$pkgver" gt "$version" || fail "$pkgver is not newer than $version"
 dpkg-deb -f "$deb" Depends >"$T/depends"
 for d in fuse3 libfuse3-3 libzstd1 liblz4-1 liblzma5 libbz2-1.0 libxxhash0 libc6; do
     grep -qE "(^|, )$d( |,|$)" "$T/depends" || fail "Depends lacks $d: $(cat "$T/depends")"
@@ -63,6 +68,9 @@ check_eq /usr/share/man/man8/mount.cbfs.8.gz "$(man -w mount.cbfs)" "man -w moun
 check_eq /usr/share/man/man1/cbfs.1.gz "$(man -w cbfs)" "man -w cbfs"
 zcat /usr/share/man/man8/mount.cbfs.8.gz | grep -q "^\.TH .*\"cbfs $version\"" || fail "man page version"
 dpkg -L cbfs >"$T/files"
+for doc in FORMAT.md NFS.md OPERATIONS.md guides/oracle-rman.md guides/postgresql.md; do
+    grep -qx "/usr/share/doc/cbfs/$doc" "$T/files" || fail "$doc not installed"
+done
 
 # the systemd examples as installed, now with their man pages checked too
 ex=/usr/share/doc/cbfs/examples

@@ -3,7 +3,7 @@
 # (it reads unit files without systemd running as PID 1): the .mount unit under the name
 # its Where= demands, the textfile timer with its service. The mount unit keeps the
 # promises docs/OPERATIONS.md makes (after local-fs.target, stopped before umount.target,
-# time to flush). A unit with a mistake in it fails the same check. No mount.
+# a bound on umount(8)). A unit with a mistake in it fails the same check. No mount.
 . "$(dirname "$0")/lib.sh"
 
 src=$CBFS_REPO/mount-helpers d=$T/units
@@ -17,7 +17,7 @@ verify "$d/backups.mount" "$d/cbfs-textfile.service" "$d/cbfs-textfile.timer" ||
     fail "systemd-analyze verify: $(head -n 5 "$T/verify.out" | tr '\n' '|')"
 
 # the mount unit: ordered after local-fs.target, outside it, stopped before umount.target,
-# with a stop timeout long enough to write out open files, and nothing that restarts it
+# with a bound on umount(8), and nothing that restarts it
 for want in DefaultDependencies=no After=local-fs.target Conflicts=umount.target \
     Before=umount.target Type=cbfs TimeoutSec=5min; do
     grep -qx "$want" "$d/backups.mount" || fail "backups.mount lacks $want"
