@@ -41,7 +41,13 @@ static cbfs_err tool_stats_read(const char *mnt, const char *input, struct cbfs_
             e = cbfs_err_from_errno(errno);
         } else {
             n = (ssize_t)fread(buf, 1, sizeof buf, f);
+            const int rerr = ferror(f) ? errno : 0;
             fclose(f);
+            if (rerr == EISDIR) { /* not in the error list: said here */
+                snprintf(msg, msg_cap, "is a directory, not a stats text");
+                return CBFS_E_INVAL;
+            }
+            if (rerr) e = cbfs_err_from_errno(rerr);
         }
     } else {
         n = getxattr(mnt, CBFS_XATTR_STATS, buf, sizeof buf);

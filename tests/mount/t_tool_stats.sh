@@ -68,6 +68,11 @@ check_eq 0 "$rc" "stats --watch exit status after Ctrl-C"
 (($(grep -c 'bottleneck:' "$T/watch.out") >= 2)) || fail "--watch did not redraw: $(head -c 300 "$T/watch.out")"
 grep -q $'\033\[2J' "$T/watch.out" || fail "--watch does not clear the screen"
 
+# --input of a directory says so (not "no uptime_ns line")
+rc=0; "$CBFS" stats --input "$T" /nonexistent >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "--input of a directory"
+grep -q 'is a directory' "$T/err" || fail "--input DIR: $(cat "$T/err")"
+
 # --watch takes a number of seconds, never NaN
 rc=0; "$CBFS" stats --watch=nan --input "$T/cpu.txt" /nonexistent >/dev/null 2>"$T/err" || rc=$?
 check_eq 2 "$rc" "--watch=nan"
