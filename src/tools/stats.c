@@ -278,9 +278,11 @@ int tool_stats_main(int argc, char **argv)
             input = optarg;
         } else if (ch == 'w') {
             watch = true;
-            /* "--watch 2" as well as "--watch=2" */
+            /* "--watch 2" as well as "--watch=2", before or after the mount point:
+             * a word of digits and dots after --watch is its interval (a mount
+             * point named so is written ./5). */
             const char *arg = optarg;
-            if (!arg && optind + 1 < argc &&
+            if (!arg && optind < argc && argv[optind][0] &&
                 strspn(argv[optind], "0123456789.") == strlen(argv[optind]))
                 arg = argv[optind++];
             if (arg) {

@@ -73,6 +73,15 @@ rc=0; "$CBFS" stats --input "$T" /nonexistent >/dev/null 2>"$T/err" || rc=$?
 check_eq 2 "$rc" "--input of a directory"
 grep -q 'is a directory' "$T/err" || fail "--input DIR: $(cat "$T/err")"
 
+# --watch N after the mount point as well as before it
+"$CBFS" stats --input "$T/cpu.txt" /nonexistent --watch 0.2 >"$T/w2.out" 2>&1 &
+wpid=$!
+sleep 0.7
+kill -INT $wpid
+rc=0; wait $wpid || rc=$?
+check_eq 0 "$rc" "stats MNT --watch 0.2"
+(($(grep -c 'bottleneck:' "$T/w2.out") >= 2)) || fail "MNT --watch 0.2: $(head -c 300 "$T/w2.out")"
+
 # --watch takes a number of seconds, never NaN
 rc=0; "$CBFS" stats --watch=nan --input "$T/cpu.txt" /nonexistent >/dev/null 2>"$T/err" || rc=$?
 check_eq 2 "$rc" "--watch=nan"
