@@ -192,6 +192,15 @@ cbfs_tool() {
     [[ -x $CBFS ]] || fail "tool not built: $CBFS"
 }
 
+# fsck_rc EXPECTED ARGS...: runs cbfs fsck (after cbfs_tool), its output in $T/fsck.out,
+# and checks its exit status (e2fsck's codes).
+fsck_rc() {
+    local want=$1 rc=0
+    shift
+    "$CBFS" fsck "$@" >"$T/fsck.out" 2>&1 || rc=$?
+    check_eq "$want" "$rc" "exit status of cbfs fsck $* ($(tail -n 3 "$T/fsck.out" | tr '\n' '|'))"
+}
+
 # cbfs_codecs [none]: the compressing codecs a default build has (CMakeLists.txt
 # CBFS_WITH_*), for the tests that loop over every codec; with "none" first too.
 cbfs_codecs() {

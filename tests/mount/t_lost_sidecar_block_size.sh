@@ -9,14 +9,6 @@
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
-# fsck_rc EXPECTED ARGS...: runs cbfs fsck, output in $T/fsck.out
-fsck_rc() {
-    local want=$1 rc=0
-    shift
-    "$CBFS" fsck "$@" >"$T/fsck.out" 2>&1 || rc=$?
-    check_eq "$want" "$rc" "exit status of cbfs fsck $* ($(tr '\n' '|' <"$T/fsck.out"))"
-}
-
 cbfs_mount_fresh codec=zstd block_size=64K
 truncate -s 320K "$mnt/f"          # a SIZE frame: 5 blocks of 64K, no data
 echo hello-cbfs >>"$mnt/f"         # 11 bytes at 327680: block 5, ulen 11

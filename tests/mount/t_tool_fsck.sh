@@ -6,14 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
-# fsck_rc EXPECTED ARGS...: runs cbfs fsck, output in $T/fsck.out
-fsck_rc() {
-    local want=$1 rc=0
-    shift
-    "$CBFS" fsck "$@" >"$T/fsck.out" 2>&1 || rc=$?
-    check_eq "$want" "$rc" "exit status of cbfs fsck $* ($(tail -n 3 "$T/fsck.out" | tr '\n' '|'))"
-}
-
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
 python3 "$CBFS_TOOLS/gendata.py" csv 700K "$T/a.csv" 31

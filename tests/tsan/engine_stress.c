@@ -150,6 +150,19 @@ static int st_case_read_while_write(void)
     return ok;
 }
 
+/* Four threads run fn on f at once, each on its quarter (st_arg.id). */
+static void st_four(struct cbfs_file *f, const unsigned char *data, size_t size,
+                    void *(*fn)(void *))
+{
+    pthread_t t[4];
+    struct st_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct st_arg){.f = f, .data = data, .size = size, .id = i};
+        pthread_create(&t[i], NULL, fn, &a[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+}
+
 static int st_case_shared_file(void)
 {
     size_t size = 8u << 20;
@@ -157,13 +170,7 @@ static int st_case_shared_file(void)
     cbfs_td_backup(data, size, 2);
     struct cbfs_file *f = st_open("shared", true);
     if (!f) return 0;
-    pthread_t t[4];
-    struct st_arg a[4];
-    for (int i = 0; i < 4; i++) {
-        a[i] = (struct st_arg){.f = f, .data = data, .size = size, .id = i};
-        pthread_create(&t[i], NULL, st_region, &a[i]);
-    }
-    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    st_four(f, data, size, st_region);
     int ok = st_compare(f, data, size) && cbfs_file_truncate(f, size / 2) == CBFS_OK &&
              st_compare(f, data, size / 2);
     ok = cbfs_file_close(f) == CBFS_OK && ok;
@@ -178,13 +185,7 @@ static int st_case_flushes(void)
     cbfs_td_backup(data, size, 3);
     struct cbfs_file *f = st_open("flushes", true);
     if (!f) return 0;
-    pthread_t t[4];
-    struct st_arg a[4];
-    for (int i = 0; i < 4; i++) {
-        a[i] = (struct st_arg){.f = f, .data = data, .size = size, .id = i};
-        pthread_create(&t[i], NULL, st_region_flush, &a[i]);
-    }
-    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    st_four(f, data, size, st_region_flush);
     int ok = cbfs_file_close(f) == CBFS_OK;
     f = st_open("flushes", false);
     ok = ok && f && st_compare(f, data, size);

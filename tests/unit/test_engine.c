@@ -39,21 +39,39 @@ static void eng_teardown(void)
     cr_assert_eq(system(cmd), 0);
 }
 
-static struct cbfs_file *eng_open(const char *name, bool create, const char *codec_name)
+/* Opens (creating them if need be) the data file at p and the sidecar at q
+ * as one engine file; *ifd (if not NULL) gets the sidecar's fd, which the
+ * file owns. */
+static struct cbfs_file *eng_open_paths(const char *p, const char *q, bool create,
+                                        const char *codec_name, int *ifd)
+{
+    const int dfd = open(p, O_RDWR | O_CREAT, 0644);
+    const int xfd = open(q, O_RDWR | O_CREAT, 0644);
+    cr_assert(dfd >= 0 && xfd >= 0);
+    if (ifd) *ifd = xfd;
+    const struct cbfs_codec_ops *codec;
+    cr_assert_eq(cbfs_codec_by_name(codec_name, &codec), CBFS_OK);
+    struct cbfs_file *f;
+    cr_assert_eq(cbfs_file_open(eng, dfd, xfd, create, true, codec, codec->default_level, &f),
+                 CBFS_OK);
+    return f;
+}
+
+/* name in the test's directory, its sidecar beside it. */
+static struct cbfs_file *eng_open_fd(const char *name, bool create, const char *codec_name,
+                                     int *ifd)
 {
     char p[128], q[140];
     snprintf(p, sizeof p, "%s/%s", eng_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    int dfd = open(p, O_RDWR | O_CREAT, 0644);
-    int ifd = open(q, O_RDWR | O_CREAT, 0644);
-    cr_assert(dfd >= 0 && ifd >= 0);
-    const struct cbfs_codec_ops *codec;
-    cr_assert_eq(cbfs_codec_by_name(codec_name, &codec), CBFS_OK);
-    struct cbfs_file *f;
-    cr_assert_eq(cbfs_file_open(eng, dfd, ifd, create, true, codec, codec->default_level, &f),
-                 CBFS_OK);
+    struct cbfs_file *f = eng_open_paths(p, q, create, codec_name, ifd);
     cbfs_file_set_name(f, name);
     return f;
+}
+
+static struct cbfs_file *eng_open(const char *name, bool create, const char *codec_name)
+{
+    return eng_open_fd(name, create, codec_name, NULL);
 }
 
 static void eng_check(struct cbfs_file *f, const unsigned char *want, size_t size)
@@ -583,21 +601,10 @@ Test(engine, peek_gives_the_files_own_block_size)
     cbfs_engine_destroy(other);
 }
 
-/* eng_open's file, also handing back its sidecar fd (to make it fail). */
+/* A new lz4 file, also handing back its sidecar fd (to make it fail). */
 static struct cbfs_file *eng_open_idx(const char *name, int *ifd)
 {
-    char p[128], q[140];
-    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
-    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    const int dfd = open(p, O_RDWR | O_CREAT, 0644);
-    *ifd = open(q, O_RDWR | O_CREAT, 0644);
-    cr_assert(dfd >= 0 && *ifd >= 0);
-    const struct cbfs_codec_ops *codec;
-    cr_assert_eq(cbfs_codec_by_name("lz4", &codec), CBFS_OK);
-    struct cbfs_file *f;
-    cr_assert_eq(cbfs_file_open(eng, dfd, *ifd, true, true, codec, codec->default_level, &f),
-                 CBFS_OK);
-    return f;
+    return eng_open_fd(name, true, "lz4", ifd);
 }
 
 /* fd's filesystem is full from here (/dev/full in its place: writes fail
@@ -697,13 +704,8 @@ Test(engine, sidecar_append_failure_does_not_come_back)
     snprintf(p, sizeof p, "%s/back", eng_dir);
     snprintf(q, sizeof q, "%s/back%s", dir, CBFS_INDEX_SUFFIX);
     snprintf(filler, sizeof filler, "%s/filler", dir);
-    const int dfd = open(p, O_RDWR | O_CREAT, 0644), ifd = open(q, O_RDWR | O_CREAT, 0644);
-    cr_assert(dfd >= 0 && ifd >= 0);
-    const struct cbfs_codec_ops *codec;
-    cr_assert_eq(cbfs_codec_by_name("lz4", &codec), CBFS_OK);
-    struct cbfs_file *f;
-    cr_assert_eq(cbfs_file_open(eng, dfd, ifd, true, true, codec, codec->default_level, &f),
-                 CBFS_OK);
+    int ifd;
+    struct cbfs_file *f = eng_open_paths(p, q, true, "lz4", &ifd);
     /* header + 63 records = 4096 bytes: block 63's record needs a new page */
     const size_t bs = cbfs_file_block_size(f), nb = 64;
     unsigned char *data = malloc(nb * bs);
@@ -724,10 +726,7 @@ Test(engine, sidecar_append_failure_does_not_come_back)
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_NOSPC);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     cr_assert_eq(unlink(filler), 0);
-    const int dfd2 = open(p, O_RDWR), ifd2 = open(q, O_RDWR);
-    cr_assert(dfd2 >= 0 && ifd2 >= 0);
-    cr_assert_eq(cbfs_file_open(eng, dfd2, ifd2, false, true, codec, codec->default_level, &f),
-                 CBFS_OK);
+    f = eng_open_paths(p, q, false, "lz4", NULL);
     eng_check(f, data, (nb - 1) * bs); /* not block 63 */
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(data);
