@@ -40,6 +40,20 @@ static void cbfs_file_write_behind(struct cbfs_file *f)
     f->behind_off = f->append_off;
 }
 
+/* Frames appended from start on lost their records (the sidecar append
+ * failed): they are cut off the data file, so that the next open's rescan
+ * cannot find and apply data the writer is told was not stored; unless the
+ * sidecar could not be cut back (idx.torn): then a torn record may still
+ * point at one of them, and they stay where it points (append_off does not
+ * go back over them). Committer role. */
+static void cbfs_file_unstore(struct cbfs_file *f, uint64_t start)
+{
+    if (!f->idx.torn && ftruncate(f->data_fd, (off_t)start) == 0) {
+        f->append_off = start;
+        if (f->behind_off > start) f->behind_off = start;
+    }
+}
+
 /* Stores a batch of encoded frames and their records. Committer role, no lock. */
 static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch, size_t n,
                                   cbfs_err poison, struct cbfs_index_rec *recs, size_t *nrecs)
@@ -71,22 +85,15 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
         cbfs_err e = cbfs_index_append(&f->idx, f->idx_fd, recs, *nrecs);
         if (e) {
             /* Without their records the frames are not stored: the index
-             * keeps the blocks' previous frames (not garbage, not punched).
-             * The frames go too, so that the next open's rescan cannot find
-             * and apply data the writer is told was not stored; unless the
-             * sidecar could not be cut back (idx.torn): then a torn record
-             * may still point at one of them, and they stay where it points
-             * (append_off does not go back over them). */
+             * keeps the blocks' previous frames (not garbage, not punched),
+             * and the frames go (cbfs_file_unstore). */
             for (size_t i = 0; i < n; i++) {
                 if (!batch[i]->stored) continue;
                 batch[i]->stored = false;
                 if (!batch[i]->err) batch[i]->err = e;
             }
             *nrecs = 0;
-            if (!f->idx.torn && ftruncate(f->data_fd, (off_t)start) == 0) {
-                f->append_off = start;
-                if (f->behind_off > start) f->behind_off = start;
-            }
+            cbfs_file_unstore(f, start);
         }
         cbfs_file_write_behind(f);
     }
@@ -625,14 +632,19 @@ static cbfs_err cbfs_file_store_one(struct cbfs_file *f, const void *frame, size
 {
     cbfs_assert_held(&f->lock);
     assert(f->committing);
-    cbfs_err e = cbfs_pwrite_full(f->data_fd, frame, frame_len, f->append_off);
+    const uint64_t start = f->append_off;
+    cbfs_err e = cbfs_pwrite_full(f->data_fd, frame, frame_len, start);
     if (e) return e;
     struct cbfs_index_rec r;
-    cbfs_index_rec_from_frame(h, f->append_off, &r);
+    cbfs_index_rec_from_frame(h, start, &r);
     f->append_off += frame_len;
     e = cbfs_index_append(&f->idx, f->idx_fd, &r, 1);
-    if (e) return e; /* not stored: see cbfs_file_store_batch */
+    if (e) {
+        cbfs_file_unstore(f, start);
+        return e;
+    }
     CBFS_STAT_ADD(f->eng, st_physical_written, frame_len);
+    f->dirty = true; /* stored: the next flush syncs it, whatever follows */
     return cbfs_index_apply(&f->idx, &r);
 }
 
@@ -680,7 +692,6 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     }
     if (!err) {
         f->size = size;
-        f->dirty = true;
         if (f->wnext > size / f->bs) f->wnext = size / f->bs; /* O_TRUNC: a new stream */
     }
     f->committing = false;

@@ -686,50 +686,85 @@ Test(engine, sidecar_append_failure_drops_the_new_block)
     free(data);
 }
 
-/* ... and the failed batch's frames do not come back at the next open (its
- * rescan found and applied them: the block the writer was told was not
- * stored reappeared). A real ENOSPC this time, of the sidecar alone: it
- * lives on a 1 MiB tmpfs of this test's own mount namespace (gone with the
- * test's process), filled up once the sidecar ends at a page boundary, so
- * the next record needs a page and the data file (on disk) still takes its
- * frame. */
-Test(engine, sidecar_append_failure_does_not_come_back)
+/* A file whose sidecar is full: it lives on a 1 MiB tmpfs of this test's own
+ * mount namespace (gone with the test's process), filled up once the sidecar
+ * ends at a page boundary (header + 63 records: blocks 0..62 written and
+ * flushed), so the next record needs a page while the data file (on disk)
+ * still takes frames. A real ENOSPC, which the sidecar can be cut back from
+ * (/dev/full cannot be truncated). p, q: the two files' paths; unlink filler
+ * to make room again. */
+struct eng_tiny {
+    char p[128], q[140], filler[140];
+    struct cbfs_file *f;
+    unsigned char *data; /* 64 blocks of random bytes, the first 63 written */
+    size_t bs;
+};
+
+static void eng_tiny_full(struct eng_tiny *t)
 {
     if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
         cr_skip_test("no mount namespace here (needs root)");
-    char dir[96], p[128], q[140], filler[140];
+    char dir[96];
     snprintf(dir, sizeof dir, "%s/tiny", eng_dir);
     cr_assert_eq(mkdir(dir, 0755), 0);
     cr_assert_eq(mount("tmpfs", dir, "tmpfs", 0, "size=1m"), 0);
-    snprintf(p, sizeof p, "%s/back", eng_dir);
-    snprintf(q, sizeof q, "%s/back%s", dir, CBFS_INDEX_SUFFIX);
-    snprintf(filler, sizeof filler, "%s/filler", dir);
+    snprintf(t->p, sizeof t->p, "%s/back", eng_dir);
+    snprintf(t->q, sizeof t->q, "%s/back%s", dir, CBFS_INDEX_SUFFIX);
+    snprintf(t->filler, sizeof t->filler, "%s/filler", dir);
     int ifd;
-    struct cbfs_file *f = eng_open_paths(p, q, true, "lz4", &ifd);
-    /* header + 63 records = 4096 bytes: block 63's record needs a new page */
-    const size_t bs = cbfs_file_block_size(f), nb = 64;
-    unsigned char *data = malloc(nb * bs);
-    cbfs_td_random(data, nb * bs, 25);
-    for (size_t b = 0; b < nb - 1; b++)
-        cr_assert_eq(cbfs_file_write(f, data + b * bs, bs, b * bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    t->f = eng_open_paths(t->p, t->q, true, "lz4", &ifd);
+    t->bs = cbfs_file_block_size(t->f);
+    t->data = malloc(64 * t->bs);
+    cbfs_td_random(t->data, 64 * t->bs, 25);
+    for (size_t b = 0; b < 63; b++)
+        cr_assert_eq(cbfs_file_write(t->f, t->data + b * t->bs, t->bs, b * t->bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(t->f, NULL), CBFS_OK);
     struct stat st;
     cr_assert_eq(fstat(ifd, &st), 0);
     cr_assert_eq(st.st_size, 4096, "sidecar of %lld bytes", (long long)st.st_size);
-    const int ffd = open(filler, O_WRONLY | O_CREAT, 0644);
+    const int ffd = open(t->filler, O_WRONLY | O_CREAT, 0644);
     cr_assert(ffd >= 0);
     static const unsigned char page[4096];
     while (write(ffd, page, sizeof page) > 0) {
     }
     close(ffd);
-    cr_assert_eq(cbfs_file_write(f, data + (nb - 1) * bs, bs, (nb - 1) * bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_NOSPC);
+}
+
+/* ... and the failed batch's frames do not come back at the next open (its
+ * rescan found and applied them: the block the writer was told was not
+ * stored reappeared). */
+Test(engine, sidecar_append_failure_does_not_come_back)
+{
+    struct eng_tiny t;
+    eng_tiny_full(&t);
+    const size_t bs = t.bs;
+    cr_assert_eq(cbfs_file_write(t.f, t.data + 63 * bs, bs, 63 * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(t.f, NULL), CBFS_E_NOSPC);
+    cr_assert_eq(cbfs_file_close(t.f), CBFS_OK);
+    cr_assert_eq(unlink(t.filler), 0);
+    struct cbfs_file *f = eng_open_paths(t.p, t.q, false, "lz4", NULL);
+    eng_check(f, t.data, 63 * bs); /* not block 63 */
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    cr_assert_eq(unlink(filler), 0);
-    f = eng_open_paths(p, q, false, "lz4", NULL);
-    eng_check(f, data, (nb - 1) * bs); /* not block 63 */
+    free(t.data);
+}
+
+/* The same for truncate's frames, stored one at a time: a truncate into a
+ * block that fails on the sidecar leaves the file as it was, also after
+ * reopen. (Its tail frame stayed in the data file, and the rescan applied
+ * it: the block came back cut.) */
+Test(engine, failed_truncate_does_not_come_back)
+{
+    struct eng_tiny t;
+    eng_tiny_full(&t);
+    const size_t bs = t.bs;
+    cr_assert_eq(cbfs_file_truncate(t.f, 40 * bs + 100), CBFS_E_NOSPC);
+    eng_check(t.f, t.data, 63 * bs);
+    cr_assert_eq(cbfs_file_close(t.f), CBFS_OK);
+    cr_assert_eq(unlink(t.filler), 0);
+    struct cbfs_file *f = eng_open_paths(t.p, t.q, false, "lz4", NULL);
+    eng_check(f, t.data, 63 * bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    free(data);
+    free(t.data);
 }
 
 /* Errors as errseq reports them: a failure reaches every handle that was open
