@@ -308,7 +308,7 @@ static cbfs_err cbfs_file_seal_run(struct cbfs_file *f)
             return CBFS_OK;
         }
         f->wnext++;
-        cbfs_err e = cbfs_file_seal(f, i, false); /* clean: the slot is just freed */
+        cbfs_err e = cbfs_file_seal(f, i, false); /* dirty: a job; clean: just freed */
         if (e) return e;
     }
 }

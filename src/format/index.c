@@ -250,9 +250,9 @@ const struct cbfs_index_entry *cbfs_index_get(const struct cbfs_index *idx, uint
 cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs_index_rec *r,
                            size_t n)
 {
-    /* Encode in chunks so big batches need no allocation; index_end advances
-     * only over chunks that were written, so a failed append is retried at
-     * the same offset. */
+    /* Encode in chunks so big batches need no allocation. All of r or none:
+     * on a failure index_end goes back to where it started and the sidecar
+     * is cut back there (idx->torn where it cannot be). */
     uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
     const size_t per = sizeof buf / CBFS_INDEX_REC_SIZE;
     const uint64_t start = idx->index_end;

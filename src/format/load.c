@@ -324,13 +324,6 @@ enum cbfs_load_claim {
     CBFS_CLAIM_NONE    /* nothing of the file: the sidecar is a leftover */
 };
 
-static bool cbfs_load_all_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i]) return false;
-    return true;
-}
-
 /* Called when no record's frame is intact and the rescan found no frame in a
  * data file of dsize > 0 bytes; the records replayed (all of them damaged)
  * end at idx->index_end. A record is only written after its frame, so the
@@ -365,7 +358,7 @@ static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
         e = cbfs_pread_full(data_fd, head, sizeof head, r.offset);
         if (e) return e;
         if (cbfs_frame_hdr_trace(head, sizeof head, idx->file_id) ||
-            cbfs_load_all_zero(head, sizeof head)) {
+            cbfs_is_zero(head, sizeof head)) {
             *claim = CBFS_CLAIM_TRACE;
             return CBFS_OK;
         }

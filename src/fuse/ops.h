@@ -40,10 +40,7 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
  * inode->lock. */
 void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd);
 
-/* Removes the sidecar of name in dirfd if there is one (ops_entry.c).
- * @return 0 or errno (not ENOENT). */
-int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name);
-/* Before a file without a sidecar (PLAIN, or not regular) takes name in dirfd
+/* Before a regular file without a sidecar takes name in dirfd
  * by create or link: if name is free, removes a sidecar left there (a lost
  * file's), which would make the new file look compressed; a failure is
  * logged. If name exists nothing is done: the op then fails with EEXIST.

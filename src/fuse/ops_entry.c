@@ -291,11 +291,15 @@ static bool cbfs_pin_dir_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_ino
     return cbfs_pin_dir(req, fs, dir, dirfd);
 }
 
-int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name)
+/* Removes the sidecar of name in dirfd if there is one; *removed (if not
+ * NULL) says whether there was. @return 0 or errno (not ENOENT). */
+static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name, bool *removed)
 {
     char sc[CBFS_STORE_SIDECAR_PATH_MAX];
+    if (removed) *removed = false;
     if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
-    if (unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) return errno;
+    if (unlinkat(dirfd, sc, 0) == -1) return errno == ENOENT ? 0 : errno;
+    if (removed) *removed = true;
     return 0;
 }
 
@@ -304,59 +308,42 @@ int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name)
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return 0; /* the op fails EEXIST */
     if (errno != ENOENT) return errno;
-    const int err = cbfs_sidecar_remove(fs, dirfd, name);
+    const int err = cbfs_sidecar_remove(fs, dirfd, name, NULL);
     if (err)
         cbfs_log_err("cannot remove the leftover sidecar of '%s': %s", name, strerror(err));
     return err;
 }
 
-/* fs->names_lock held. unlink of name in dir (dirfd: pinned). The sidecar
+/* unlink of name in dir (dirfd: pinned), under fs->names_lock. The sidecar
  * goes first: a crash in between leaves a data file without one, which is
  * found by its frames and rebuilt (a sidecar without its data file would make
- * a later plain file of that name look compressed). @return 0 or errno
- * (nothing removed if the sidecar could not be). */
-static int cbfs_unlink_locked(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
-                              const char *name)
+ * a later plain file of that name look compressed). @return 0 or errno. */
+static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
 {
     struct stat st;
-    int err;
-    cbfs_assert_held(&fs->names_lock);
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) return errno;
-    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
+    int err = 0;
     bool had_sc = false;
-    if (S_ISREG(st.st_mode) && cbfs_sidecar_path(fs, name, sc, sizeof sc) == 0) {
-        had_sc = unlinkat(dirfd, sc, 0) == 0;
-        if (!had_sc && errno != ENOENT) {
-            err = errno;
-            cbfs_log_err("cannot remove the sidecar of '%s': %s; the file stays", name,
-                         strerror(err));
-            return err;
-        }
-    }
-    if (unlinkat(dirfd, name, 0) == -1) {
+    cbfs_mutex_lock(&fs->names_lock);
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+        err = errno;
+    } else if (S_ISREG(st.st_mode) && (err = cbfs_sidecar_remove(fs, dirfd, name, &had_sc))) {
+        cbfs_log_err("cannot remove the sidecar of '%s': %s; the file stays", name,
+                     strerror(err));
+    } else if (unlinkat(dirfd, name, 0) == -1) {
         err = errno;
         if (had_sc)
             cbfs_log_warn("unlink of '%s' failed (%s) after its sidecar was removed: the file "
                           "keeps its data and gets its index back from its frames at its next "
                           "open",
                           name, strerror(err));
-        return err;
+    } else if (S_ISREG(st.st_mode)) {
+        /* An open file keeps working through the engine's fds, as on ext4. */
+        struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
+        if (inode) {
+            cbfs_inode_clear_location(fs, inode, dir, name);
+            cbfs_inode_unref(fs, inode, 1);
+        }
     }
-    if (!S_ISREG(st.st_mode)) return 0;
-    /* An open file keeps working through the engine's fds, as on ext4. */
-    struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
-    if (inode) {
-        cbfs_inode_clear_location(fs, inode, dir, name);
-        cbfs_inode_unref(fs, inode, 1);
-    }
-    return 0;
-}
-
-/* unlink of name in dir (dirfd: pinned). @return 0 or errno. */
-static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
-{
-    cbfs_mutex_lock(&fs->names_lock);
-    const int err = cbfs_unlink_locked(fs, dir, dirfd, name);
     cbfs_mutex_unlock(&fs->names_lock);
     return err;
 }
@@ -600,7 +587,7 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     const bool clear_b = !a->has_sc && !S_ISDIR(a->st.st_mode) && b->sc[0] && !same &&
                          !(flags & RENAME_EXCHANGE) &&
                          !(b->exists && ((flags & RENAME_NOREPLACE) || S_ISDIR(b->st.st_mode)));
-    if (clear_b && (err = cbfs_sidecar_remove(fs, b->fd, b->name)) != 0) {
+    if (clear_b && (err = cbfs_sidecar_remove(fs, b->fd, b->name, NULL)) != 0) {
         cbfs_log_err("rename '%s' -> '%s': cannot remove the sidecar at the target: %s", a->name,
                      b->name, strerror(err));
         return err;

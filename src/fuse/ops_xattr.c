@@ -86,7 +86,12 @@ static ssize_t cbfs_xattr_list(fuse_req_t req, const char *path, char *buf, size
     ssize_t n;
     for (;;) { /* the list may grow between the two calls: ERANGE, again */
         n = listxattr(path, NULL, 0);
-        if (n <= 0) return n;
+        if (n <= 0) {
+            const int e = errno;
+            free(all); /* a retry's buffer */
+            errno = e;
+            return n;
+        }
         free(all);
         if (!(all = malloc((size_t)n))) {
             errno = ENOMEM;
@@ -95,8 +100,14 @@ static ssize_t cbfs_xattr_list(fuse_req_t req, const char *path, char *buf, size
         n = listxattr(path, all, (size_t)n);
         if (n >= 0 || errno != ERANGE) break;
     }
+    if (n < 0) {
+        const int e = errno;
+        free(all);
+        errno = e;
+        return -1;
+    }
     size_t out = 0;
-    for (ssize_t i = 0; n > 0 && i < n;) {
+    for (ssize_t i = 0; i < n;) {
         const size_t len = strnlen(all + i, (size_t)(n - i)) + 1;
         if (strncmp(all + i, "trusted.", 8) != 0) {
             if (size && out + len > size) {
@@ -110,7 +121,7 @@ static ssize_t cbfs_xattr_list(fuse_req_t req, const char *path, char *buf, size
         i += (ssize_t)len;
     }
     free(all);
-    return n < 0 ? n : (ssize_t)out;
+    return (ssize_t)out;
 }
 
 /* Replies to getxattr (name set) or listxattr (name NULL) on inode the FUSE
@@ -195,6 +206,12 @@ static int cbfs_xattr_acl_kill_sgid(fuse_req_t req, int fd)
     return cbfs_inode_mode_clear(fd, &st, S_ISGID, &changed);
 }
 
+/* The daemon's read-only stats: the xattr CBFS_XATTR_STATS of the mount root. */
+static bool cbfs_xattr_is_stats(fuse_ino_t ino, const char *name)
+{
+    return ino == FUSE_ROOT_ID && strcmp(name, CBFS_XATTR_STATS) == 0;
+}
+
 /* setxattr, or removexattr where value is NULL (libfuse never passes a NULL
  * value to setxattr), on inode's store object; replies. A new access ACL
  * changed the mode too (group bits, maybe set-group-ID): the sidecar
@@ -213,7 +230,7 @@ static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
     }
     /* The root's stats are the daemon's, read-only: a set used to land on the
      * store's root directory, unseen behind them, and report success. */
-    if (ino == FUSE_ROOT_ID && strcmp(name, CBFS_XATTR_STATS) == 0) {
+    if (cbfs_xattr_is_stats(ino, name)) {
         fuse_reply_err(req, EPERM);
         return;
     }
@@ -239,7 +256,7 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
 
-    if (ino == FUSE_ROOT_ID && strcmp(name, CBFS_XATTR_STATS) == 0) {
+    if (cbfs_xattr_is_stats(ino, name)) {
         char text[4096];
         const size_t n = cbfs_stats_format(fs, text, sizeof text);
         if (size == 0)

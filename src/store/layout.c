@@ -95,23 +95,22 @@ cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd)
     return CBFS_OK;
 }
 
-/* Empties index directory idx (every sidecar in it is stale: the directory
- * holding it has no other entry) and removes it from dirfd. */
-static cbfs_err cbfs_store_drop_index(int parent, int idx)
+/* Unlinks the entries of directory fd (consumed): every one, or only those
+ * of sidecar names. The caller has found them all stale (cbfs_store_only_index). */
+static cbfs_err cbfs_store_unlink_entries(int fd, bool sidecars_only)
 {
-    DIR *const d = fdopendir(idx);
+    DIR *const d = fdopendir(fd);
     if (!d) {
-        close(idx);
+        close(fd);
         return cbfs_err_from_errno(errno);
     }
     cbfs_err e = CBFS_OK;
     for (struct dirent *de; e == CBFS_OK && (de = readdir(d)) != NULL;) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (sidecars_only && !cbfs_store_is_sidecar_name(de->d_name)) continue;
         if (unlinkat(dirfd(d), de->d_name, 0) == -1) e = cbfs_err_from_errno(errno);
     }
     closedir(d);
-    if (e == CBFS_OK && unlinkat(parent, CBFS_INDEX_DIR, AT_REMOVEDIR) == -1)
-        e = cbfs_err_from_errno(errno);
     return e;
 }
 
@@ -137,23 +136,6 @@ static bool cbfs_store_only_index(unsigned layout, int fd)
     return only;
 }
 
-/* Layout 1: removes the sidecar names in directory fd (consumed), all
- * orphans (cbfs_store_only_index). */
-static cbfs_err cbfs_store_drop_sidecars(int fd)
-{
-    DIR *const d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return cbfs_err_from_errno(errno);
-    }
-    cbfs_err e = CBFS_OK;
-    for (struct dirent *de; e == CBFS_OK && (de = readdir(d)) != NULL;)
-        if (cbfs_store_is_sidecar_name(de->d_name) && unlinkat(dirfd(d), de->d_name, 0) == -1)
-            e = cbfs_err_from_errno(errno);
-    closedir(d);
-    return e;
-}
-
 cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name)
 {
     if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0) return CBFS_OK;
@@ -165,14 +147,14 @@ cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name)
     if (fd < 0) return cbfs_err_from_errno(errno);
     cbfs_err e = CBFS_E_NOTEMPTY;
     if (cbfs_store_only_index(layout, fd)) {
-        if (layout == CBFS_LAYOUT_SUFFIX) {
-            const int again = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            e = again < 0 ? cbfs_err_from_errno(errno) : cbfs_store_drop_sidecars(again);
-        } else {
-            const int idx =
-                openat(fd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            e = idx < 0 ? cbfs_err_from_errno(errno) : cbfs_store_drop_index(fd, idx);
-        }
+        /* layout 1: the orphan sidecars; layout 2: the index directory's
+         * entries, then the index directory */
+        const bool suffix = layout == CBFS_LAYOUT_SUFFIX;
+        const int sub = openat(fd, suffix ? "." : CBFS_INDEX_DIR,
+                               O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e = sub < 0 ? cbfs_err_from_errno(errno) : cbfs_store_unlink_entries(sub, suffix);
+        if (e == CBFS_OK && !suffix && unlinkat(fd, CBFS_INDEX_DIR, AT_REMOVEDIR) == -1)
+            e = cbfs_err_from_errno(errno);
     }
     close(fd);
     if (e) return e;

@@ -153,12 +153,13 @@ static cbfs_err cbfs_options_one(void *ctx, const char *key, const char *val, ch
     }
     /* fstab noise: mount(8) and systemd options, user=NAME from user mounts,
      * x-* (x-systemd.automount, ...) and comment=... */
-    if (CBFS_IN_LIST(key, cbfs_noise_flags) || strncmp(key, "x-", 2) == 0 ||
-        strcmp(key, "comment") == 0) {
+    if (CBFS_IN_LIST(key, cbfs_noise_flags)) {
         /* flags, but user=NAME (a user mount's): a value is a mistake that
          * would pass for a setting (default_permissions=0 turns nothing off) */
-        if (CBFS_IN_LIST(key, cbfs_noise_flags) && strcmp(key, "user") != 0)
-            return cbfs_settings_check_value(key, val, false, msg, cap);
+        return strcmp(key, "user") == 0 ? CBFS_OK
+                                         : cbfs_settings_check_value(key, val, false, msg, cap);
+    }
+    if (strncmp(key, "x-", 2) == 0 || strcmp(key, "comment") == 0) {
         return CBFS_OK;
     }
 
