@@ -123,9 +123,9 @@ cbfs_err cbfs_store_sidecar_path(unsigned layout, const char *name, char *buf, s
 cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd);
 
 /* rmdir of name in dirfd with ext4's answer for a directory that looks empty
- * through the mount: in layout 2 one that holds only its index directory
- * (empty, or with stale sidecars, whose data files cannot be there) is
- * removed with it. @return CBFS_OK or the error of rmdir (CBFS_E_NOTEMPTY,
+ * through the mount: one that holds only sidecars whose data files are gone
+ * (layout 1: beside them; layout 2: in its index directory, which goes too)
+ * is removed with them. @return CBFS_OK or the error of rmdir (CBFS_E_NOTEMPTY,
  * CBFS_E_NOTDIR, ...). */
 cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name);
 

@@ -4,6 +4,7 @@
 #ifndef CBFS_UTIL_H
 #define CBFS_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +51,9 @@ int cbfs_is_zero(const void *data, size_t len);
 /* Parses "123", "64K", "4M", "1G" (binary units) into *out.
  * @return CBFS_E_INVAL on syntax error or overflow. */
 cbfs_err cbfs_parse_size(const char *s, uint64_t *out);
+/* Parses seconds: digits and one point only (strtod would also take " 1", hex,
+ * 1e3, inf and nan), min <= value <= max. @return true on success. */
+bool cbfs_parse_seconds(const char *s, double min, double max, double *out);
 /* The reverse: n in the largest unit that divides it exactly ("256K", "16M",
  * "1G", "1000"), as cbfs_parse_size reads it back. @return buf. */
 const char *cbfs_format_size(uint64_t n, char *buf, size_t cap);

@@ -30,6 +30,17 @@ int cbfs_is_zero(const void *data, size_t len)
     return memcmp(p, p + 16, len - 16) == 0;
 }
 
+bool cbfs_parse_seconds(const char *s, double min, double max, double *out)
+{
+    if (!s || !*s || strspn(s, "0123456789.") != strlen(s)) return false;
+    char *end;
+    errno = 0;
+    const double t = strtod(s, &end);
+    if (errno || end == s || *end || !(t >= min && t <= max)) return false;
+    *out = t;
+    return true;
+}
+
 cbfs_err cbfs_parse_size(const char *s, uint64_t *out)
 {
     if (!s || !*s) return CBFS_E_INVAL;

@@ -5,7 +5,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,7 +181,6 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
 {
     long n;
     uint64_t size;
-    char *end;
     switch (r->kind) {
     case CBFS_KIND_CODEC:
         return cbfs_codec_parse(val, &s->codec, &s->level, msg, cap);
@@ -207,18 +205,10 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
             return cbfs_setting_refuse(r, val, msg, cap);
         *CBFS_FIELD_(s, r, uint64_t) = size;
         return CBFS_OK;
-    case CBFS_KIND_SECONDS: {
-        /* digits and one point only: strtod also takes " 1", hex and 1e3 */
-        if (!val || !*val || strspn(val, "0123456789.") != strlen(val))
+    case CBFS_KIND_SECONDS:
+        if (!cbfs_parse_seconds(val, (double)r->min, (double)r->max, CBFS_FIELD_(s, r, double)))
             return cbfs_setting_refuse(r, val, msg, cap);
-        errno = 0;
-        const double t = strtod(val, &end);
-        if (errno || end == val || *end || !isfinite(t) || t < (double)r->min ||
-            t > (double)r->max)
-            return cbfs_setting_refuse(r, val, msg, cap);
-        *CBFS_FIELD_(s, r, double) = t;
         return CBFS_OK;
-    }
     case CBFS_KIND_FLAG:
         if (!val || !strcmp(val, "on") || !strcmp(val, "yes") || !strcmp(val, "1"))
             *CBFS_FIELD_(s, r, bool) = true;

@@ -298,6 +298,13 @@ static bool tool_bench_bsize(struct tool_bench_args *a, const char *item)
     return true;
 }
 
+/* Levels codec c runs at: one when pinned (zstd:7) or when --levels is not
+ * given (its default), else every --levels one. */
+static size_t tool_bench_nlevels(const struct tool_bench_args *a, size_t c)
+{
+    return a->pinned[c] != INT32_MIN || a->nlevels == 0 ? 1 : a->nlevels;
+}
+
 /* Reads up to *len bytes from the start of path into a new buffer. */
 static cbfs_err tool_bench_sample(const char *path, uint64_t *len, uint8_t **out)
 {
@@ -396,8 +403,7 @@ int tool_bench_main(int argc, char **argv)
     if (optind + 1 != argc) return tool_usage(tool_bench_help, false);
     if (!tool_bench_defaults(&a)) return TOOL_EXIT_USAGE;
     size_t runs = 0; /* every combination runs, or none: a cut table would advise wrongly */
-    for (size_t c = 0; c < a.ncodecs; c++)
-        runs += (a.pinned[c] != INT32_MIN || a.nlevels == 0 ? 1 : a.nlevels) * a.nbsizes;
+    for (size_t c = 0; c < a.ncodecs; c++) runs += tool_bench_nlevels(&a, c) * a.nbsizes;
     if (runs > TOOL_BENCH_MAX) {
         tool_err("bench", "%zu combinations of codec, level and block size; at most %d",
                  runs, TOOL_BENCH_MAX);
@@ -421,9 +427,9 @@ int tool_bench_main(int argc, char **argv)
     const bool tty = isatty(STDERR_FILENO);
     size_t n = 0;
     for (size_t c = 0; c < a.ncodecs && !e; c++) {
-        const size_t nl = a.pinned[c] != INT32_MIN || a.nlevels == 0 ? 1 : a.nlevels;
+        const size_t nl = tool_bench_nlevels(&a, c);
         for (size_t l = 0; l < nl && !e; l++) {
-            for (size_t b = 0; b < a.nbsizes && !e && n < TOOL_BENCH_MAX; b++) {
+            for (size_t b = 0; b < a.nbsizes && !e; b++) {
                 struct tool_bench_row *const r = &rows[n];
                 r->codec = a.codec[c];
                 r->level = a.pinned[c] != INT32_MIN ? a.pinned[c]

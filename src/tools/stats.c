@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cbfs/stats.h"
+#include "cbfs/util.h"
 #include "tools/tool.h"
 
 static const char tool_stats_help[] =
@@ -285,13 +286,9 @@ int tool_stats_main(int argc, char **argv)
             if (!arg && optind < argc && argv[optind][0] &&
                 strspn(argv[optind], "0123456789.") == strlen(argv[optind]))
                 arg = argv[optind++];
-            if (arg) {
-                char *end;
-                secs = strtod(arg, &end);
-                if (*end || end == arg || !(secs >= 0.1 && secs <= 3600)) { /* NaN too */
-                    tool_err("stats", "--watch wants seconds from 0.1 to 3600, not '%s'", arg);
-                    return TOOL_EXIT_USAGE;
-                }
+            if (arg && !cbfs_parse_seconds(arg, 0.1, 3600, &secs)) {
+                tool_err("stats", "--watch wants seconds from 0.1 to 3600, not '%s'", arg);
+                return TOOL_EXIT_USAGE;
             }
         } else {
             return tool_usage(tool_stats_help, ch == 'h');

@@ -83,8 +83,10 @@ check_eq 0 "$rc" "stats MNT --watch 0.2"
 (($(grep -c 'bottleneck:' "$T/w2.out") >= 2)) || fail "MNT --watch 0.2: $(head -c 300 "$T/w2.out")"
 
 # --watch takes a number of seconds, never NaN
-rc=0; "$CBFS" stats --watch=nan --input "$T/cpu.txt" /nonexistent >/dev/null 2>"$T/err" || rc=$?
-check_eq 2 "$rc" "--watch=nan"
+for bad in nan 0x1 1e1 inf; do
+    rc=0; "$CBFS" stats --watch=$bad --input "$T/cpu.txt" /nonexistent >/dev/null 2>"$T/err" || rc=$?
+    check_eq 2 "$rc" "--watch=$bad"
+done
 
 # output that cannot be written is an error, not exit 0 (cron: > x.tmp && mv x.tmp x)
 for mode in "--prometheus" "--json"; do
