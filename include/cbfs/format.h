@@ -38,6 +38,15 @@ static inline bool cbfs_block_size_valid(uint64_t bs)
  * CBFS_E_FBIG (EFBIG), never an attempt to allocate a table for a huge sparse
  * offset. */
 #define CBFS_MAX_BLOCKS (1ull << 26)
+/* Whether a file of size bytes in blocks of bs (a valid block size) stays
+ * within CBFS_MAX_BLOCKS: the writer's limit (write, truncate) and the
+ * loader's for a SIZE record, one rule. No overflow for any uint64_t size. */
+_Static_assert(CBFS_MAX_BLOCKS * CBFS_BLOCK_MAX <= (uint64_t)INT64_MAX,
+               "a file that fits stays within off_t");
+static inline bool cbfs_size_fits(uint64_t size, uint32_t bs)
+{
+    return size / bs + (size % bs != 0) <= CBFS_MAX_BLOCKS;
+}
 
 #define CBFS_SKIPPABLE_MAGIC 0x184D2A5Cu /* zstd/lz4 skippable frame, nibble C */
 #define CBFS_FRAME_MAGIC 0x52464243u     /* "CBFR" little-endian */

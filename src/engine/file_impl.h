@@ -138,12 +138,12 @@ struct cbfs_file {
 /* Reads and decodes block b (entry e) into a new buffer holding e->ulen
  * bytes, of *cap bytes from the engine's lists (give it back with
  * cbfs_engine_buf_put, or to the cache with that cap). Logs a line naming the
- * file and offsets on a bad frame. locked: f->lock is held (e is then b's
- * current entry). Without it, e may have been replaced and its frame punched
- * since it was taken: a failure is then CBFS_E_STALE, not logged, not damage
- * (the caller looks at b again). */
+ * file and offsets on a bad frame. With f->lock held e is b's current entry;
+ * without it, e may have been replaced and its frame punched since it was
+ * taken: a failure is then CBFS_E_STALE, not logged, not damage (the caller
+ * looks at b again). */
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
-                          bool locked, unsigned char **out, size_t *cap);
+                          unsigned char **out, size_t *cap);
 
 /* Newest in-memory content of block b (open block, else newest pending).
  * Lock held. */

@@ -28,7 +28,7 @@ static bool cbfs_file_entry_current(struct cbfs_file *f, uint64_t b,
 }
 
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
-                          bool locked, unsigned char **out, size_t *cap)
+                          unsigned char **out, size_t *cap)
 {
     struct cbfs_engine *eng = f->eng;
     /* The block comes from the engine's lists (a block's size, as the write
@@ -55,7 +55,7 @@ cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_ind
         err = cbfs_block_check_decode(e, b, scratch, data);
         CBFS_STAT_ADD(eng, st_ns_decompress, cbfs_now_ns() - t1);
     }
-    if (err && !locked) {
+    if (err && !cbfs_mutex_held(&f->lock)) {
         /* An entry taken before the lock was dropped may have been replaced
          * (a rewrite, a truncate) and its frame punched since: no damage,
          * the caller looks again. */
@@ -104,7 +104,7 @@ static cbfs_err cbfs_file_load(struct cbfs_file *f, uint64_t b, const struct cbf
     CBFS_STAT_ADD(eng, st_cache_misses, 1);
     unsigned char *data = NULL;
     size_t cap = 0;
-    cbfs_err err = cbfs_file_decode(f, b, e, false, &data, &cap);
+    cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
     cbfs_cache_fill(eng->cache, c, data, e->ulen, cap, err == CBFS_OK, false);
     if (err) {
         cbfs_cache_put(eng->cache, c);
@@ -157,7 +157,7 @@ cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *b
             } else {
                 unsigned char *data;
                 size_t cap;
-                cbfs_err err = cbfs_file_decode(f, b, e, true, &data, &cap);
+                cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
                 if (err) return err;
                 len = e->ulen < want ? e->ulen : want;
                 memcpy(buf, data, len);
@@ -180,7 +180,7 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
     size_t cap = 0;
     /* CBFS_E_STALE (the block changed since the job was queued) is no
      * damage: the entry fails quietly, a reader decodes the current one */
-    cbfs_err err = cbfs_file_decode(f, j->block, &j->e, false, &data, &cap);
+    cbfs_err err = cbfs_file_decode(f, j->block, &j->e, &data, &cap);
     cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, cap, err == CBFS_OK, true);
     cbfs_cache_put(f->eng->cache, j->c);
     cbfs_mutex_lock(&f->lock);

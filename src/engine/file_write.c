@@ -450,7 +450,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
 cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint64_t off)
 {
     if (!f->writable) return CBFS_E_BADF;
-    if (off + len < off || (off + len + f->bs - 1) / f->bs > CBFS_MAX_BLOCKS) return CBFS_E_FBIG;
+    if (off + len < off || !cbfs_size_fits(off + len, f->bs)) return CBFS_E_FBIG;
     const unsigned char *src = buf;
     size_t left = len;
     cbfs_err err = CBFS_OK;
@@ -651,8 +651,7 @@ static cbfs_err cbfs_file_store_one(struct cbfs_file *f, const void *frame, size
 cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
 {
     if (!f->writable) return CBFS_E_BADF;
-    if ((size + f->bs - 1) / f->bs > CBFS_MAX_BLOCKS || size > (uint64_t)INT64_MAX)
-        return CBFS_E_FBIG;
+    if (!cbfs_size_fits(size, f->bs)) return CBFS_E_FBIG;
     cbfs_mutex_lock(&f->lock);
     cbfs_err err = cbfs_file_seal_all(f, false);
     cbfs_file_drain(f);

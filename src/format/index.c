@@ -197,12 +197,12 @@ cbfs_err cbfs_index_apply(struct cbfs_index *idx, const struct cbfs_index_rec *r
     if (bs == 0 || r->generation == 0) return CBFS_E_INVAL;
     const uint64_t frame_bytes = CBFS_FRAME_HDR_SIZE + (uint64_t)r->plen;
     if (r->offset > UINT64_MAX - frame_bytes) return CBFS_E_CORRUPT;
-    /* Logical sizes stay within off_t. */
-    const uint64_t max_size = (uint64_t)INT64_MAX;
+    /* Logical sizes stay within off_t: CBFS_MAX_BLOCKS blocks of at most
+     * CBFS_BLOCK_MAX bytes (the header's block size is checked) are 2^50. */
 
     if (r->type == CBFS_REC_BLOCK) {
         if (r->ulen > bs) return CBFS_E_CORRUPT;
-        if (r->block >= max_size / bs || r->block >= CBFS_MAX_BLOCKS) return CBFS_E_FBIG;
+        if (r->block >= CBFS_MAX_BLOCKS) return CBFS_E_FBIG;
         const cbfs_err e = cbfs_index_reserve(idx, r->block + 1);
         if (e) return e;
         cbfs_index_kill(idx, r->block);
@@ -223,7 +223,7 @@ cbfs_err cbfs_index_apply(struct cbfs_index *idx, const struct cbfs_index_rec *r
     } else if (r->type == CBFS_REC_SIZE) {
         /* the writer's limit too (cbfs_file_truncate): a bigger size would
          * make a reader walk or print blocks no writer could have made */
-        if (r->block > max_size || (r->block + bs - 1) / bs > CBFS_MAX_BLOCKS) return CBFS_E_FBIG;
+        if (!cbfs_size_fits(r->block, bs)) return CBFS_E_FBIG;
         idx->size = r->block;
         /* Blocks wholly at or past the new size are gone; a block straddling
          * it keeps its entry (the engine zero-fills reads past size). */

@@ -316,9 +316,9 @@ static bool cbfs_load_last_matches(int data_fd, int idx_fd, uint64_t dsize,
  * sidecar's frames is intact and the rescan found none (docs/FORMAT.md,
  * "Leftover sidecars"). */
 enum cbfs_load_claim {
-    CBFS_CLAIM_FRAMES, /* some frame of the file is intact: the usual load */
-    CBFS_CLAIM_TORN,   /* no record; the data begins with the envelope: a torn
-                          first frame (repair may cut it, as any torn tail) */
+    CBFS_CLAIM_FRAMES, /* some frame of the file is intact, or (no record) the
+                          data begins with the envelope: a torn first frame,
+                          which repair may cut as any torn tail. The usual load */
     CBFS_CLAIM_TRACE,  /* a damaged frame still shows it was the file's: ours,
                           but nothing proves the rest is, so no tail is cut */
     CBFS_CLAIM_NONE    /* nothing of the file: the sidecar is a leftover */
@@ -343,7 +343,7 @@ static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
         e = cbfs_pread_full(data_fd, head, n, 0);
         if (e) return e;
         if (cbfs_frame_is_envelope(head, n))
-            *claim = CBFS_CLAIM_TORN;
+            *claim = CBFS_CLAIM_FRAMES;
         else if (cbfs_frame_hdr_trace(head, n, idx->file_id))
             *claim = CBFS_CLAIM_TRACE;
         return CBFS_OK;
@@ -459,10 +459,11 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     e = cbfs_load_apply_scanned(idx, &rv, &rp);
     if (e) goto fail;
     rp.data_tail_bytes = dsize - idx->data_end;
-    if (rp.data_tail_bytes) {
+    if (rp.data_tail_bytes && claim == CBFS_CLAIM_TRACE) {
+        rp.tail_kept = true; /* ours, but nothing proves the rest is: nothing is cut */
+    } else if (rp.data_tail_bytes) {
         e = cbfs_load_tail_has_frames(data_fd, idx->data_end, dsize, &rp.tail_kept);
         if (e) goto fail;
-        if (claim == CBFS_CLAIM_TRACE) rp.tail_kept = true;
     }
 
     if (repair) {
