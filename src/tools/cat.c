@@ -194,7 +194,7 @@ int tool_cat_main(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     uint64_t off = 0, len = UINT64_MAX;
     bool keep_going = false;
-    uint32_t block_size = 0;
+    struct cbfs_bs_hint block_size = {0};
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -220,7 +220,7 @@ int tool_cat_main(int argc, char **argv)
         tool_err("cat", "%s", msg);
         return TOOL_EXIT_USAGE;
     }
-    if (block_size) loc.store.bs = (struct cbfs_bs_hint){.size = block_size, .asserted = true};
+    if (block_size.asserted) loc.store.bs = block_size;
     int rc = TOOL_EXIT_USAGE;
     struct tool_file tf;
     cbfs_err e = CBFS_E_INVAL;

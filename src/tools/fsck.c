@@ -256,18 +256,16 @@ int tool_fsck_main(int argc, char **argv)
     memset(&f, 0, sizeof f);
     int ch;
     bool upgrade = false;
-    uint32_t block_size = 0;
+    struct cbfs_bs_hint block_size = {0};
     optind = 1;
     while ((ch = getopt_long(argc, argv, "hy", opts, NULL)) != -1) {
         if (ch == 'r' || ch == 'y')
             f.repair = true;
         else if (ch == 'u')
             upgrade = true;
-        else if (ch == 'b' && !tool_block_size_arg("fsck", optarg, &block_size))
-            return FSCK_ERROR;
-        else if (ch == 'b')
-            continue;
-        else
+        else if (ch == 'b') {
+            if (!tool_block_size_arg("fsck", optarg, &block_size)) return FSCK_ERROR;
+        } else
             return tool_usage(tool_fsck_help, ch == 'h') ? FSCK_ERROR : FSCK_CLEAN;
     }
     if (optind + 1 != argc) return tool_usage(tool_fsck_help, false) ? FSCK_ERROR : FSCK_CLEAN;
@@ -278,8 +276,7 @@ int tool_fsck_main(int argc, char **argv)
         tool_err("fsck", "%s", msg);
         return FSCK_ERROR;
     }
-    /* the user's word replaces store.conf's candidate (docs/FORMAT.md 3.3) */
-    if (block_size) loc.store.bs = (struct cbfs_bs_hint){.size = block_size, .asserted = true};
+    if (block_size.asserted) loc.store.bs = block_size;
     int rc = FSCK_ERROR;
     struct cbfs_store *st = NULL;
     if (!loc.is_dir || loc.via_mount) {

@@ -163,8 +163,10 @@ void tool_file_close(struct tool_file *tf);
  * with ("" when there is nothing to add). */
 const char *tool_file_load_advice(const struct tool_file *tf);
 /* --block-size SIZE of fsck and cat: the block size a lost sidecar was
- * written with. On a bad value prints why for sub. @return true if valid. */
-bool tool_block_size_arg(const char *sub, const char *arg, uint32_t *bs);
+ * written with, as the user's word (asserted), which replaces store.conf's
+ * candidate (docs/FORMAT.md 3.3). On a bad value prints why for sub.
+ * @return true if valid. */
+bool tool_block_size_arg(const char *sub, const char *arg, struct cbfs_bs_hint *bs);
 /* Writes the sidecar's path for messages (display: the data file's) into buf. */
 void tool_file_side_display(const struct tool_file *tf, const char *display, char *buf,
                             size_t cap);

@@ -424,11 +424,11 @@ const char *tool_file_load_advice(const struct tool_file *tf)
            "--block-size SIZE of cbfs cat or cbfs fsck --repair)";
 }
 
-bool tool_block_size_arg(const char *sub, const char *arg, uint32_t *bs)
+bool tool_block_size_arg(const char *sub, const char *arg, struct cbfs_bs_hint *bs)
 {
     uint64_t v;
     if (cbfs_parse_size(arg, &v) == CBFS_OK && cbfs_block_size_valid(v)) {
-        *bs = (uint32_t)v;
+        *bs = (struct cbfs_bs_hint){.size = (uint32_t)v, .asserted = true};
         return true;
     }
     tool_err(sub, "--block-size wants a power of two from 4K to 16M, not '%s'", arg);
