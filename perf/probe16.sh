@@ -17,10 +17,14 @@
 #      cores) with the writeback cache, 2 GiB, 1 and 8 writers, lz4 and zstd:1.
 #   B: the suite's workers section (target 4 and the sweep), 2 GiB, 2 reps; profiles of
 #      8 zstd:1 writers and of one lz4 stream with workers=1.
+#   F: the restore (target 5): one cold reader (ddbench reads only one-writer points),
+#      nullfs against cbfs lz4 and zstd:1 with the engine's read-ahead (readahead=, 8
+#      blocks) and the mount's (fuse_readahead=, 1M) raised, alone and together, 2 GiB,
+#      5 reps. Not yet run there (no device in the fifth session).
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B|C|D|E}
+step=${1:?usage: perf/probe16.sh A|B|C|D|E|F}
 size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
@@ -41,7 +45,7 @@ dd_() { # ddbench through the kit, its output kept; deadline: what is left minus
     if [[ $name == suite* ]]; then
         grep -E '^\| [0-9]+ \|' "$res/$name.md" | grep -v "not measured"
     else
-        grep -E '^\| .* \| write \|' "$res/$name.md"
+        grep -E '^\| .* \| (write|read) \|' "$res/$name.md"
     fi
     return 0
 }
@@ -116,6 +120,14 @@ B)
     dd_ suite-B 150 --suite 16core --section workers --size $size --reps ${PROBE_REPS:-2}
     prof zstd-w8 --writers 8 --system 'zstd1=codec=zstd:1'
     prof lz4-wk1 --writers 1 --system 'lz4 wk1=codec=lz4,workers=1'
+    ;;
+F)
+    dd_ restore 5 --read --size $size --reps ${PROBE_REPS:-5} --sizes 1M --writers 1 \
+        --system nullfs --system 'lz4=codec=lz4' --system 'lz4 ra32=codec=lz4,readahead=32' \
+        --system 'lz4 fra4M=codec=lz4,fuse_readahead=4M' \
+        --system 'lz4 ra32 fra4M=codec=lz4,readahead=32,fuse_readahead=4M' \
+        --system 'zstd1=codec=zstd:1' \
+        --system 'zstd1 ra32 fra4M=codec=zstd:1,readahead=32,fuse_readahead=4M'
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac
