@@ -207,6 +207,12 @@ int cbfs_inode_get_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
 void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
                                struct cbfs_inode *dir, const char *name);
 
+/* fstatvfs of the store file system under inode (statfs asks at the root,
+ * fallocate's free-space check at the file). @return 0 or errno. */
+int cbfs_inode_statvfs(struct cbfs_fs *fs, struct cbfs_inode *inode, struct statvfs *sv);
+
+/* ---- a regular file's state beyond the table (inode_file.c) ---- */
+
 /* Attributes as the mount shows them: for COMPRESSED files st_size is the
  * logical size and st_blocks counts data file + sidecar. @return 0 or errno. */
 int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st);
@@ -215,10 +221,6 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
  * @return 0, ENOENT if it has none, or errno as cbfs_inode_pin. */
 int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd);
 void cbfs_inode_idx_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
-
-/* fstatvfs of the store file system under inode (statfs asks at the root,
- * fallocate's free-space check at the file). @return 0 or errno. */
-int cbfs_inode_statvfs(struct cbfs_fs *fs, struct cbfs_inode *inode, struct statvfs *sv);
 
 /* Clears the bits of clear (of 07777) from the mode of the store object
  * pinned as fd, whose stat the caller took (it picks clear from it), through

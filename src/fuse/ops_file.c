@@ -1,6 +1,6 @@
 /* Regular files: create/open/read/write/flush/fsync/release. PLAIN files are
  * passed through on a real fd; COMPRESSED files go through the engine state
- * that all handles of the inode share (inode.c). */
+ * that all handles of the inode share (inode_file.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
