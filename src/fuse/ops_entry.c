@@ -242,30 +242,45 @@ void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* Common tail of mknod/mkdir/symlink (dirfd: dir's pinned fd): owner and
- * mode of the new name (mode, inherit: as cbfs_own_new takes them), then the
- * entry reply. On failure the new name is removed again. */
-static void cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
-                            const char *name, mode_t mode, bool inherit)
+ * mode of the new name (mode, inherit: as cbfs_own_new takes them), then its
+ * inode (*out, referenced for the entry reply) and attributes. On failure the
+ * new name is removed again. Replies nothing: the op replies once it has
+ * unpinned dir (cbfs_reply_new). @return 0 or errno. */
+static int cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
+                           const char *name, mode_t mode, bool inherit, struct cbfs_inode **out,
+                           struct stat *st)
 {
     struct cbfs_inode *inode;
-    struct stat st;
-    int fd, err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
+    int fd, err = cbfs_inode_lookup(fs, dir, name, &inode, st);
     if (err) goto fail;
     err = cbfs_inode_pin(fs, inode, &fd);
     if (err == 0) {
         err = cbfs_own_new(req, dirfd, fd, mode, inherit);
         cbfs_inode_unpin(fs, inode);
     }
-    if (err == 0) err = cbfs_inode_stat(fs, inode, &st);
+    if (err == 0) err = cbfs_inode_stat(fs, inode, st);
     if (err) {
         cbfs_inode_unref(fs, inode, 1);
         goto fail;
     }
-    cbfs_reply_entry(req, fs, inode, &st);
-    return;
+    *out = inode;
+    return 0;
 fail:
     (void)unlinkat(dirfd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
-    fuse_reply_err(req, err);
+    return err;
+}
+
+/* The one reply of mknod/mkdir/symlink, sent after the op unpinned the
+ * parent: once the kernel has its answer it may forget the parent, and
+ * nothing of it may be touched then. err 0: inode (referenced) and st as
+ * cbfs_finish_new gave them. */
+static void cbfs_reply_new(fuse_req_t req, struct cbfs_fs *fs, int err, struct cbfs_inode *inode,
+                           const struct stat *st)
+{
+    if (err)
+        fuse_reply_err(req, err);
+    else
+        cbfs_reply_entry(req, fs, inode, st);
 }
 
 /* Pins dir's fd for an op that creates or removes a name in it; on failure
@@ -348,18 +363,16 @@ static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
     return err;
 }
 
-static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
-                               int dirfd, const char *name, mode_t mode)
+/* mknod of a regular file, as cbfs_finish_new (replies nothing). */
+static int cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
+                              int dirfd, const char *name, mode_t mode, struct cbfs_inode **out,
+                              struct stat *st)
 {
     /* A regular file made by mknod(2) is a new file like any other: with a
      * codec it gets its sidecar, so later writes are compressed. */
     struct cbfs_inode *inode;
-    struct stat st;
-    int err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, O_RDWR, &inode, &st, NULL);
-    if (err) {
-        fuse_reply_err(req, err);
-        return;
-    }
+    int err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, O_RDWR, &inode, st, NULL);
+    if (err) return err;
     /* nobody has it open: close the state the creation installed */
     if (inode->kind == CBFS_KIND_COMPRESSED) err = cbfs_inode_file_put(fs, inode);
     if (err) {
@@ -367,29 +380,31 @@ static void cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_i
          * caller hears mknod failed: the name goes, as when create fails */
         (void)cbfs_unlink_at(fs, dir, dirfd, name);
         cbfs_inode_unref(fs, inode, 1);
-        fuse_reply_err(req, err);
-        return;
+        return err;
     }
-    cbfs_reply_entry(req, fs, inode, &st);
+    *out = inode;
+    return 0;
 }
 
 void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    int dirfd;
+    struct cbfs_inode *inode = NULL;
+    struct stat st;
+    int dirfd, err;
     bool inherit;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "mknod", &dirfd)) return;
     if (S_ISREG(mode)) {
-        cbfs_mknod_regular(req, fs, dir, dirfd, name, mode);
+        err = cbfs_mknod_regular(req, fs, dir, dirfd, name, mode, &inode, &st);
     } else {
         mode = cbfs_new_mode(req, dirfd, mode, &inherit);
-        if (mknodat(dirfd, name, mode, rdev) == -1)
-            fuse_reply_err(req, errno);
-        else
-            cbfs_finish_new(req, fs, dir, dirfd, name, mode, inherit);
+        err = mknodat(dirfd, name, mode, rdev) == -1
+                  ? errno
+                  : cbfs_finish_new(req, fs, dir, dirfd, name, mode, inherit, &inode, &st);
     }
     cbfs_inode_unpin(fs, dir);
+    cbfs_reply_new(req, fs, err, inode, &st);
 }
 
 /* The codec override applies to the whole subtree: mkdir passes it down.
@@ -413,30 +428,34 @@ void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
+    struct cbfs_inode *inode = NULL;
+    struct stat st;
     int dirfd, err;
     bool inherit;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "mkdir", &dirfd)) return;
     mode = cbfs_new_mode(req, dirfd, mode & 07777, &inherit);
     if (mkdirat(dirfd, name, mode) == -1)
-        fuse_reply_err(req, errno);
-    else if ((err = cbfs_mkdir_inherit(dirfd, name)) != 0)
-        fuse_reply_err(req, err);
-    else
-        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | mode, inherit);
+        err = errno;
+    else if ((err = cbfs_mkdir_inherit(dirfd, name)) == 0)
+        err = cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | mode, inherit, &inode, &st);
     cbfs_inode_unpin(fs, dir);
+    cbfs_reply_new(req, fs, err, inode, &st);
 }
 
 void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    int dirfd;
+    struct cbfs_inode *inode = NULL;
+    struct stat st;
+    int dirfd, err;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "symlink", &dirfd)) return;
     if (symlinkat(link, dirfd, name) == -1)
-        fuse_reply_err(req, errno);
+        err = errno;
     else
-        cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777, false);
+        err = cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777, false, &inode, &st);
     cbfs_inode_unpin(fs, dir);
+    cbfs_reply_new(req, fs, err, inode, &st);
 }
 
 /* Links inode's data file (fd: pinned) and, for a compressed file, its
