@@ -147,7 +147,9 @@ cbfs_err cbfs_file_seek(struct cbfs_file *f, uint64_t off, bool data, uint64_t *
  * blocks wholly inside become hole frames. The size never changes. */
 cbfs_err cbfs_file_punch(struct cbfs_file *f, uint64_t off, uint64_t len);
 
-/* Name for log lines (set by the FUSE layer, e.g. the store-relative path). */
+/* Name for log lines (set by the FUSE layer, e.g. the store-relative path).
+ * Only before the file is shared with another thread: readers (the pool's
+ * decodes, flush) take it without the lock. */
 void cbfs_file_set_name(struct cbfs_file *f, const char *name);
 
 /* Flushes, then frees the state and closes both fds. @return the flush error

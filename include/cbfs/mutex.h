@@ -24,7 +24,7 @@ static inline uintptr_t cbfs_mutex_self(void)
 
 /* Exact for the calling thread: only a holder stores its own id, and it
  * clears it before it lets go, so no other thread's store can match. */
-static inline bool cbfs_mutex_held(struct cbfs_mutex *mu)
+static inline bool cbfs_mutex_held(const struct cbfs_mutex *mu)
 {
     return atomic_load_explicit(&mu->owner, memory_order_relaxed) == cbfs_mutex_self();
 }

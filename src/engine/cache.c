@@ -15,7 +15,8 @@ struct cbfs_cache {
     void *release_arg;               /* immutable */
 };
 
-/* Gives back e's buffer and frees e (unlinked or never linked). Lock held. */
+/* Gives back e's buffer and frees e (unlinked or never linked). Lock held, or
+ * the cache is being destroyed (no other user). */
 static void cbfs_cache_ent_free(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 {
     if (e->data && c->release) c->release(c->release_arg, e->data, e->cap);

@@ -18,7 +18,7 @@ enum cbfs_cache_state { CBFS_CACHE_LOADING, CBFS_CACHE_READY, CBFS_CACHE_FAILED 
 struct cbfs_cache_ent {
     uint64_t serial, block, gen; /* key: immutable */
     unsigned char *data;         /* len bytes; set once by fill, immutable while READY */
-    uint32_t len;
+    uint32_t len;                /* as data */
     size_t cap;                  /* data's allocation size, for the release hook: set by fill */
     enum cbfs_cache_state state; /* cache lock */
     unsigned refs;               /* cache lock */
@@ -29,8 +29,8 @@ struct cbfs_cache_ent {
 struct cbfs_cache;
 
 /* Takes back a READY entry's buffer when the entry goes (eviction, destroy),
- * with the cap given to fill. Called under the cache's lock: it must not call
- * into the cache. */
+ * with the cap given to fill. Called under the cache's lock (at destroy, with
+ * no other user): it must not call into the cache. */
 typedef void cbfs_cache_release_fn(void *arg, void *data, size_t cap);
 
 /* release NULL: buffers are malloc'd and freed. */

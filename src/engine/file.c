@@ -13,9 +13,7 @@
 
 void cbfs_file_set_name(struct cbfs_file *f, const char *name)
 {
-    cbfs_mutex_lock(&f->lock);
     snprintf(f->name, sizeof f->name, "%s", name);
-    cbfs_mutex_unlock(&f->lock);
 }
 
 uint64_t cbfs_file_size(struct cbfs_file *f)

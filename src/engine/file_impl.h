@@ -55,14 +55,14 @@ struct cbfs_oblock {
 };
 
 struct cbfs_wjob {
-    struct cbfs_pool_job pj;
-    struct cbfs_file *f;
+    struct cbfs_pool_job pj; /* the pool's while queued */
+    struct cbfs_file *f;   /* immutable */
     uint64_t block, gen;   /* immutable */
     uint32_t len;          /* immutable */
     unsigned char *data;   /* uncompressed content, owned; readable under f->lock until freed */
     unsigned char *frame;  /* encoded frame; written by the worker before done */
-    size_t frame_len, frame_cap;
-    struct cbfs_frame_hdr hdr;
+    size_t frame_len, frame_cap; /* as frame */
+    struct cbfs_frame_hdr hdr;   /* as frame */
     cbfs_err err;          /* set by worker before done; by the committer after */
     bool done;             /* lock */
     bool stored;           /* committer role */
@@ -85,11 +85,13 @@ struct cbfs_file {
     int level;               /* immutable */
     uint32_t bs;             /* immutable: this file's block size */
     uint64_t file_id;        /* immutable */
-    char name[256];          /* set once before the file is shared */
+    char name[256];          /* written only before the file is shared (cbfs_file_set_name),
+                                then read without the lock */
 
     struct cbfs_mutex lock;
     pthread_cond_t cond;     /* broadcast on every commit and read-ahead completion */
-    struct cbfs_index idx;   /* lock; index_end/data_end advanced by the committer role */
+    struct cbfs_index idx;   /* lock, but idx.torn and the sidecar's tail: the committer
+                                role alone (cbfs_index_append, cbfs_file_unstore) */
     uint64_t size;           /* lock: logical size including data still in memory */
     struct cbfs_oblock open[CBFS_OPEN_MAX]; /* lock */
     unsigned nopen;          /* lock */
@@ -97,7 +99,7 @@ struct cbfs_file {
     uint64_t wnext;          /* lock: the next block of the sequential stream; full blocks
                                 after it wait open until it is sealed, so frames land
                                 in block order (stock-decodable) */
-    _Atomic unsigned writers; /* threads inside cbfs_file_write (counted before they take
+    _Atomic unsigned writers; /* atomic: threads inside cbfs_file_write (counted before they take
                                  the lock: the writer that fills a gap may be among them) */
     unsigned slot_waiters;   /* lock: writers waiting in cbfs_file_free_slot */
     uint64_t gap_block;      /* lock: the gap the stream last moved on past (UINT64_MAX:

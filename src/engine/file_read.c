@@ -8,6 +8,7 @@
 #include "cbfs/util.h"
 #include "engine/file_impl.h"
 
+/* Immutable once submitted; the job owns it, and c's reference. */
 struct cbfs_rajob {
     struct cbfs_pool_job pj;
     struct cbfs_file *f;

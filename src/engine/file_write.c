@@ -298,6 +298,7 @@ static cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep)
  * waited for the gap): the stream just moves past it. Lock held. */
 static cbfs_err cbfs_file_seal_run(struct cbfs_file *f)
 {
+    cbfs_assert_held(&f->lock);
     for (;;) {
         unsigned i = 0;
         while (i < f->nopen && !(f->open[i].block == f->wnext &&
@@ -387,6 +388,7 @@ static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
  * window is holding). Lock held. */
 static bool cbfs_file_holding(const struct cbfs_file *f)
 {
+    cbfs_assert_held(&f->lock);
     const unsigned v = cbfs_file_lowest(f, true, UINT64_MAX);
     return v < f->nopen && f->open[v].block > f->wnext;
 }

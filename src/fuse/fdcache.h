@@ -33,13 +33,15 @@ struct file_handle;
 
 struct cbfs_storeobj {
     struct file_handle *fh; /* NULL: no handle, fd stays open for the object's life */
-    /* Protected by the cache's lock. */
+    /* Protected by the cache's lock; fd is read without it where it cannot
+     * change: an object without fh (its fd never closes), one being set up
+     * (not shared yet) or released (off the LRU, unpinned). */
     int fd;                 /* O_PATH|O_CLOEXEC on the object, or -1 while evicted */
     unsigned pins;          /* users of fd right now; pinned objects are never evicted */
     struct cbfs_storeobj *prev, *next; /* LRU links while open, unpinned and with fh */
 };
 
-struct cbfs_fdcache {
+struct cbfs_fdcache { /* mount_fd, mount_id, handles, cap: immutable after init */
     int mount_fd;            /* the store root, O_RDONLY (open_by_handle_at refuses an
                                 O_PATH one); owned; -1 without handles */
     int mount_id;            /* its mount: handles of other mounts are not used */

@@ -9,7 +9,9 @@
 
 #include "fuse/inode.h"
 
-/* An open file or directory (fi->fh). Listed in fs->handles while open. */
+/* An open file or directory (fi->fh). Listed in fs->handles while open.
+ * inode, fd, file, flags and append are immutable after the handle is made:
+ * the threads serving one handle read them without a lock. */
 struct cbfs_handle {
     struct cbfs_handle *next, *prev; /* protected by fs->lock */
     struct cbfs_inode *inode;        /* holds one ref */

@@ -97,7 +97,8 @@ struct cbfs_inode {
                                 open reference (handle, cbfs_inode_file_get) may use
                                 it without the lock: it stays put until they drop it */
     unsigned opens;          /* open references on file */
-    bool writable;           /* file was opened read-write */
+    bool writable;           /* file was opened read-write: set with file (lock); as file,
+                                stable for holders of an open reference */
     bool size_valid;         /* size and block_size cache the logical size and the
                                 file's block size (file == NULL only) */
     uint64_t size;
@@ -113,12 +114,14 @@ struct cbfs_handle; /* an open file or directory: fuse/handle.h */
  * cbfs_fs_new creates it (fs.c), one per session. */
 struct cbfs_fs {
     struct cbfs_fs_options opt; /* immutable after cbfs_fs_new */
-    char *store_path;           /* owned copy of opt.store_path ("" if none) */
+    char *store_path;           /* owned copy of opt.store_path ("" if none); immutable */
     bool writeback;             /* writeback cache negotiated; set by init before
                                    any other request, read-only after */
     bool posix_acl;             /* FUSE_POSIX_ACL (and DONT_MASK) negotiated; as writeback */
-    struct cbfs_inode *root;    /* FUSE_ROOT_ID; never freed before cbfs_fs_free */
-    dev_t dev;                  /* the root's st_dev: its objects' ids are inode numbers */
+    struct cbfs_inode *root;    /* FUSE_ROOT_ID; set by cbfs_itable_init, never freed
+                                   before cbfs_fs_free */
+    dev_t dev;                  /* the root's st_dev: its objects' ids are inode numbers;
+                                   as root */
     bool export;                /* ids can be looked up by "." (export.h); set by
                                    cbfs_itable_init, read-only after (unit tests set it
                                    on a scratch store before any lookup) */

@@ -329,7 +329,7 @@ int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name)
     return err;
 }
 
-/* unlink of name in dir (dirfd: pinned), under fs->names_lock. The sidecar
+/* unlink of name in dir (dirfd: pinned); takes fs->names_lock. The sidecar
  * goes first: a crash in between leaves a data file without one, which is
  * found by its frames and rebuilt (a sidecar without its data file would make
  * a later plain file of that name look compressed). @return 0 or errno. */
@@ -586,6 +586,7 @@ static void cbfs_rename_relocate(struct cbfs_fs *fs, const struct stat *st,
 static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                           struct cbfs_rename_side *b, unsigned int flags)
 {
+    cbfs_assert_held(&fs->names_lock);
     int err;
     if ((err = cbfs_rename_probe(fs, a)) != 0 || (err = cbfs_rename_probe(fs, b)) != 0) return err;
     if (!a->exists) return ENOENT;
