@@ -137,7 +137,10 @@ static void cbfs_itable_remove(struct cbfs_fs *fs, struct cbfs_inode *inode)
 }
 
 /* Frees an inode that is in no table. Engine state is closed by then (handles
- * hold refs); if not, close it here rather than leak it. */
+ * hold refs); if not, close it here rather than leak it or its data. That
+ * close runs under fs->lock (cbfs_inode_unref_locked), against inode.h's
+ * rule of no engine calls there: it stalls the table for one flush, and only
+ * a reference-counting bug leads here. */
 static void cbfs_inode_destroy(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     if (inode->file) {
