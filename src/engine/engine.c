@@ -130,7 +130,9 @@ void cbfs_engine_budget_wait(struct cbfs_engine *eng)
     pthread_mutex_lock(&eng->lock);
     if (eng->inflight > eng->cfg.inflight_bytes) {
         uint64_t t0 = cbfs_now_ns();
+        eng->budget_waiters++;
         while (eng->inflight > eng->cfg.inflight_bytes) pthread_cond_wait(&eng->budget, &eng->lock);
+        eng->budget_waiters--;
         CBFS_STAT_ADD(eng, st_ns_wait_slots, cbfs_now_ns() - t0);
     }
     pthread_mutex_unlock(&eng->lock);
@@ -140,7 +142,11 @@ void cbfs_engine_budget_drop(struct cbfs_engine *eng, uint64_t bytes)
 {
     pthread_mutex_lock(&eng->lock);
     eng->inflight -= bytes;
-    pthread_cond_broadcast(&eng->budget);
+    /* Only a drop to the bound can end a wait: the others would wake every
+     * waiting writer (on a saturated machine, all of them, per block) to
+     * find the budget still over and sleep again. */
+    if (eng->budget_waiters && eng->inflight <= eng->cfg.inflight_bytes)
+        pthread_cond_broadcast(&eng->budget);
     pthread_mutex_unlock(&eng->lock);
 }
 

@@ -44,8 +44,9 @@ struct cbfs_engine {
     struct cbfs_cache *cache;      /* immutable */
 
     pthread_mutex_t lock;
-    pthread_cond_t budget;  /* signalled when inflight drops */
+    pthread_cond_t budget;  /* broadcast when inflight drops to the bound with waiters */
     uint64_t inflight;      /* lock: uncompressed bytes sealed but not yet committed */
+    unsigned budget_waiters; /* lock: threads in cbfs_engine_budget_wait's wait */
     uint64_t next_serial;   /* lock: file serials for cache keys */
     struct cbfs_bufclass bufs[CBFS_BUF_CLASSES]; /* lock */
 
