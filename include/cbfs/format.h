@@ -182,6 +182,11 @@ struct cbfs_index {
 void cbfs_index_init(struct cbfs_index *idx, uint32_t block_size, uint64_t file_id);
 void cbfs_index_free(struct cbfs_index *idx); /* NULL-safe, re-init needed after */
 
+/* Makes the table hold blocks [0, n) (new entries: never written), so that
+ * applying a BLOCK record of a block below n cannot fail for memory.
+ * @return CBFS_E_NOMEM. */
+cbfs_err cbfs_index_reserve(struct cbfs_index *idx, uint64_t n);
+
 /* Applies one BLOCK or SIZE record (in log order): a block entry replaces any
  * older one (counted as garbage); a SIZE record drops blocks wholly past the
  * new size. Updates data_end, next_gen and counters. */

@@ -126,7 +126,13 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
         size_t n = 0, nrecs;
         for (struct cbfs_wjob *j = f->pend_head; j && j->done && n < CBFS_COMMIT_BATCH; j = j->next)
             batch[n++] = j;
-        const cbfs_err poison = f->err;
+        /* The table grows before the frames are stored, not when their
+         * records are applied: a frame stored that the table could not take
+         * would read as zeros, and a rewrite of part of its block would
+         * store those zeros over it. Without the memory the batch fails. */
+        cbfs_err poison = f->err;
+        for (size_t i = 0; i < n && !poison; i++)
+            poison = cbfs_index_reserve(&f->idx, batch[i]->block + 1);
         cbfs_mutex_unlock(&f->lock);
         cbfs_file_store_batch(f, batch, n, poison, recs, &nrecs);
         cbfs_mutex_lock(&f->lock);
@@ -134,7 +140,10 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
         for (size_t i = 0; i < n; i++) {
             struct cbfs_wjob *j = batch[i];
             if (j->stored) {
-                cbfs_index_apply(&f->idx, &recs[r++]);
+                /* reserved above: only a record the loader would call
+                 * corrupt could fail here, and then the block is not stored */
+                const cbfs_err ae = cbfs_index_apply(&f->idx, &recs[r++]);
+                if (ae && !j->err) j->err = ae;
                 CBFS_STAT_ADD(eng, st_physical_written, j->frame_len);
                 f->dirty = true; /* set by the commit: a sync begun before it missed it */
             }

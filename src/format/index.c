@@ -161,8 +161,7 @@ void cbfs_index_free(struct cbfs_index *idx)
     idx->nblocks = 0;
 }
 
-/* Makes v hold at least n entries; new entries are zero (never written). */
-static cbfs_err cbfs_index_reserve(struct cbfs_index *idx, uint64_t n)
+cbfs_err cbfs_index_reserve(struct cbfs_index *idx, uint64_t n)
 {
     if (n <= idx->cap) return CBFS_OK;
     uint64_t cap = idx->cap ? idx->cap : 64;
