@@ -288,8 +288,13 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
         rep->data_tail_bytes = 0;
         wrote_data = true;
     }
-    /* Data first, then the sidecar that points into it. */
-    if (wrote_data && fdatasync(data_fd) != 0) return cbfs_err_from_errno(errno);
+    /* Data first, then the sidecar that points into it: also when only the
+     * sidecar changed, if it now points at frames the rescan found. Those may
+     * still be only in the page cache (the writer was killed before its
+     * flush), and a record made durable before its frame reads as damage
+     * after a power loss, where the previous version was whole. */
+    if ((wrote_data || (wrote_idx && rv->n)) && fdatasync(data_fd) != 0)
+        return cbfs_err_from_errno(errno);
     if (wrote_idx && fdatasync(idx_fd) != 0) return cbfs_err_from_errno(errno);
     rep->repaired = wrote_idx || wrote_data;
     return CBFS_OK;
