@@ -142,18 +142,48 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
 
 /* What cbfs_load_scan collects while walking the frames. */
 struct cbfs_load_scan_ctx {
-    bool check_id;
+    bool check_id, verify;
+    int data_fd;
     uint64_t *file_id;
     struct cbfs_recvec *rv;
+    unsigned char *buf; /* verify: payload, then the decoded block */
+    size_t cap;
 };
+
+/* Reads and decodes the frame at off (header fh) and checks its hash.
+ * @return CBFS_OK (SIZE frames: nothing to check), a format error (torn or
+ * damaged), CBFS_E_CODEC_MISSING, I/O errors, CBFS_E_NOMEM. */
+static cbfs_err cbfs_load_verify(struct cbfs_load_scan_ctx *c, uint64_t off,
+                                 const struct cbfs_frame_hdr *fh)
+{
+    if (fh->flags & CBFS_FRAME_SIZE) return CBFS_OK;
+    const size_t need = (size_t)fh->plen + fh->ulen;
+    if (need > c->cap) {
+        unsigned char *const b = realloc(c->buf, need);
+        if (!b) return CBFS_E_NOMEM;
+        c->buf = b;
+        c->cap = need;
+    }
+    cbfs_err e = CBFS_OK;
+    if (fh->plen) e = cbfs_pread_full(c->data_fd, c->buf, fh->plen, off + CBFS_FRAME_HDR_SIZE);
+    if (!e) e = cbfs_frame_decode(fh, c->buf, c->buf + fh->plen);
+    return e;
+}
 
 static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
                                    bool *stop)
 {
-    (void)stop; /* every frame counts */
     struct cbfs_load_scan_ctx *const c = arg;
     if (!c->check_id && c->rv->n == 0) *c->file_id = fh->file_id;
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
+    if (c->verify) {
+        const cbfs_err e = cbfs_load_verify(c, off, fh);
+        if (cbfs_load_is_format_err(e)) {
+            *stop = true; /* not a frame that was written whole: the frames end here */
+            return CBFS_OK;
+        }
+        if (e && e != CBFS_E_CODEC_MISSING) return e; /* a codec not built in: cannot tell */
+    }
     struct cbfs_index_rec r;
     cbfs_index_rec_from_frame(fh, off, &r);
     return cbfs_recvec_push(c->rv, &r);
@@ -161,12 +191,19 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
 
 /* Walks the frames from off, collecting a record for each. With check_id, a
  * frame of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's
- * id is taken (rebuild). */
+ * id is taken (rebuild). With verify, each frame must also decode to its hash,
+ * or the frames end before it: frames past the sidecar's end were written by
+ * a writer that may have been cut off, and a torn frame whose header landed
+ * can have a length that fits the file once later frames were appended
+ * behind it (a kept tail), so a header that checks is not enough. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
-                               uint64_t *file_id, struct cbfs_recvec *rv)
+                               bool verify, uint64_t *file_id, struct cbfs_recvec *rv)
 {
-    struct cbfs_load_scan_ctx c = {.check_id = check_id, .file_id = file_id, .rv = rv};
-    return cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, NULL);
+    struct cbfs_load_scan_ctx c = {
+        .check_id = check_id, .verify = verify, .data_fd = data_fd, .file_id = file_id, .rv = rv};
+    const cbfs_err e = cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, NULL);
+    free(c.buf);
+    return e;
 }
 
 /* Applies scanned records in order; stops (keeping what was applied) at the
@@ -434,7 +471,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
         uint64_t fid = idx->file_id;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, &fid, &rv);
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, &fid, &rv);
         if (e) goto fail;
         if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
             e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
@@ -451,7 +488,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         rp.records_dropped = (isize + CBFS_INDEX_REC_SIZE - 1) / CBFS_INDEX_REC_SIZE;
         uint64_t fid = 0;
         uint32_t block_size = 0;
-        e = cbfs_load_scan(data_fd, dsize, 0, false, &fid, &rv);
+        e = cbfs_load_scan(data_fd, dsize, 0, false, false, &fid, &rv);
         if (e) goto fail;
         if (rv.n == 0) {
             e = CBFS_E_BAD_MAGIC; /* offset 0 is not a cbfs frame */
