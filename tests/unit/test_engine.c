@@ -94,29 +94,14 @@ static void eng_check(struct cbfs_file *f, const unsigned char *want, size_t siz
 
 TestSuite(engine, .init = eng_setup, .fini = eng_teardown, .timeout = 120);
 
-/* A rewrite of block 1 torn by a crash, whose written half holds bytes that
- * look like a frame header (user data such as a cbfs store backed up into
- * cbfs: lz4 keeps literals verbatim), is a tail the open keeps. Frames
- * appended behind it whose records a second crash lost made the torn frame's
- * length fit the file, and the next open's rescan applied it: block 1, whole
- * and fsync'd before, then read as damage for good. A rescanned frame must
- * decode to its hash before it counts. */
-Test(engine, torn_frame_behind_new_frames_is_not_applied)
+/* Appends to name's data file half of a rewrite of block 1 (a crash in its
+ * pwrite), whose payload holds bytes that look like a frame header (user
+ * data such as a cbfs store backed up into cbfs: lz4 keeps literals
+ * verbatim). blk: bs bytes of scratch. */
+static void eng_tear_block1(const char *name, unsigned char *blk, uint32_t bs)
 {
-    const uint32_t bs = 64 << 10;
-    unsigned char *blk = malloc(bs);
-    cr_assert_not_null(blk);
-    struct cbfs_file *f = eng_open("torn", true, "lz4");
-    memset(blk, 'A', bs);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
-    memset(blk, 'B', bs);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-
-    /* the torn rewrite T of block 1: random bytes with the frame envelope planted */
-    char p[128], q[140];
-    snprintf(p, sizeof p, "%s/torn", eng_dir);
-    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
     const int dfd = open(p, O_RDWR);
     cr_assert(dfd >= 0);
     struct stat st;
@@ -124,43 +109,105 @@ Test(engine, torn_frame_behind_new_frames_is_not_applied)
     struct cbfs_frame_hdr h0, th;
     cr_assert_eq(cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h0), CBFS_OK);
     static const unsigned char env[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
-    srand(7);
     for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
     for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
     const struct cbfs_codec_ops *lz4;
     cr_assert_eq(cbfs_codec_by_name("lz4", &lz4), CBFS_OK);
     const size_t cap = cbfs_frame_bound(lz4, bs);
     unsigned char *frame = malloc(cap);
+    cr_assert_not_null(frame);
     size_t flen;
     cr_assert_eq(cbfs_frame_encode(lz4, 1, h0.file_id, 1, 1000, blk, bs, frame, cap, &flen, &th),
                  CBFS_OK);
     cr_assert_eq(pwrite(dfd, frame, flen / 2, st.st_size), (ssize_t)(flen / 2));
     close(dfd);
+    free(frame);
+}
 
-    /* first restart: the tail is kept, block 1 is the fsync'd one */
-    f = eng_open("torn", false, "lz4");
-    memset(blk, 'B', bs);
+/* Block b of f reads as bs bytes of c. */
+static void eng_expect_block(struct cbfs_file *f, uint64_t b, int c, uint32_t bs)
+{
     unsigned char *got = malloc(bs);
+    cr_assert_not_null(got);
     size_t n;
-    cr_assert_eq(cbfs_file_read(f, got, bs, bs, &n), CBFS_OK);
-    cr_assert(n == bs && memcmp(got, blk, bs) == 0, "block 1 after the first restart");
+    const cbfs_err e = cbfs_file_read(f, got, bs, b * bs, &n);
+    cr_assert_eq(e, CBFS_OK, "block %llu: %s", (unsigned long long)b, cbfs_err_str(e));
+    cr_assert_eq(n, bs, "block %llu: %zu bytes", (unsigned long long)b, n);
+    for (uint32_t i = 0; i < bs; i++)
+        cr_assert_eq(got[i], (unsigned char)c, "block %llu byte %u: %#x, want '%c'",
+                     (unsigned long long)b, i, got[i], c);
+    free(got);
+}
+
+/* Blocks 0 ('A') and 1 ('B') of bs bytes written and closed (fsync'd), then
+ * torn as eng_tear_block1; reopened, block 1 still reads 'B' (the tail is
+ * kept, not applied). @return the reopened file. */
+static struct cbfs_file *eng_torn_file(const char *name, unsigned char *blk, uint32_t bs)
+{
+    struct cbfs_file *f = eng_open(name, true, "lz4");
+    memset(blk, 'A', bs);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
+    memset(blk, 'B', bs);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    srand(7);
+    eng_tear_block1(name, blk, bs);
+    f = eng_open(name, false, "lz4");
+    eng_expect_block(f, 1, 'B', bs);
+    return f;
+}
+
+/* The torn rewrite is a tail the open keeps. Frames appended behind it whose
+ * records a second crash lost made its length fit the file, and the next
+ * open's rescan applied it: block 1, whole and fsync'd before, then read as
+ * damage for good. A rescanned frame must decode to its hash first. */
+Test(engine, torn_frame_behind_new_frames_is_not_applied)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    struct cbfs_file *f = eng_torn_file("torn", blk, bs);
+    char q[160];
+    snprintf(q, sizeof q, "%s/torn%s", eng_dir, CBFS_INDEX_SUFFIX);
+    struct stat st;
     cr_assert_eq(stat(q, &st), 0);
     const off_t records = st.st_size;
     /* new blocks land behind the tail; a crash then loses their records */
-    for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand(); /* frames of a block each */
+    for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand(); /* a block a frame */
     for (uint64_t b = 2; b < 6; b++) cr_assert_eq(cbfs_file_write(f, blk, bs, b * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     cr_assert_eq(truncate(q, records), 0);
-
-    /* second restart: block 1 is still the fsync'd one, not T's damage */
     f = eng_open("torn", false, "lz4");
-    memset(blk, 'B', bs);
-    const cbfs_err e = cbfs_file_read(f, got, bs, bs, &n);
-    cr_assert_eq(e, CBFS_OK, "block 1 after the second restart: %s", cbfs_err_str(e));
-    cr_assert(n == bs && memcmp(got, blk, bs) == 0, "block 1 after the second restart");
+    eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    free(got);
-    free(frame);
+    free(blk);
+}
+
+/* The same kept tail, then a rewrite of block 0 and two new blocks, all
+ * closed (fsync'd), then the sidecar is lost (a crash between the two
+ * renames of a rename, say). The rebuild from the frames stopped at the
+ * tail: block 0 read its old version as good, the new blocks were gone. */
+Test(engine, rebuild_reaches_frames_behind_a_kept_tail)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    struct cbfs_file *f = eng_torn_file("lost", blk, bs);
+    memset(blk, 'D', bs);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
+    memset(blk, 'E', bs);
+    for (uint64_t b = 2; b < 4; b++) cr_assert_eq(cbfs_file_write(f, blk, bs, b * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    char q[160];
+    snprintf(q, sizeof q, "%s/lost%s", eng_dir, CBFS_INDEX_SUFFIX);
+    cr_assert_eq(unlink(q), 0);
+    f = eng_open("lost", false, "lz4");
+    cr_assert_eq(cbfs_file_size(f), 4ull * bs, "size %llu", (unsigned long long)cbfs_file_size(f));
+    eng_expect_block(f, 0, 'D', bs);
+    eng_expect_block(f, 1, 'B', bs);
+    eng_expect_block(f, 2, 'E', bs);
+    eng_expect_block(f, 3, 'E', bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(blk);
 }
 
