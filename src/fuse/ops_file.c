@@ -320,18 +320,23 @@ static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h)
 
 /* flush of a PLAIN file: close(2) of a dup reports what the store's close
  * would (NFS, for one, reports write errors there). Out of fds, the fd cache
- * makes room for one retry; if there is still none, the file itself is fine
- * and only that report is lost: the application's close(2) must not fail for
- * the daemon's fd limit. @return 0 or errno. */
+ * makes room for one retry; if there is still none, an fdatasync of the
+ * handle's fd reports them instead: the application's close(2) must not fail
+ * for the daemon's fd limit, nor lose a write error to it. @return 0 or
+ * errno. */
 static int cbfs_plain_flush(struct cbfs_fs *fs, const struct cbfs_handle *h)
 {
     int dfd = dup(h->fd);
     if (dfd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) dfd = dup(h->fd);
     if (dfd == -1) {
         if (errno != EMFILE && errno != ENFILE) return errno;
-        cbfs_log_debug("flush of inode %llu: no fd to learn the store's close result (%s)",
+        /* No fd to spare: a sync of the handle's own fd reports what the
+         * store keeps for close (NFS's write errors) without a new one, at
+         * the price of a sync in this corner only. */
+        cbfs_log_debug("flush of inode %llu: no fd to learn the store's close result (%s): "
+                       "syncing instead",
                        (unsigned long long)h->inode->ino, strerror(errno));
-        return 0;
+        return fdatasync(h->fd) == -1 ? errno : 0;
     }
     return close(dfd) == -1 ? errno : 0;
 }
