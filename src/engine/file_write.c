@@ -643,6 +643,11 @@ static cbfs_err cbfs_file_store_one(struct cbfs_file *f, const void *frame, size
 {
     cbfs_assert_held(&f->lock);
     assert(f->committing);
+    /* as the batch: the table grows before the frame is stored */
+    if (!(h->flags & CBFS_FRAME_SIZE)) {
+        const cbfs_err re = cbfs_index_reserve(&f->idx, h->block + 1);
+        if (re) return re;
+    }
     const uint64_t start = f->append_off;
     cbfs_err e = cbfs_pwrite_full(f->data_fd, frame, frame_len, start);
     if (e) return e;

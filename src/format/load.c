@@ -234,8 +234,9 @@ static cbfs_err cbfs_load_resync(int data_fd, uint64_t from, uint64_t dsize, uin
             e = cbfs_frame_read_hdr(data_fd, off + i, dsize, &fh);
             if (!e && fh.file_id == file_id) e = cbfs_load_verify(data_fd, off + i, &fh, &buf, &cap);
             else if (!e) continue; /* another file's frame, inside a payload */
-            if (!e) {
+            if (!e || e == CBFS_E_CODEC_MISSING) { /* as the scan: cannot tell, taken */
                 *next = off + i;
+                e = CBFS_OK;
                 goto out;
             }
             if (!cbfs_load_is_format_err(e)) goto out;
