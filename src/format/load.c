@@ -150,24 +150,23 @@ struct cbfs_load_scan_ctx {
     size_t cap;
 };
 
-/* Reads and decodes the frame at off (header fh) and checks its hash, in
- * *buf (grown as needed; the caller frees it). @return CBFS_OK (SIZE frames:
- * nothing to check), a format error (torn or damaged), CBFS_E_CODEC_MISSING,
- * I/O errors, CBFS_E_NOMEM. */
-static cbfs_err cbfs_load_verify(int data_fd, uint64_t off, const struct cbfs_frame_hdr *fh,
-                                 unsigned char **buf, size_t *cap)
+/* Reads and decodes the frame at off (header fh) and checks its hash.
+ * @return CBFS_OK (SIZE frames: nothing to check), a format error (torn or
+ * damaged), CBFS_E_CODEC_MISSING, I/O errors, CBFS_E_NOMEM. */
+static cbfs_err cbfs_load_verify(struct cbfs_load_scan_ctx *c, uint64_t off,
+                                 const struct cbfs_frame_hdr *fh)
 {
     if (fh->flags & CBFS_FRAME_SIZE) return CBFS_OK;
     const size_t need = (size_t)fh->plen + fh->ulen;
-    if (need > *cap) {
-        unsigned char *const b = realloc(*buf, need);
+    if (need > c->cap) {
+        unsigned char *const b = realloc(c->buf, need);
         if (!b) return CBFS_E_NOMEM;
-        *buf = b;
-        *cap = need;
+        c->buf = b;
+        c->cap = need;
     }
     cbfs_err e = CBFS_OK;
-    if (fh->plen) e = cbfs_pread_full(data_fd, *buf, fh->plen, off + CBFS_FRAME_HDR_SIZE);
-    if (!e) e = cbfs_frame_decode(fh, *buf, *buf + fh->plen);
+    if (fh->plen) e = cbfs_pread_full(c->data_fd, c->buf, fh->plen, off + CBFS_FRAME_HDR_SIZE);
+    if (!e) e = cbfs_frame_decode(fh, c->buf, c->buf + fh->plen);
     return e;
 }
 
@@ -178,7 +177,7 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
     if (!c->check_id && c->rv->n == 0) *c->file_id = fh->file_id;
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
     if (c->verify) {
-        const cbfs_err e = cbfs_load_verify(c->data_fd, off, fh, &c->buf, &c->cap);
+        const cbfs_err e = cbfs_load_verify(c, off, fh);
         if (cbfs_load_is_format_err(e)) {
             *stop = true; /* not a frame that was written whole: the frames end here */
             return CBFS_OK;
@@ -198,55 +197,12 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
  * can have a length that fits the file once later frames were appended
  * behind it (a kept tail), so a header that checks is not enough. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
-                               bool verify, uint64_t *file_id, struct cbfs_recvec *rv,
-                               uint64_t *end)
+                               bool verify, uint64_t *file_id, struct cbfs_recvec *rv)
 {
     struct cbfs_load_scan_ctx c = {
         .check_id = check_id, .verify = verify, .data_fd = data_fd, .file_id = file_id, .rv = rv};
-    const cbfs_err e = cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, end);
+    const cbfs_err e = cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, NULL);
     free(c.buf);
-    return e;
-}
-
-/* Rebuild only: the walk from offset 0 stopped at from, short of the data's
- * end, at bytes that are no frame. Frames appended behind such damage (a
- * kept tail, 3.2 of FORMAT.md) are the file's newest, and without a sidecar
- * nothing else points at them: *next is the first frame envelope after from
- * whose frame has file_id and decodes to its hash (a header alone could be
- * bytes of a payload), or dsize if there is none. */
-static cbfs_err cbfs_load_resync(int data_fd, uint64_t from, uint64_t dsize, uint64_t file_id,
-                                 uint64_t *next)
-{
-    static const uint8_t magic[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
-    uint8_t chunk[65536];
-    unsigned char *buf = NULL;
-    size_t cap = 0;
-    cbfs_err e = CBFS_OK;
-    *next = dsize;
-    for (uint64_t off = from + 1; off + sizeof magic <= dsize;) {
-        const size_t want = dsize - off < sizeof chunk ? (size_t)(dsize - off) : sizeof chunk;
-        e = cbfs_pread_full(data_fd, chunk, want, off);
-        if (e) break;
-        size_t i = 0;
-        for (; i + sizeof magic <= want; i++) {
-            if (chunk[i] != magic[0] || memcmp(chunk + i, magic, sizeof magic) != 0) continue;
-            struct cbfs_frame_hdr fh;
-            e = cbfs_frame_read_hdr(data_fd, off + i, dsize, &fh);
-            if (!e && fh.file_id == file_id) e = cbfs_load_verify(data_fd, off + i, &fh, &buf, &cap);
-            else if (!e) continue; /* another file's frame, inside a payload */
-            if (!e || e == CBFS_E_CODEC_MISSING) { /* as the scan: cannot tell, taken */
-                *next = off + i;
-                e = CBFS_OK;
-                goto out;
-            }
-            if (!cbfs_load_is_format_err(e)) goto out;
-            e = CBFS_OK;
-        }
-        if (want < sizeof chunk) break;
-        off += i; /* the last sizeof magic - 1 bytes again, with what follows */
-    }
-out:
-    free(buf);
     return e;
 }
 
@@ -515,7 +471,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
         uint64_t fid = idx->file_id;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, &fid, &rv, NULL);
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, &fid, &rv);
         if (e) goto fail;
         if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
             e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
@@ -532,21 +488,11 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         rp.records_dropped = (isize + CBFS_INDEX_REC_SIZE - 1) / CBFS_INDEX_REC_SIZE;
         uint64_t fid = 0;
         uint32_t block_size = 0;
-        uint64_t end;
-        e = cbfs_load_scan(data_fd, dsize, 0, false, false, &fid, &rv, &end);
+        e = cbfs_load_scan(data_fd, dsize, 0, false, false, &fid, &rv);
         if (e) goto fail;
         if (rv.n == 0) {
             e = CBFS_E_BAD_MAGIC; /* offset 0 is not a cbfs frame */
             goto fail;
-        }
-        /* damage in the middle: the frames behind it too, each decoded */
-        while (end < dsize) {
-            uint64_t next;
-            e = cbfs_load_resync(data_fd, end, dsize, fid, &next);
-            if (e) goto fail;
-            if (next >= dsize) break;
-            e = cbfs_load_scan(data_fd, dsize, next, true, true, &fid, &rv, &end);
-            if (e) goto fail;
         }
         e = cbfs_index_rebuild_block_size(rv.v, rv.n, bs, &block_size);
         if (e) goto fail; /* before repair: a refused rebuild writes nothing */

@@ -183,34 +183,6 @@ Test(engine, torn_frame_behind_new_frames_is_not_applied)
     free(blk);
 }
 
-/* The same kept tail, then a rewrite of block 0 and two new blocks, all
- * closed (fsync'd), then the sidecar is lost (a crash between the two
- * renames of a rename, say). The rebuild from the frames stopped at the
- * tail: block 0 read its old version as good, the new blocks were gone. */
-Test(engine, rebuild_reaches_frames_behind_a_kept_tail)
-{
-    const uint32_t bs = 64 << 10;
-    unsigned char *blk = malloc(bs);
-    cr_assert_not_null(blk);
-    struct cbfs_file *f = eng_torn_file("lost", blk, bs);
-    memset(blk, 'D', bs);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
-    memset(blk, 'E', bs);
-    for (uint64_t b = 2; b < 4; b++) cr_assert_eq(cbfs_file_write(f, blk, bs, b * bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    char q[160];
-    snprintf(q, sizeof q, "%s/lost%s", eng_dir, CBFS_INDEX_SUFFIX);
-    cr_assert_eq(unlink(q), 0);
-    f = eng_open("lost", false, "lz4");
-    cr_assert_eq(cbfs_file_size(f), 4ull * bs, "size %llu", (unsigned long long)cbfs_file_size(f));
-    eng_expect_block(f, 0, 'D', bs);
-    eng_expect_block(f, 1, 'B', bs);
-    eng_expect_block(f, 2, 'E', bs);
-    eng_expect_block(f, 3, 'E', bs);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    free(blk);
-}
-
 Test(engine, sequential_roundtrip_every_codec)
 {
     static const char *const codecs[] = {"lz4", "zstd", "xz", "bzip2"};
