@@ -144,6 +144,7 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
 struct cbfs_load_scan_ctx {
     bool check_id, verify;
     int data_fd;
+    uint64_t dsize;
     uint64_t *file_id;
     struct cbfs_recvec *rv;
     unsigned char *buf; /* verify: payload, then the decoded block */
@@ -170,6 +171,39 @@ static cbfs_err cbfs_load_verify(struct cbfs_load_scan_ctx *c, uint64_t off,
     return e;
 }
 
+/* Does the range the frame at off (header fh) claims, past its first byte,
+ * hold the start of another frame of file_id? Then its length reaches over a
+ * frame written after it: it was torn (cut short by a crash, later frames
+ * appended behind it), not damaged in place. */
+static cbfs_err cbfs_load_overlaps_frame(int data_fd, uint64_t off,
+                                         const struct cbfs_frame_hdr *fh, uint64_t dsize,
+                                         uint64_t file_id, bool *overlaps)
+{
+    static const uint8_t magic[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
+    uint8_t chunk[65536];
+    const uint64_t end = off + CBFS_FRAME_HDR_SIZE + (uint64_t)fh->plen;
+    *overlaps = false;
+    for (uint64_t at = off + 1; at + sizeof magic <= end;) {
+        const size_t want = end - at < sizeof chunk ? (size_t)(end - at) : sizeof chunk;
+        cbfs_err e = cbfs_pread_full(data_fd, chunk, want, at);
+        if (e) return e;
+        size_t i = 0;
+        for (; i + sizeof magic <= want; i++) {
+            if (chunk[i] != magic[0] || memcmp(chunk + i, magic, sizeof magic) != 0) continue;
+            struct cbfs_frame_hdr h;
+            e = cbfs_frame_read_hdr(data_fd, at + i, dsize, &h);
+            if (e == CBFS_OK && h.file_id == file_id) {
+                *overlaps = true;
+                return CBFS_OK;
+            }
+            if (e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION) return e;
+        }
+        if (want < sizeof chunk) break;
+        at += i; /* the last sizeof magic - 1 bytes again, with what follows */
+    }
+    return CBFS_OK;
+}
+
 static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
                                    bool *stop)
 {
@@ -177,12 +211,22 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
     if (!c->check_id && c->rv->n == 0) *c->file_id = fh->file_id;
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
     if (c->verify) {
-        const cbfs_err e = cbfs_load_verify(c, off, fh);
+        cbfs_err e = cbfs_load_verify(c, off, fh);
         if (cbfs_load_is_format_err(e)) {
-            *stop = true; /* not a frame that was written whole: the frames end here */
-            return CBFS_OK;
+            /* Torn (its length reaches over a later frame): never written
+             * whole, the frames end here. Otherwise it is damage in place
+             * (bit rot under a lost record): applied as before, so that its
+             * block reads as damage rather than as an older version. */
+            bool torn;
+            e = cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
+            if (e) return e;
+            if (torn) {
+                *stop = true;
+                return CBFS_OK;
+            }
+        } else if (e && e != CBFS_E_CODEC_MISSING) {
+            return e; /* I/O, memory; a codec not built in: cannot tell, taken */
         }
-        if (e && e != CBFS_E_CODEC_MISSING) return e; /* a codec not built in: cannot tell */
     }
     struct cbfs_index_rec r;
     cbfs_index_rec_from_frame(fh, off, &r);
@@ -191,16 +235,18 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
 
 /* Walks the frames from off, collecting a record for each. With check_id, a
  * frame of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's
- * id is taken (rebuild). With verify, each frame must also decode to its hash,
- * or the frames end before it: frames past the sidecar's end were written by
- * a writer that may have been cut off, and a torn frame whose header landed
- * can have a length that fits the file once later frames were appended
- * behind it (a kept tail), so a header that checks is not enough. */
+ * id is taken (rebuild). With verify, a frame that does not decode to its
+ * hash and whose length reaches over the start of a later frame ends the
+ * frames before it: frames past the sidecar's end were written by a writer
+ * that may have been cut off, and a torn frame whose header landed gets a
+ * length that fits the file once later frames are appended behind it (a
+ * kept tail), so a header that checks is not enough. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
                                bool verify, uint64_t *file_id, struct cbfs_recvec *rv)
 {
     struct cbfs_load_scan_ctx c = {
-        .check_id = check_id, .verify = verify, .data_fd = data_fd, .file_id = file_id, .rv = rv};
+        .check_id = check_id, .verify = verify, .data_fd = data_fd, .dsize = dsize,
+        .file_id = file_id, .rv = rv};
     const cbfs_err e = cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, NULL);
     free(c.buf);
     return e;

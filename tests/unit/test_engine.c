@@ -183,6 +183,59 @@ Test(engine, torn_frame_behind_new_frames_is_not_applied)
     free(blk);
 }
 
+/* The other side of that check: a frame past the sidecar's end (its record
+ * lost with the sidecar's tail) that is damaged in place, not torn, is still
+ * applied, so its block reads as damage, not as an older version or as
+ * nothing, and the frames after it still count. */
+Test(engine, damaged_frame_past_the_records_still_reads_as_damage)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    struct cbfs_file *f = eng_open("rot", true, "lz4");
+    for (uint64_t b = 0; b < 4; b++) {
+        memset(blk, 'a' + (int)b, bs);
+        for (uint32_t i = 0; i < bs; i += 7) blk[i] = (unsigned char)(i * 31 + b);
+        cr_assert_eq(cbfs_file_write(f, blk, bs, b * bs), CBFS_OK);
+    }
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    char p[128], q[140];
+    snprintf(p, sizeof p, "%s/rot", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    /* the records of blocks 2 and 3 are lost; block 2's payload rots */
+    cr_assert_eq(truncate(q, 3 * CBFS_INDEX_REC_SIZE), 0);
+    const int dfd = open(p, O_RDWR);
+    cr_assert(dfd >= 0);
+    struct stat st;
+    cr_assert_eq(fstat(dfd, &st), 0);
+    uint64_t off = 0, pos = 0;
+    while (off < (uint64_t)st.st_size && !pos) {
+        struct cbfs_frame_hdr h;
+        cr_assert_eq(cbfs_frame_read_hdr(dfd, off, (uint64_t)st.st_size, &h), CBFS_OK);
+        if (h.block == 2 && !(h.flags & CBFS_FRAME_SIZE)) pos = off + CBFS_FRAME_HDR_SIZE + h.plen / 2;
+        off += CBFS_FRAME_HDR_SIZE + h.plen;
+    }
+    cr_assert(pos, "no frame of block 2");
+    unsigned char c;
+    cr_assert_eq(pread(dfd, &c, 1, (off_t)pos), 1);
+    c ^= 0xFF;
+    cr_assert_eq(pwrite(dfd, &c, 1, (off_t)pos), 1);
+    close(dfd);
+    f = eng_open("rot", false, "lz4");
+    cr_assert_eq(cbfs_file_size(f), 4ull * bs, "size %llu", (unsigned long long)cbfs_file_size(f));
+    size_t n;
+    const cbfs_err e = cbfs_file_read(f, blk, bs, 2ull * bs, &n);
+    cr_assert_eq(e, CBFS_E_CORRUPT, "block 2: %s", cbfs_err_str(e));
+    memset(blk, 'a' + 3, bs);
+    for (uint32_t i = 0; i < bs; i += 7) blk[i] = (unsigned char)(i * 31 + 3);
+    unsigned char *got = malloc(bs);
+    cr_assert_eq(cbfs_file_read(f, got, bs, 3ull * bs, &n), CBFS_OK);
+    cr_assert(n == bs && memcmp(got, blk, bs) == 0, "block 3 after the damaged one");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(got);
+    free(blk);
+}
+
 Test(engine, sequential_roundtrip_every_codec)
 {
     static const char *const codecs[] = {"lz4", "zstd", "xz", "bzip2"};
