@@ -171,37 +171,65 @@ static cbfs_err cbfs_load_verify(struct cbfs_load_scan_ctx *c, uint64_t off,
     return e;
 }
 
-/* Does the range the frame at off (header fh) claims, past its first byte,
- * hold the start of another frame of file_id? Then its length reaches over a
- * frame written after it: it was torn (cut short by a crash, later frames
- * appended behind it), not damaged in place. */
+/* The first 8 bytes of every frame (skippable magic, size 56). */
+static const uint8_t cbfs_load_magic[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
+
+/* Looks for the frame magic in (from, to): from itself is skipped, a frame
+ * there starts with it. Each place found is offered to accept (NULL: any
+ * place will do) until one is taken; *found says whether one was. */
+static cbfs_err cbfs_load_find_magic(int data_fd, uint64_t from, uint64_t to,
+                                     cbfs_err (*accept)(void *arg, uint64_t at, bool *take),
+                                     void *arg, bool *found)
+{
+    uint8_t buf[65536];
+    const size_t m = sizeof cbfs_load_magic;
+    *found = false;
+    for (uint64_t off = from + 1; off + m <= to;) {
+        const size_t want = to - off < sizeof buf ? (size_t)(to - off) : sizeof buf;
+        cbfs_err e = cbfs_pread_full(data_fd, buf, want, off);
+        if (e) return e;
+        for (size_t i = 0; i + m <= want; i++) {
+            if (buf[i] != cbfs_load_magic[0] || memcmp(buf + i, cbfs_load_magic, m) != 0)
+                continue;
+            bool take = true;
+            if (accept && (e = accept(arg, off + i, &take)) != CBFS_OK) return e;
+            if (take) {
+                *found = true;
+                return CBFS_OK;
+            }
+        }
+        if (want < sizeof buf) break;
+        off += want - (m - 1); /* the last m - 1 bytes again, with what follows */
+    }
+    return CBFS_OK;
+}
+
+/* What cbfs_load_overlaps_frame looks for: a frame header of file_id. */
+struct cbfs_load_frame_of {
+    int data_fd;
+    uint64_t dsize, file_id;
+};
+
+static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
+{
+    const struct cbfs_load_frame_of *const w = arg;
+    struct cbfs_frame_hdr h;
+    const cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
+    *take = e == CBFS_OK && h.file_id == w->file_id;
+    return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
+}
+
+/* Does the range the frame at off (header fh) claims hold the start of
+ * another frame of file_id? Then its length reaches over a frame written
+ * after it: it was torn (cut short by a crash, later frames appended behind
+ * it), not damaged in place. */
 static cbfs_err cbfs_load_overlaps_frame(int data_fd, uint64_t off,
                                          const struct cbfs_frame_hdr *fh, uint64_t dsize,
                                          uint64_t file_id, bool *overlaps)
 {
-    static const uint8_t magic[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
-    uint8_t chunk[65536];
-    const uint64_t end = off + CBFS_FRAME_HDR_SIZE + (uint64_t)fh->plen;
-    *overlaps = false;
-    for (uint64_t at = off + 1; at + sizeof magic <= end;) {
-        const size_t want = end - at < sizeof chunk ? (size_t)(end - at) : sizeof chunk;
-        cbfs_err e = cbfs_pread_full(data_fd, chunk, want, at);
-        if (e) return e;
-        size_t i = 0;
-        for (; i + sizeof magic <= want; i++) {
-            if (chunk[i] != magic[0] || memcmp(chunk + i, magic, sizeof magic) != 0) continue;
-            struct cbfs_frame_hdr h;
-            e = cbfs_frame_read_hdr(data_fd, at + i, dsize, &h);
-            if (e == CBFS_OK && h.file_id == file_id) {
-                *overlaps = true;
-                return CBFS_OK;
-            }
-            if (e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION) return e;
-        }
-        if (want < sizeof chunk) break;
-        at += i; /* the last sizeof magic - 1 bytes again, with what follows */
-    }
-    return CBFS_OK;
+    struct cbfs_load_frame_of w = {.data_fd = data_fd, .dsize = dsize, .file_id = file_id};
+    return cbfs_load_find_magic(data_fd, off, off + CBFS_FRAME_HDR_SIZE + (uint64_t)fh->plen,
+                                cbfs_load_is_frame_of, &w, overlaps);
 }
 
 static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
@@ -324,23 +352,9 @@ cbfs_err cbfs_index_rebuild_block_size(const struct cbfs_index_rec *r, size_t n,
 static cbfs_err cbfs_load_tail_has_frames(int data_fd, uint64_t from, uint64_t dsize,
                                           bool *has)
 {
-    static const uint8_t magic[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
     *has = true;
     if (dsize - from > (64ull << 20)) return CBFS_OK;
-    uint8_t buf[65536 + sizeof magic];
-    /* Skip the first byte: the torn frame itself starts with the magic. */
-    for (uint64_t off = from + 1; off < dsize;) {
-        size_t want = dsize - off < sizeof buf ? (size_t)(dsize - off) : sizeof buf;
-        cbfs_err e = cbfs_pread_full(data_fd, buf, want, off);
-        if (e) return e;
-        if (want >= sizeof magic)
-            for (size_t i = 0; i + sizeof magic <= want; i++)
-                if (buf[i] == magic[0] && memcmp(buf + i, magic, sizeof magic) == 0) return CBFS_OK;
-        if (want < sizeof buf) break;
-        off += want - (sizeof magic - 1);
-    }
-    *has = false;
-    return CBFS_OK;
+    return cbfs_load_find_magic(data_fd, from, dsize, NULL, NULL, has);
 }
 
 static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_t isize,
