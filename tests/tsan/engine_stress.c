@@ -150,45 +150,48 @@ static int st_case_read_while_write(void)
     return ok;
 }
 
-/* Four threads run fn on f at once, each on its quarter (st_arg.id). */
-static void st_four(struct cbfs_file *f, const unsigned char *data, size_t size,
-                    void *(*fn)(void *))
+#define ST_FOUR_SIZE (8u << 20)
+
+/* Creates file name and has four threads run fn on it at once, each on its
+ * quarter (st_arg.id) of ST_FOUR_SIZE bytes of backup-like data made with
+ * seed (*data; the caller frees it). @return the file, NULL if it did not
+ * open (no thread ran). */
+static struct cbfs_file *st_four(const char *name, uint64_t seed, void *(*fn)(void *),
+                                 unsigned char **data)
 {
+    *data = malloc(ST_FOUR_SIZE);
+    cbfs_td_backup(*data, ST_FOUR_SIZE, seed);
+    struct cbfs_file *f = st_open(name, true);
+    if (!f) return NULL;
     pthread_t t[4];
     struct st_arg a[4];
     for (int i = 0; i < 4; i++) {
-        a[i] = (struct st_arg){.f = f, .data = data, .size = size, .id = i};
+        a[i] = (struct st_arg){.f = f, .data = *data, .size = ST_FOUR_SIZE, .id = i};
         pthread_create(&t[i], NULL, fn, &a[i]);
     }
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    return f;
 }
 
 static int st_case_shared_file(void)
 {
-    size_t size = 8u << 20;
-    unsigned char *data = malloc(size);
-    cbfs_td_backup(data, size, 2);
-    struct cbfs_file *f = st_open("shared", true);
-    if (!f) return 0;
-    st_four(f, data, size, st_region);
-    int ok = st_compare(f, data, size) && cbfs_file_truncate(f, size / 2) == CBFS_OK &&
-             st_compare(f, data, size / 2);
-    ok = cbfs_file_close(f) == CBFS_OK && ok;
+    unsigned char *data;
+    struct cbfs_file *f = st_four("shared", 2, st_region, &data);
+    int ok = f && st_compare(f, data, ST_FOUR_SIZE) &&
+             cbfs_file_truncate(f, ST_FOUR_SIZE / 2) == CBFS_OK &&
+             st_compare(f, data, ST_FOUR_SIZE / 2);
+    if (f) ok = cbfs_file_close(f) == CBFS_OK && ok;
     free(data);
     return ok;
 }
 
 static int st_case_flushes(void)
 {
-    size_t size = 8u << 20;
-    unsigned char *data = malloc(size);
-    cbfs_td_backup(data, size, 3);
-    struct cbfs_file *f = st_open("flushes", true);
-    if (!f) return 0;
-    st_four(f, data, size, st_region_flush);
-    int ok = cbfs_file_close(f) == CBFS_OK;
-    f = st_open("flushes", false);
-    ok = ok && f && st_compare(f, data, size);
+    unsigned char *data;
+    struct cbfs_file *f = st_four("flushes", 3, st_region_flush, &data);
+    int ok = f && cbfs_file_close(f) == CBFS_OK;
+    f = ok ? st_open("flushes", false) : NULL;
+    ok = ok && f && st_compare(f, data, ST_FOUR_SIZE);
     if (f) cbfs_file_close(f);
     free(data);
     return ok;
