@@ -57,8 +57,9 @@ check_eq 2 "$rc" "--plot into a missing directory"
 grep -Eq 'gnuplot (failed|is not installed)' "$T/err" || fail "--plot failure: $(cat "$T/err")"
 
 # values that would be cut or printed as invalid JSON are refused
-for bad in "--disk-mbps inf" "--disk-mbps nan" "--workers 4294967297" "--workers -1" \
-    "--levels 4294967299"; do
+# (-18446744073709551615 wraps to 1 through strtoul, which accepted it)
+for bad in "--disk-mbps inf" "--disk-mbps nan" "--workers 4294967297" \
+    "--workers -18446744073709551615" "--levels 4294967299"; do
     rc=0; "$CBFS" bench --codecs zstd $bad --sample 64K "$T/sample.csv" >/dev/null 2>"$T/err" || rc=$?
     check_eq 2 "$rc" "bench $bad"
     [[ -s $T/err ]] || fail "bench $bad: no message"
@@ -69,6 +70,7 @@ rc=0; "$CBFS" bench --codecs zstd --levels 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,1
     "$T/sample.csv" >/dev/null 2>"$T/err" || rc=$?
 check_eq 2 "$rc" "272 combinations"
 grep -q '272 combinations' "$T/err" || fail "combinations: $(cat "$T/err")"
-# a sample larger than the file: the file
-check "$CBFS" bench --codecs lz4 --sample 30G "$T/sample.csv"
+# a sample larger than the file: the file (not an allocation of the sample's size, which
+# no machine has: it failed with "out of memory")
+check "$CBFS" bench --codecs lz4 --sample 1000T "$T/sample.csv"
 pass

@@ -160,6 +160,8 @@ note "live counters move; worker stage time within wall x workers"
 setfattr -n user.cbfs.stats -v x "$mnt" 2>"$T/err" && fail "setting user.cbfs.stats succeeded"
 grep -q 'not permitted' "$T/err" || fail "set: $(cat "$T/err")"
 setfattr -x user.cbfs.stats "$mnt" 2>"$T/err" && fail "removing user.cbfs.stats succeeded"
+# EPERM, not the store's ENODATA (nothing is set there to remove)
+grep -q 'not permitted' "$T/err" || fail "remove: $(cat "$T/err")"
 cbfs_umount "$mnt"
 getfattr -n user.cbfs.stats "$store" >/dev/null 2>&1 && fail "user.cbfs.stats stored on the store's root"
 pass
