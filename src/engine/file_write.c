@@ -590,10 +590,9 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
      * must make durable (it cleared dirty), so wait for it, and hear of a
      * failure meanwhile (its own, counted): a flush never returns 0 before
      * its data is durable. */
-    const uint64_t failures = f->err_seq;
-    const bool waited = f->syncing;
+    const uint64_t failures = f->err_seq; /* moves only while the wait drops the lock */
     while (f->syncing) cbfs_mutex_wait(&f->lock, &f->cond);
-    if (waited && f->err_seq != failures && !found) found = f->err_last;
+    if (f->err_seq != failures && !found) found = f->err_last;
     const bool sync = f->dirty && !serr;
     struct cbfs_dead *dead = NULL;
     size_t ndead = 0;

@@ -86,12 +86,7 @@ static ssize_t cbfs_xattr_list(fuse_req_t req, const char *path, char *buf, size
     ssize_t n;
     for (;;) { /* the list may grow between the two calls: ERANGE, again */
         n = listxattr(path, NULL, 0);
-        if (n <= 0) {
-            const int e = errno;
-            free(all); /* a retry's buffer */
-            errno = e;
-            return n;
-        }
+        if (n <= 0) break;
         free(all);
         if (!(all = malloc((size_t)n))) {
             errno = ENOMEM;
@@ -100,11 +95,9 @@ static ssize_t cbfs_xattr_list(fuse_req_t req, const char *path, char *buf, size
         n = listxattr(path, all, (size_t)n);
         if (n >= 0 || errno != ERANGE) break;
     }
-    if (n < 0) {
-        const int e = errno;
-        free(all);
-        errno = e;
-        return -1;
+    if (n <= 0) {
+        free(all); /* a retry's buffer; glibc's free keeps errno (2.33 on) */
+        return n;
     }
     size_t out = 0;
     for (ssize_t i = 0; i < n;) {
