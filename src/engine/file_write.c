@@ -635,32 +635,46 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
     return serr ? serr : found;
 }
 
-/* Writes one frame synchronously (truncate's frames). Lock held, no commit
- * in progress (drained), so this thread acts as committer. */
-static cbfs_err cbfs_file_store_one(struct cbfs_file *f, const void *frame, size_t frame_len,
-                                    const struct cbfs_frame_hdr *h)
+/* One frame of a store that is all or nothing (cbfs_file_store_frames). */
+struct cbfs_frame_piece {
+    const void *frame;
+    size_t len;
+    struct cbfs_frame_hdr h;
+};
+
+/* Stores n (at most 2) frames as one: all appended to the data file, then
+ * their records in one append (all or none), then applied. On a failure none
+ * of them is stored: the frames already appended are cut off again
+ * (cbfs_file_unstore). Lock held, committer role. */
+static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_frame_piece *p,
+                                       size_t n)
 {
     cbfs_assert_held(&f->lock);
-    assert(f->committing);
-    /* as the batch: the table grows before the frame is stored */
-    if (!(h->flags & CBFS_FRAME_SIZE)) {
-        const cbfs_err re = cbfs_index_reserve(&f->idx, h->block + 1);
-        if (re) return re;
+    assert(f->committing && n <= 2);
+    struct cbfs_index_rec r[2];
+    /* as the batch: the table grows before the frames are stored */
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].h.flags & CBFS_FRAME_SIZE) continue;
+        const cbfs_err e = cbfs_index_reserve(&f->idx, p[i].h.block + 1);
+        if (e) return e;
     }
     const uint64_t start = f->append_off;
-    cbfs_err e = cbfs_pwrite_full(f->data_fd, frame, frame_len, start);
-    if (e) return e;
-    struct cbfs_index_rec r;
-    cbfs_index_rec_from_frame(h, start, &r);
-    f->append_off += frame_len;
-    e = cbfs_index_append(&f->idx, f->idx_fd, &r, 1);
+    cbfs_err e = CBFS_OK;
+    for (size_t i = 0; i < n && !e; i++) {
+        e = cbfs_pwrite_full(f->data_fd, p[i].frame, p[i].len, f->append_off);
+        if (e) break;
+        cbfs_index_rec_from_frame(&p[i].h, f->append_off, &r[i]);
+        f->append_off += p[i].len;
+    }
+    if (!e) e = cbfs_index_append(&f->idx, f->idx_fd, r, n);
     if (e) {
         cbfs_file_unstore(f, start);
         return e;
     }
-    CBFS_STAT_ADD(f->eng, st_physical_written, frame_len);
+    CBFS_STAT_ADD(f->eng, st_physical_written, f->append_off - start);
     f->dirty = true; /* stored: the next flush syncs it, whatever follows */
-    return cbfs_index_apply(&f->idx, &r);
+    for (size_t i = 0; i < n && !e; i++) e = cbfs_index_apply(&f->idx, &r[i]);
+    return e;
 }
 
 cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
@@ -675,35 +689,40 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     f->committing = true; /* keeps the role while we write below */
     uint32_t tail = (uint32_t)(size % f->bs);
     const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, size / f->bs);
+    /* The block straddling a new, lower end keeps only its first `tail`
+     * bytes (a later extension reads zeros there, POSIX), and the SIZE frame
+     * follows: both stored as one, so a failure leaves the block as it was. */
+    struct cbfs_frame_piece p[2];
+    size_t n = 0;
+    unsigned char *data = NULL, *frame = NULL;
     if (size < f->size && tail && e && e->ulen > tail && !(e->flags & CBFS_FRAME_HOLE)) {
-        /* The block straddling the new end keeps only its first `tail` bytes,
-         * so a later extension reads zeros there (POSIX). */
-        unsigned char *data = malloc(f->bs);
+        data = malloc(f->bs);
         size_t cap = cbfs_frame_bound(f->codec, tail);
-        unsigned char *frame = malloc(cap);
+        frame = malloc(cap);
         err = data && frame ? CBFS_OK : CBFS_E_NOMEM;
         bool stored;
         if (!err) err = cbfs_file_load_locked(f, size / f->bs, data, tail, &stored);
-        struct cbfs_frame_hdr h;
-        size_t flen;
         if (!err)
             err = cbfs_frame_encode(f->codec, f->level, f->file_id, size / f->bs,
-                                    f->idx.next_gen++, data, tail, frame, cap, &flen, &h);
-        if (!err) err = cbfs_file_store_one(f, frame, flen, &h);
-        free(data);
-        free(frame);
+                                    f->idx.next_gen++, data, tail, frame, cap, &p[n].len,
+                                    &p[n].h);
+        if (!err) p[n++].frame = frame;
     }
+    uint8_t sframe[CBFS_FRAME_HDR_SIZE];
     if (!err) {
-        struct cbfs_frame_hdr h = {.version = 1,
-                                   .codec = f->codec->id,
-                                   .flags = CBFS_FRAME_SIZE,
-                                   .block = size,
-                                   .generation = f->idx.next_gen++,
-                                   .file_id = f->file_id};
-        uint8_t frame[CBFS_FRAME_HDR_SIZE];
-        cbfs_frame_hdr_encode(&h, frame);
-        err = cbfs_file_store_one(f, frame, sizeof frame, &h);
+        p[n].h = (struct cbfs_frame_hdr){.version = 1,
+                                         .codec = f->codec->id,
+                                         .flags = CBFS_FRAME_SIZE,
+                                         .block = size,
+                                         .generation = f->idx.next_gen++,
+                                         .file_id = f->file_id};
+        cbfs_frame_hdr_encode(&p[n].h, sframe);
+        p[n].frame = sframe;
+        p[n++].len = sizeof sframe;
+        err = cbfs_file_store_frames(f, p, n);
     }
+    free(data);
+    free(frame);
     if (!err) {
         f->size = size;
         if (f->wnext > size / f->bs) f->wnext = size / f->bs; /* O_TRUNC: a new stream */
