@@ -54,6 +54,10 @@ cbfs_err cbfs_parse_size(const char *s, uint64_t *out);
 /* Parses seconds: digits and one point only (strtod would also take " 1", hex,
  * 1e3, inf and nan), min <= value <= max. @return true on success. */
 bool cbfs_parse_seconds(const char *s, double min, double max, double *out);
+/* Parses a whole number in [min, max]: digits, '-' only for a negative range
+ * (strtol would also take " 5", "+5", and strtoul wraps "-1"). @return true
+ * on success. */
+bool cbfs_parse_long(const char *s, long min, long max, long *out);
 /* The reverse: n in the largest unit that divides it exactly ("256K", "16M",
  * "1G", "1000"), as cbfs_parse_size reads it back. @return buf. */
 const char *cbfs_format_size(uint64_t n, char *buf, size_t cap);

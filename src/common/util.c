@@ -1,6 +1,7 @@
 /* Hashing, size parsing, full-length positional I/O and other small helpers. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,6 +39,17 @@ bool cbfs_parse_seconds(const char *s, double min, double max, double *out)
     const double t = strtod(s, &end);
     if (errno || end == s || *end || !(t >= min && t <= max)) return false;
     *out = t;
+    return true;
+}
+
+bool cbfs_parse_long(const char *s, long min, long max, long *out)
+{
+    if (!s || (!isdigit((unsigned char)s[0]) && !(s[0] == '-' && min < 0))) return false;
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max) return false;
+    *out = v;
     return true;
 }
 

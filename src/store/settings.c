@@ -2,8 +2,6 @@
  * kind with its range, default, help line). Parsing, defaults, error messages
  * and --help are all read from the table, so a range or a default is written
  * once. See include/cbfs/settings.h. */
-#include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,18 +162,6 @@ static cbfs_err cbfs_setting_refuse(const struct cbfs_setting *r, const char *va
     return CBFS_E_INVAL;
 }
 
-/* Strict whole number in [lo, hi]: digits, '-' only for a negative range. */
-static bool cbfs_setting_long(const char *val, long lo, long hi, long *out)
-{
-    if (!isdigit((unsigned char)val[0]) && !(val[0] == '-' && lo < 0)) return false;
-    char *end;
-    errno = 0;
-    const long v = strtol(val, &end, 10);
-    if (errno || end == val || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
 static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_settings *s,
                                    const char *val, char *msg, size_t cap)
 {
@@ -185,7 +171,7 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
     case CBFS_KIND_CODEC:
         return cbfs_codec_parse(val, &s->codec, &s->level, msg, cap);
     case CBFS_KIND_LEVEL:
-        if (!cbfs_setting_long(val, INT_MIN, INT_MAX, &n))
+        if (!cbfs_parse_long(val, INT_MIN, INT_MAX, &n))
             return cbfs_setting_refuse(r, val, msg, cap);
         s->level_wanted = (int)n;
         return CBFS_OK;
@@ -195,7 +181,7 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
         s->block_size = (uint32_t)size;
         return CBFS_OK;
     case CBFS_KIND_UINT:
-        if (!cbfs_setting_long(val, (long)r->min, (long)r->max, &n))
+        if (!cbfs_parse_long(val, (long)r->min, (long)r->max, &n))
             return cbfs_setting_refuse(r, val, msg, cap);
         *CBFS_FIELD_(s, r, unsigned) = (unsigned)n;
         return CBFS_OK;

@@ -266,14 +266,12 @@ static bool tool_bench_codec(struct tool_bench_args *a, const char *item)
 
 static bool tool_bench_level(struct tool_bench_args *a, const char *item)
 {
-    char *end;
+    long l;
     if (a->nlevels == sizeof a->levels / sizeof a->levels[0]) {
         tool_err("bench", "--levels: at most %zu levels", a->nlevels);
         return false;
     }
-    errno = 0;
-    const long l = strtol(item, &end, 10);
-    if (*end || end == item || errno == ERANGE || l < INT_MIN || l > INT_MAX) {
+    if (!cbfs_parse_long(item, INT_MIN, INT_MAX, &l)) {
         tool_err("bench", "--levels: '%s' is not a level", item);
         return false;
     }
@@ -383,9 +381,8 @@ int tool_bench_main(int argc, char **argv)
             ok = !*end && end != optarg && isfinite(disk) && disk > 0;
             break;
         case 'w': {
-            errno = 0;
-            const unsigned long w = strtoul(optarg, &end, 10);
-            ok = !*end && end != optarg && optarg[0] != '-' && errno == 0 && w > 0 && w <= 1024;
+            long w;
+            ok = cbfs_parse_long(optarg, 1, TOOL_WORKERS_MAX, &w);
             workers = ok ? (unsigned)w : 0;
             break;
         }

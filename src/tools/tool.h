@@ -19,6 +19,8 @@ struct cbfs_pool;
 
 /* Exit codes of every subcommand except fsck (which mirrors e2fsck). */
 enum { TOOL_EXIT_OK = 0, TOOL_EXIT_PROBLEMS = 1, TOOL_EXIT_USAGE = 2 };
+/* --workers of bench and verify: threads of the tool's own pool. */
+#define TOOL_WORKERS_MAX 1024
 /* fsck's, as e2fsck's. */
 enum { FSCK_CLEAN = 0, FSCK_CORRECTED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8 };
 

@@ -123,10 +123,9 @@ int tool_verify_main(int argc, char **argv)
         if (ch == 'j') {
             v.json = true;
         } else if (ch == 'w') {
-            char *end;
-            const unsigned long n = strtoul(optarg, &end, 10);
-            if (*end || n == 0 || n > 1024) {
-                tool_err("verify", "--workers wants 1..1024, not '%s'", optarg);
+            long n;
+            if (!cbfs_parse_long(optarg, 1, TOOL_WORKERS_MAX, &n)) {
+                tool_err("verify", "--workers wants 1..%d, not '%s'", TOOL_WORKERS_MAX, optarg);
                 return TOOL_EXIT_USAGE;
             }
             workers = (unsigned)n;

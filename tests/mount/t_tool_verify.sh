@@ -19,6 +19,12 @@ grep -q '0 problem' "$T/check.out" || fail "good store: $(cat "$T/check.out")"
 check "$CBFS" verify --json "$store"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["files"]==2 and d["problems"]==[] and d["logical_bytes"]>0, d' "$T/check.out" ||
     fail "verify --json: $(cat "$T/check.out")"
+# --workers as bench and the settings take numbers: a negative one strtoul wrapped to 1
+for bad in -18446744073709551615 " 4" 0 1025; do
+    rc=0; "$CBFS" verify --workers "$bad" "$store" >/dev/null 2>"$T/err" || rc=$?
+    check_eq 2 "$rc" "verify --workers '$bad'"
+done
+check "$CBFS" verify --workers 3 "$store"
 
 python3 "$CBFS_TOOLS/frames.py" "$store/victim.csv" >"$T/frames" || fail "frames: $(cat "$T/frames")"
 read -r _ off blk _ flags _ plen < <(awk '$3 == 3' "$T/frames")

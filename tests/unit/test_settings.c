@@ -67,6 +67,19 @@ Test(settings, cache_default_is_the_engines)
     cr_assert_eq(got.cache_bytes, s.cache_bytes);
 }
 
+/* The one strict whole-number parser (settings, bench, verify). */
+Test(settings, parse_long_is_strict)
+{
+    long v;
+    cr_assert(cbfs_parse_long("42", 1, 100, &v) && v == 42);
+    cr_assert(cbfs_parse_long("-3", -5, 5, &v) && v == -3);
+    static const char *const bad[] = {"", " 4", "+4", "4 ", "0x10", "1e2", "-1", "101",
+                                      "-18446744073709551615", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert(!cbfs_parse_long(bad[i], 0, 100, &v), "took '%s'", bad[i]);
+    cr_assert(!cbfs_parse_long(NULL, 0, 100, &v));
+}
+
 Test(settings, valid_values)
 {
     static const struct {
