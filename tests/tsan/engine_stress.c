@@ -13,6 +13,7 @@
 #include "cbfs/engine.h"
 #include "cbfs/format.h"
 #include "../unit/testdata.h"
+#include "../unit/testengine.h"
 
 static char st_dir[64];
 static struct cbfs_engine *st_eng;
@@ -34,12 +35,8 @@ static struct cbfs_file *st_open(const char *name, bool create)
     char p[128], q[140];
     snprintf(p, sizeof p, "%s/%s", st_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    int dfd = open(p, O_RDWR | O_CREAT, 0644), ifd = open(q, O_RDWR | O_CREAT, 0644);
-    const struct cbfs_codec_ops *codec;
     struct cbfs_file *f = NULL;
-    if (dfd < 0 || ifd < 0 || cbfs_codec_by_name("lz4", &codec) ||
-        cbfs_file_open(st_eng, dfd, ifd, create, true, codec, 1, &f))
-        return NULL;
+    if (cbfs_te_open(st_eng, p, q, create, "lz4", 1, NULL, &f)) return NULL;
     cbfs_file_set_name(f, name);
     return f;
 }

@@ -16,6 +16,7 @@
 #include "cbfs/engine.h"
 #include "cbfs/format.h"
 #include "testdata.h"
+#include "testengine.h"
 
 static char eng_dir[64];
 static struct cbfs_engine *eng;
@@ -45,15 +46,9 @@ static void eng_teardown(void)
 static struct cbfs_file *eng_open_paths(const char *p, const char *q, bool create,
                                         const char *codec_name, int *ifd)
 {
-    const int dfd = open(p, O_RDWR | O_CREAT, 0644);
-    const int xfd = open(q, O_RDWR | O_CREAT, 0644);
-    cr_assert(dfd >= 0 && xfd >= 0);
-    if (ifd) *ifd = xfd;
-    const struct cbfs_codec_ops *codec;
-    cr_assert_eq(cbfs_codec_by_name(codec_name, &codec), CBFS_OK);
     struct cbfs_file *f;
-    cr_assert_eq(cbfs_file_open(eng, dfd, xfd, create, true, codec, codec->default_level, &f),
-                 CBFS_OK);
+    const cbfs_err e = cbfs_te_open(eng, p, q, create, codec_name, CBFS_TE_DEFAULT_LEVEL, ifd, &f);
+    cr_assert_eq(e, CBFS_OK, "open %s: %s", p, cbfs_err_str(e));
     return f;
 }
 
@@ -891,43 +886,40 @@ Test(engine, sidecar_append_failure_does_not_come_back)
     free(t.data);
 }
 
-/* The same for truncate's frames, stored one at a time: a truncate into a
- * block that fails on the sidecar leaves the file as it was, also after
- * reopen. (Its tail frame stayed in the data file, and the rescan applied
- * it: the block came back cut.) */
-Test(engine, failed_truncate_does_not_come_back)
+/* A truncate into block 40 of a file of `written` blocks whose sidecar has
+ * no room for what it appends fails and leaves the file as it was, also
+ * after reopen. */
+static void eng_truncate_fails_whole(size_t written)
 {
     struct eng_tiny t;
-    eng_tiny_full(&t, 63);
+    eng_tiny_full(&t, written);
     const size_t bs = t.bs;
     cr_assert_eq(cbfs_file_truncate(t.f, 40 * bs + 100), CBFS_E_NOSPC);
-    eng_check(t.f, t.data, 63 * bs);
+    eng_check(t.f, t.data, written * bs);
     cr_assert_eq(cbfs_file_close(t.f), CBFS_OK);
     cr_assert_eq(unlink(t.filler), 0);
     struct cbfs_file *f = eng_open_paths(t.p, t.q, false, "lz4", NULL);
-    eng_check(f, t.data, 63 * bs);
+    eng_check(f, t.data, written * bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(t.data);
 }
 
-/* The same with room for one more record in the sidecar's page: the frame
- * that keeps the straddling block's first bytes got its record and was
- * applied, then the SIZE record failed; the truncate said it failed and the
- * size stayed, but that block already read zeros past the new end. Both
- * records go in one append now, or neither. */
+/* The same for truncate's frames, with the sidecar's page full: its tail
+ * frame stayed in the data file, and the rescan applied it: the block came
+ * back cut. */
+Test(engine, failed_truncate_does_not_come_back)
+{
+    eng_truncate_fails_whole(63);
+}
+
+/* With room for one more record in the sidecar's page: the frame that keeps
+ * the straddling block's first bytes got its record and was applied, then
+ * the SIZE record failed; the truncate said it failed and the size stayed,
+ * but that block already read zeros past the new end. Both records go in
+ * one append now, or neither. */
 Test(engine, truncate_is_one_store)
 {
-    struct eng_tiny t;
-    eng_tiny_full(&t, 62);
-    const size_t bs = t.bs;
-    cr_assert_eq(cbfs_file_truncate(t.f, 40 * bs + 100), CBFS_E_NOSPC);
-    eng_check(t.f, t.data, 62 * bs);
-    cr_assert_eq(cbfs_file_close(t.f), CBFS_OK);
-    cr_assert_eq(unlink(t.filler), 0);
-    struct cbfs_file *f = eng_open_paths(t.p, t.q, false, "lz4", NULL);
-    eng_check(f, t.data, 62 * bs);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    free(t.data);
+    eng_truncate_fails_whole(62);
 }
 
 /* Errors as errseq reports them: a failure reaches every handle that was open

@@ -19,6 +19,7 @@
 
 #include "cbfs/engine.h"
 #include "cbfs/format.h"
+#include "testengine.h"
 #include "engine/engine_impl.h"
 
 #define RACE_BS (64u << 10)
@@ -61,12 +62,8 @@ static struct cbfs_file *race_open(const char *name, bool create)
     char p[160], q[180];
     snprintf(p, sizeof p, "%s/%s", race_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    const int dfd = open(p, O_RDWR | O_CREAT, 0644), ifd = open(q, O_RDWR | O_CREAT, 0644);
-    cr_assert(dfd >= 0 && ifd >= 0);
-    const struct cbfs_codec_ops *codec;
-    cr_assert_eq(cbfs_codec_by_name("zstd", &codec), CBFS_OK);
     struct cbfs_file *f;
-    cr_assert_eq(cbfs_file_open(race_eng, dfd, ifd, create, true, codec, 1, &f), CBFS_OK);
+    cr_assert_eq(cbfs_te_open(race_eng, p, q, create, "zstd", 1, NULL, &f), CBFS_OK);
     cbfs_file_set_name(f, name);
     return f;
 }
