@@ -63,7 +63,6 @@ static const char *cbfs_inode_load_advice(cbfs_err e)
     case CBFS_E_WRONG_FILE: /* the loader's verdict, from what the sidecar records */
         return " (the sidecar looks like a leftover of a lost file: nothing of it is in "
                "this data file; cbfs fsck --repair removes a leftover sidecar)";
-    case CBFS_E_OK:
     case CBFS_E_MFILE:
     case CBFS_E_NFILE:
     case CBFS_E_NOMEM:
