@@ -213,6 +213,8 @@ struct cbfs_index_report {
                                   frame: the sidecar is a leftover of another file */
     uint16_t newer_version;    /* with CBFS_E_VERSION: the version found */
     bool repaired;            /* sidecar/data were rewritten (repair mode) */
+    uint64_t torn_bytes_skipped; /* rebuild: bytes of writes torn by a crash, with a later
+                                    writer's frames behind them, passed over (3.3) */
 };
 
 /* What a caller knows about the block size of a file whose index has to be

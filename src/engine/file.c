@@ -96,11 +96,13 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
         if (rep.sidecar_missing || rep.records_dropped || rep.frames_rescanned ||
             rep.data_tail_bytes)
             cbfs_log_info("fd %d: index recovered (sidecar %s, %llu records dropped, %llu "
-                          "frames rescanned, %llu tail bytes%s)",
+                          "frames rescanned, %llu tail bytes, %llu bytes of torn writes "
+                          "passed over%s)",
                           data_fd, rep.sidecar_missing ? "rebuilt" : "replayed",
                           (unsigned long long)rep.records_dropped,
                           (unsigned long long)rep.frames_rescanned,
                           (unsigned long long)rep.data_tail_bytes,
+                          (unsigned long long)rep.torn_bytes_skipped,
                           rep.repaired ? ", repaired" : "");
     }
     f->idx.on_dead = cbfs_file_note_dead;

@@ -151,23 +151,24 @@ struct cbfs_load_scan_ctx {
     size_t cap;
 };
 
-/* Reads and decodes the frame at off (header fh) and checks its hash.
- * @return CBFS_OK (SIZE frames: nothing to check), a format error (torn or
- * damaged), CBFS_E_CODEC_MISSING, I/O errors, CBFS_E_NOMEM. */
-static cbfs_err cbfs_load_verify(struct cbfs_load_scan_ctx *c, uint64_t off,
-                                 const struct cbfs_frame_hdr *fh)
+/* Reads and decodes the frame at off (header fh) and checks its hash, in
+ * *buf (grown as needed; the caller frees it). @return CBFS_OK (SIZE frames:
+ * nothing to check), a format error (torn or damaged), CBFS_E_CODEC_MISSING,
+ * I/O errors, CBFS_E_NOMEM. */
+static cbfs_err cbfs_load_verify(int data_fd, uint64_t off, const struct cbfs_frame_hdr *fh,
+                                 unsigned char **buf, size_t *cap)
 {
     if (fh->flags & CBFS_FRAME_SIZE) return CBFS_OK;
     const size_t need = (size_t)fh->plen + fh->ulen;
-    if (need > c->cap) {
-        unsigned char *const b = realloc(c->buf, need);
+    if (need > *cap) {
+        unsigned char *const b = realloc(*buf, need);
         if (!b) return CBFS_E_NOMEM;
-        c->buf = b;
-        c->cap = need;
+        *buf = b;
+        *cap = need;
     }
     cbfs_err e = CBFS_OK;
-    if (fh->plen) e = cbfs_pread_full(c->data_fd, c->buf, fh->plen, off + CBFS_FRAME_HDR_SIZE);
-    if (!e) e = cbfs_frame_decode(fh, c->buf, c->buf + fh->plen);
+    if (fh->plen) e = cbfs_pread_full(data_fd, *buf, fh->plen, off + CBFS_FRAME_HDR_SIZE);
+    if (!e) e = cbfs_frame_decode(fh, *buf, *buf + fh->plen);
     return e;
 }
 
@@ -204,18 +205,24 @@ static cbfs_err cbfs_load_find_magic(int data_fd, uint64_t from, uint64_t to,
     return CBFS_OK;
 }
 
-/* What cbfs_load_overlaps_frame looks for: a frame header of file_id. */
+/* What cbfs_load_is_frame_of looks for: a frame header of file_id; at and
+ * generation say where the one taken is and its generation. */
 struct cbfs_load_frame_of {
     int data_fd;
     uint64_t dsize, file_id;
+    uint64_t at, generation;
 };
 
 static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
 {
-    const struct cbfs_load_frame_of *const w = arg;
+    struct cbfs_load_frame_of *const w = arg;
     struct cbfs_frame_hdr h;
     const cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
     *take = e == CBFS_OK && h.file_id == w->file_id;
+    if (*take) {
+        w->at = at;
+        w->generation = h.generation;
+    }
     return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
 }
 
@@ -239,7 +246,7 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
     if (!c->check_id && c->rv->n == 0) *c->file_id = fh->file_id;
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
     if (c->verify) {
-        cbfs_err e = cbfs_load_verify(c, off, fh);
+        cbfs_err e = cbfs_load_verify(c->data_fd, off, fh, &c->buf, &c->cap);
         if (cbfs_load_is_format_err(e)) {
             /* Torn (its length reaches over a later frame): never written
              * whole, the frames end here. Otherwise it is damage in place
@@ -270,14 +277,66 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
  * length that fits the file once later frames are appended behind it (a
  * kept tail), so a header that checks is not enough. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
-                               bool verify, uint64_t *file_id, struct cbfs_recvec *rv)
+                               bool verify, uint64_t *file_id, struct cbfs_recvec *rv,
+                               uint64_t *end)
 {
     struct cbfs_load_scan_ctx c = {
         .check_id = check_id, .verify = verify, .data_fd = data_fd, .dsize = dsize,
         .file_id = file_id, .rv = rv};
-    const cbfs_err e = cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, NULL);
+    const cbfs_err e = cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, end);
     free(c.buf);
     return e;
+}
+
+/* Rebuild only (docs/FORMAT.md 3.3): the walk from offset 0 stopped at end,
+ * short of the data's end. Where a write torn by a crash stopped it and a
+ * later writer appended frames behind it (a kept tail, 3.2), *next is the
+ * first of those, *skipped the bytes passed over, and the torn frame's
+ * record (the last walked, if its length reached over the later frames) is
+ * dropped from rv; otherwise *next is 0: damage, the frames end at end.
+ *
+ * The proof is in the generations. A writer appends its frames in
+ * generation order, and one that opens the file goes on at one past the
+ * highest generation it loaded (every record it replayed counts, a damaged
+ * frame's too). So when the first frame of the file behind the bytes that
+ * stopped the walk has the generation one past the last good frame before
+ * them, its writer loaded nothing of those bytes: they hold no frame that was
+ * ever recorded, only writes cut short before their flush returned. Any other
+ * generation means a frame in between counted, and its loss cannot be told
+ * from a torn write. */
+static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, uint64_t file_id,
+                                    struct cbfs_recvec *rv, uint64_t *next, uint64_t *skipped)
+{
+    *next = 0;
+    if (rv->n == 0) return CBFS_OK;
+    const struct cbfs_index_rec *const last = &rv->v[rv->n - 1];
+    struct cbfs_frame_hdr h;
+    cbfs_err e = cbfs_frame_read_hdr(data_fd, last->offset, dsize, &h);
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    if (!e) e = cbfs_load_verify(data_fd, last->offset, &h, &buf, &cap);
+    free(buf);
+    size_t keep = rv->n;
+    uint64_t from = end;
+    if (cbfs_load_is_format_err(e)) { /* torn with its header whole, or damaged */
+        keep--;
+        from = last->offset;
+    } else if (e) {
+        return e == CBFS_E_CODEC_MISSING ? CBFS_OK : e; /* cannot tell: as before */
+    }
+    uint64_t gen = 0, good_end = 0;
+    for (size_t i = 0; i < keep; i++) {
+        if (rv->v[i].generation > gen) gen = rv->v[i].generation;
+        good_end = rv->v[i].offset + CBFS_FRAME_HDR_SIZE + rv->v[i].plen;
+    }
+    struct cbfs_load_frame_of w = {.data_fd = data_fd, .dsize = dsize, .file_id = file_id};
+    bool found;
+    e = cbfs_load_find_magic(data_fd, from, dsize, cbfs_load_is_frame_of, &w, &found);
+    if (e || !found || w.generation != gen + 1) return e;
+    rv->n = keep;
+    *next = w.at;
+    *skipped = w.at - good_end;
+    return CBFS_OK;
 }
 
 /* Applies scanned records in order; stops (keeping what was applied) at the
@@ -531,7 +590,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
         uint64_t fid = idx->file_id;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, &fid, &rv);
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, &fid, &rv, NULL);
         if (e) goto fail;
         if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
             e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
@@ -548,11 +607,21 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         rp.records_dropped = (isize + CBFS_INDEX_REC_SIZE - 1) / CBFS_INDEX_REC_SIZE;
         uint64_t fid = 0;
         uint32_t block_size = 0;
-        e = cbfs_load_scan(data_fd, dsize, 0, false, false, &fid, &rv);
+        uint64_t end;
+        e = cbfs_load_scan(data_fd, dsize, 0, false, false, &fid, &rv, &end);
         if (e) goto fail;
         if (rv.n == 0) {
             e = CBFS_E_BAD_MAGIC; /* offset 0 is not a cbfs frame */
             goto fail;
+        }
+        while (end < dsize) { /* a torn write, with a later writer's frames behind it? */
+            uint64_t next, skipped;
+            e = cbfs_load_past_torn(data_fd, dsize, end, fid, &rv, &next, &skipped);
+            if (e) goto fail;
+            if (!next) break;
+            rp.torn_bytes_skipped += skipped;
+            e = cbfs_load_scan(data_fd, dsize, next, true, false, &fid, &rv, &end);
+            if (e) goto fail;
         }
         e = cbfs_index_rebuild_block_size(rv.v, rv.n, bs, &block_size);
         if (e) goto fail; /* before repair: a refused rebuild writes nothing */

@@ -131,6 +131,11 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
     } else if (rep->records_dropped) {
         tool_check_first_dropped(display, side, tf, chk);
     }
+    if (rep->torn_bytes_skipped)
+        tool_check_add(chk, display, UINT64_MAX,
+                       "%" PRIu64 " byte(s) of writes torn by a crash passed over by the rebuild "
+                       "(a later writer's frames behind them are indexed)",
+                       rep->torn_bytes_skipped);
     if (!rep->sidecar_missing && rep->frames_rescanned)
         tool_check_add(chk, side, idx->index_end,
                        "index lags the data file: %" PRIu64

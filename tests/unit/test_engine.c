@@ -92,7 +92,8 @@ TestSuite(engine, .init = eng_setup, .fini = eng_teardown, .timeout = 120);
 /* Appends to name's data file half of a rewrite of block 1 (a crash in its
  * pwrite), whose payload holds bytes that look like a frame header (user
  * data such as a cbfs store backed up into cbfs: lz4 keeps literals
- * verbatim). blk: bs bytes of scratch. */
+ * verbatim). Its generation is the one the writer had next (blocks 0 and 1
+ * took 1 and 2). blk: bs bytes of scratch. */
 static void eng_tear_block1(const char *name, unsigned char *blk, uint32_t bs)
 {
     char p[128];
@@ -112,7 +113,7 @@ static void eng_tear_block1(const char *name, unsigned char *blk, uint32_t bs)
     unsigned char *frame = malloc(cap);
     cr_assert_not_null(frame);
     size_t flen;
-    cr_assert_eq(cbfs_frame_encode(lz4, 1, h0.file_id, 1, 1000, blk, bs, frame, cap, &flen, &th),
+    cr_assert_eq(cbfs_frame_encode(lz4, 1, h0.file_id, 1, 3, blk, bs, frame, cap, &flen, &th),
                  CBFS_OK);
     cr_assert_eq(pwrite(dfd, frame, flen / 2, st.st_size), (ssize_t)(flen / 2));
     close(dfd);
@@ -176,6 +177,104 @@ Test(engine, torn_frame_behind_new_frames_is_not_applied)
     eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(blk);
+}
+
+/* Loads name's data file with no sidecar (read-only: nothing written), as
+ * the open of a file whose sidecar was lost does. */
+static void eng_rebuild_report(const char *name, struct cbfs_index_report *rep)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
+    const int dfd = open(p, O_RDONLY);
+    cr_assert(dfd >= 0);
+    const struct cbfs_bs_hint hint = {.size = 64 << 10};
+    struct cbfs_index idx;
+    const cbfs_err e = cbfs_index_load(dfd, -1, false, &hint, &idx, rep);
+    cr_assert_eq(e, CBFS_OK, "rebuild: %s", cbfs_err_str(e));
+    cr_assert(rep->sidecar_missing);
+    cbfs_index_free(&idx);
+    close(dfd);
+}
+
+/* The same kept tail, then a rewrite of block 0 and two new blocks, all
+ * closed (fsync'd), then the sidecar is lost. The rebuild from the frames
+ * stopped at the torn write: block 0 read its old version as good, the new
+ * blocks were gone. The writer that appended behind the tail went on at the
+ * generation one past the last frame before it, which proves it loaded
+ * nothing of the torn bytes. */
+Test(engine, rebuild_passes_a_torn_write_with_frames_behind_it)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    struct cbfs_file *f = eng_torn_file("lost", blk, bs);
+    char p[128], q[160];
+    snprintf(p, sizeof p, "%s/lost", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    struct stat st;
+    cr_assert_eq(stat(p, &st), 0);
+    const uint64_t tail_at = (uint64_t)st.st_size; /* where the writer appends */
+    memset(blk, 'D', bs);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
+    memset(blk, 'E', bs);
+    for (uint64_t b = 2; b < 4; b++) cr_assert_eq(cbfs_file_write(f, blk, bs, b * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(unlink(q), 0);
+    struct cbfs_index_report rep;
+    eng_rebuild_report("lost", &rep);
+    cr_assert_eq(rep.data_tail_bytes, 0, "tail %llu", (unsigned long long)rep.data_tail_bytes);
+    cr_assert(!rep.tail_kept);
+    cr_assert(rep.torn_bytes_skipped > 0 && rep.torn_bytes_skipped < tail_at,
+              "skipped %llu", (unsigned long long)rep.torn_bytes_skipped);
+    f = eng_open("lost", false, "lz4");
+    cr_assert_eq(cbfs_file_size(f), 4ull * bs, "size %llu", (unsigned long long)cbfs_file_size(f));
+    eng_expect_block(f, 0, 'D', bs);
+    eng_expect_block(f, 1, 'B', bs);
+    eng_expect_block(f, 2, 'E', bs);
+    eng_expect_block(f, 3, 'E', bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(blk);
+}
+
+/* What the rebuild must not pass over: a damaged frame header in the middle
+ * of frames one writer wrote. The frame behind it has a generation two past
+ * the last good one, so something in between counted (it is block 2, but
+ * the rebuild cannot know which block): the frames end there, the rest is a
+ * kept tail, as cbfs cat and check report. */
+Test(engine, rebuild_does_not_pass_a_damaged_header)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size);
+    cr_assert_not_null(data);
+    cbfs_td_rows(data, size, 5);
+    struct cbfs_file *f = eng_open("hdr", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    char p[128], q[160];
+    snprintf(p, sizeof p, "%s/hdr", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    const int fd = open(p, O_RDWR);
+    cr_assert(fd >= 0);
+    struct stat st;
+    cr_assert_eq(fstat(fd, &st), 0);
+    uint64_t off = 0;
+    for (int i = 0; i < 2; i++) {
+        struct cbfs_frame_hdr h;
+        cr_assert_eq(cbfs_frame_read_hdr(fd, off, (uint64_t)st.st_size, &h), CBFS_OK);
+        off += CBFS_FRAME_HDR_SIZE + h.plen;
+    }
+    unsigned char b;
+    cr_assert_eq(pread(fd, &b, 1, (off_t)off + 40), 1);
+    b ^= 1;
+    cr_assert_eq(pwrite(fd, &b, 1, (off_t)off + 40), 1);
+    close(fd);
+    cr_assert_eq(unlink(q), 0);
+    struct cbfs_index_report rep;
+    eng_rebuild_report("hdr", &rep);
+    cr_assert_eq(rep.torn_bytes_skipped, 0);
+    cr_assert(rep.tail_kept);
+    cr_assert_eq(rep.data_tail_bytes, (uint64_t)st.st_size - off);
+    free(data);
 }
 
 /* The other side of that check: a frame past the sidecar's end (its record
