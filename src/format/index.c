@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -152,11 +153,30 @@ void cbfs_index_init(struct cbfs_index *idx, uint32_t block_size, uint64_t file_
     idx->next_gen = 1;
 }
 
+/* A table of this many bytes or more lives in an anonymous mapping of its
+ * own, grown with mremap: the kernel gives zeroed pages on first touch, so a
+ * block far out in a sparse file costs the pages that are touched, not a
+ * table zeroed up to it (2.5 GiB resident for the last block a file may
+ * have, at 256 KiB blocks, for one write of one byte by any user of the
+ * mount). Smaller tables are malloc'd: a mapping for each open file would
+ * count against vm.max_map_count. The mapping is committed like malloc's
+ * (no MAP_NORESERVE), so memory the system cannot promise fails here, where
+ * it is reported, not at a later touch. */
+#define CBFS_INDEX_MAP_MIN ((size_t)1 << 20)
+
+static size_t cbfs_index_map_len(size_t bytes)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return (bytes + page - 1) / page * page;
+}
+
 void cbfs_index_free(struct cbfs_index *idx)
 {
     if (!idx) return;
-    free(idx->v);
+    if (idx->mapped) munmap(idx->v, cbfs_index_map_len((size_t)idx->cap * sizeof *idx->v));
+    else free(idx->v);
     idx->v = NULL;
+    idx->mapped = false;
     idx->cap = 0;
     idx->nblocks = 0;
 }
@@ -168,9 +188,26 @@ cbfs_err cbfs_index_reserve(struct cbfs_index *idx, uint64_t n)
     while (cap < n) cap = cap > UINT64_MAX / 2 ? n : cap * 2;
     if (cap > CBFS_MAX_BLOCKS) cap = n; /* no doubling past the cap: n <= CBFS_MAX_BLOCKS */
     if (cap > SIZE_MAX / sizeof(struct cbfs_index_entry)) return CBFS_E_NOMEM;
-    struct cbfs_index_entry *const v = realloc(idx->v, (size_t)cap * sizeof *v);
-    if (!v) return CBFS_E_NOMEM;
-    memset(v + idx->cap, 0, (size_t)(cap - idx->cap) * sizeof *v);
+    const size_t old = (size_t)idx->cap * sizeof *idx->v, bytes = (size_t)cap * sizeof *idx->v;
+    struct cbfs_index_entry *v;
+    if (bytes < CBFS_INDEX_MAP_MIN) {
+        v = realloc(idx->v, bytes);
+        if (!v) return CBFS_E_NOMEM;
+        memset((char *)v + old, 0, bytes - old);
+    } else if (idx->mapped) { /* the pages past the old length come zeroed */
+        void *const p = mremap(idx->v, cbfs_index_map_len(old), cbfs_index_map_len(bytes),
+                               MREMAP_MAYMOVE);
+        if (p == MAP_FAILED) return CBFS_E_NOMEM;
+        v = p;
+    } else {
+        void *const p = mmap(NULL, cbfs_index_map_len(bytes), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return CBFS_E_NOMEM;
+        if (old) memcpy(p, idx->v, old);
+        free(idx->v);
+        v = p;
+        idx->mapped = true;
+    }
     idx->v = v;
     idx->cap = cap;
     return CBFS_OK;

@@ -168,11 +168,21 @@ cbfs_err cbfs_stock_check(int data_fd, const struct cbfs_index *idx, struct cbfs
      * written in one pass has none, so it is checked without reading it:
      * reading every header would read a whole data file of 100 KB frames
      * through the kernel's read-ahead. */
-    struct cbfs_stock_live *live = malloc((idx->nblocks ? idx->nblocks : 1) * sizeof *live);
+    /* one per live frame, not per block: a sparse file's table reaches far
+     * past its frames (cbfs_index_reserve) */
+    const uint64_t nlive = idx->live_frames;
+    if (nlive > SIZE_MAX / sizeof(struct cbfs_stock_live)) return CBFS_E_NOMEM;
+    struct cbfs_stock_live *live = malloc((nlive ? (size_t)nlive : 1) * sizeof *live);
     if (!live) return CBFS_E_NOMEM;
     size_t n = 0;
     for (uint64_t b = 0; b < idx->nblocks; b++)
-        if (cbfs_index_get(idx, b)) live[n++] = (struct cbfs_stock_live){idx->v[b].offset, b};
+        if (cbfs_index_get(idx, b)) {
+            if (n == nlive) { /* the counters disagree with the table: a bug */
+                free(live);
+                return CBFS_E_INVAL;
+            }
+            live[n++] = (struct cbfs_stock_live){idx->v[b].offset, b};
+        }
     qsort(live, n, sizeof *live, cbfs_stock_live_cmp);
     struct cbfs_stock_walk w = {.idx = idx, .v = v};
     cbfs_err err = CBFS_OK;
