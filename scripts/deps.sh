@@ -35,7 +35,7 @@ declare -A PKGS=(
     [fuzz]="clang libclang-rt-14-dev"
     [test]="postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
             mariadb-backup sqlite3 rsync acl man-db strace dpkg-dev lintian apt systemd
-            prometheus gnuplot-nox"
+            prometheus gnuplot-nox e2fsprogs"
     [perf]="gnuplot-nox btrfs-progs btrfs-compsize"
     [corpus]="postgresql-15 postgresql-client-15 python3-pip"
 )
@@ -72,7 +72,7 @@ needs() {
     local c
     for c in python3 timeout runuser setfattr getfattr getfacl setfacl zstd lz4 xz bzip2 fio \
              man strace pgrep tar sqlite3 rsync mariadb-install-db mariadbd mariadb \
-             mariadb-admin mariadb-backup mariadb-dump; do
+             mariadb-admin mariadb-backup mariadb-dump chattr; do
         need test cmd "$c" "the mount tests"
     done
     for c in initdb pg_ctl postgres psql pg_basebackup pg_verifybackup pg_dump pg_restore pgbench; do

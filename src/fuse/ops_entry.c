@@ -598,13 +598,17 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
         return err;
     /* Same file under both names: rename(2) does nothing, and neither may we. */
     const bool same = b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
-    /* Anything but a directory or a compressed file takes b's name (a plain
-     * file, a symlink, a fifo): a sidecar there (a replaced compressed file's,
-     * or a leftover) goes first, so that a crash in between leaves no plain
-     * file beside it, and none is left behind at all. (Should the rename fail
-     * after all, a compressed b only lost its index: rebuilt from its frames
-     * at its next open; logged.) */
-    const bool clear_b = !a->has_sc && !S_ISDIR(a->st.st_mode) && b->sc[0] && !same &&
+    /* Anything but a directory that takes b's name: a sidecar there (a
+     * replaced compressed file's, or a leftover) goes first. For a plain file,
+     * a symlink, a fifo, so that a crash in between leaves no plain file
+     * beside it, and none is left behind at all. For a compressed file, so
+     * that a crash between its data file's rename and its sidecar's leaves
+     * b's name with a's frames and no sidecar (rebuilt from the frames at the
+     * next open), not with the replaced file's sidecar, which the open
+     * refuses as a leftover (EIO until cbfs fsck --repair). (Should the
+     * rename fail after all, a compressed b only lost its index: rebuilt from
+     * its frames at its next open; logged.) */
+    const bool clear_b = !S_ISDIR(a->st.st_mode) && b->sc[0] && !same &&
                          !(flags & RENAME_EXCHANGE) &&
                          !(b->exists && ((flags & RENAME_NOREPLACE) || S_ISDIR(b->st.st_mode)));
     if (clear_b && (err = cbfs_sidecar_remove(fs, b->fd, b->name, NULL)) != 0) {
@@ -631,7 +635,7 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
         else if (b->has_sc)
             r = renameat(b->fd, b->sc, a->fd, a->sc);
     } else if (a->has_sc) {
-        r = renameat(a->fd, a->sc, b->fd, b->sc); /* replaces the target's */
+        r = renameat(a->fd, a->sc, b->fd, b->sc); /* the target's went first */
     }
     if (r == -1) {
         err = errno;
