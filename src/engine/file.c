@@ -31,6 +31,26 @@ uint32_t cbfs_file_block_size(const struct cbfs_file *f)
 
 /* ---- open / close ---- */
 
+/* cbfs_index_open for the daemon: a file rebuilt without its sidecar whose
+ * frames go on past damage the rebuild cannot pass (rep->frames_unreachable,
+ * docs/FORMAT.md 3.3) is not served. Its blocks could read as versions older
+ * than the unreachable frames, or the file end before them, with no error;
+ * the loader repaired nothing, and cbfs cat --keep-going copies out what can
+ * be reached. */
+static cbfs_err cbfs_file_load_index(const struct cbfs_engine *eng, int data_fd, int idx_fd,
+                                     bool repair, struct cbfs_index *idx,
+                                     struct cbfs_index_report *rep)
+{
+    /* a lost sidecar's block size: the mount's, where the frames agree */
+    const struct cbfs_bs_hint hint = {.size = eng->cfg.block_size};
+    cbfs_err err = cbfs_index_open(data_fd, idx_fd, repair, &hint, idx, rep);
+    if (!err && rep->frames_unreachable) {
+        cbfs_index_free(idx);
+        err = CBFS_E_UNREACHABLE;
+    }
+    return err;
+}
+
 cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool create,
                         bool writable, const struct cbfs_codec_ops *codec, int level,
                         struct cbfs_file **out)
@@ -76,9 +96,13 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
         f->dirty = true; /* the header must be durable at the first flush */
     } else {
         struct cbfs_index_report rep = {0};
-        /* a lost sidecar's block size: the mount's, where the frames agree */
-        const struct cbfs_bs_hint hint = {.size = eng->cfg.block_size};
-        err = cbfs_index_open(data_fd, idx_fd, writable, &hint, &f->idx, &rep);
+        err = cbfs_file_load_index(eng, data_fd, idx_fd, writable, &f->idx, &rep);
+        if (err == CBFS_E_UNREACHABLE)
+            cbfs_log_err("fd %d: no sidecar, and the frames rebuilt from stop at damage with "
+                         "frames of the file behind it: not served, since blocks could read "
+                         "old or the file end early (cbfs cat --keep-going copies out what "
+                         "can be reached; restore the sidecar to read it all)",
+                         data_fd);
         if (err == CBFS_E_VERSION && rep.newer_version)
             cbfs_log_err("fd %d: sidecar has cbfs format version %u; this cbfs reads version %u "
                          "only: upgrade cbfs to read this file",
@@ -161,11 +185,10 @@ cbfs_err cbfs_file_peek(const struct cbfs_engine *eng, int data_fd, int idx_fd, 
     struct cbfs_index_report rep = {0};
     struct stat st;
     const bool empty = fstat(data_fd, &st) == 0 && st.st_size == 0;
-    const struct cbfs_bs_hint hint = {.size = eng->cfg.block_size}; /* as cbfs_file_open */
     cbfs_index_init(&idx, eng->cfg.block_size, 0);
     cbfs_err err = empty && idx_fd < 0
                        ? CBFS_E_BAD_MAGIC
-                       : cbfs_index_open(data_fd, idx_fd, false, &hint, &idx, &rep);
+                       : cbfs_file_load_index(eng, data_fd, idx_fd, false, &idx, &rep);
     if (err && empty) {
         /* nothing written yet (a sidecar header at most): an empty file */
         *size = 0;

@@ -159,7 +159,7 @@ static cbfs_err cbfs_load_verify(int data_fd, uint64_t off, const struct cbfs_fr
                                  unsigned char **buf, size_t *cap)
 {
     if (fh->flags & CBFS_FRAME_SIZE) return CBFS_OK;
-    const size_t need = (size_t)fh->plen + fh->ulen;
+    const size_t need = (size_t)fh->plen + fh->ulen + 1; /* never 0: *buf is not NULL */
     if (need > *cap) {
         unsigned char *const b = realloc(*buf, need);
         if (!b) return CBFS_E_NOMEM;
@@ -184,9 +184,10 @@ static cbfs_err cbfs_load_find_magic(int data_fd, uint64_t from, uint64_t to,
 {
     uint8_t buf[65536];
     const size_t m = sizeof cbfs_load_magic;
+    size_t chunk = 4096; /* grows: a search often ends a few bytes on */
     *found = false;
     for (uint64_t off = from + 1; off + m <= to;) {
-        const size_t want = to - off < sizeof buf ? (size_t)(to - off) : sizeof buf;
+        const size_t want = to - off < chunk ? (size_t)(to - off) : chunk;
         cbfs_err e = cbfs_pread_full(data_fd, buf, want, off);
         if (e) return e;
         for (size_t i = 0; i + m <= want; i++) {
@@ -199,17 +200,21 @@ static cbfs_err cbfs_load_find_magic(int data_fd, uint64_t from, uint64_t to,
                 return CBFS_OK;
             }
         }
-        if (want < sizeof buf) break;
+        if (off + want >= to) break;
         off += want - (m - 1); /* the last m - 1 bytes again, with what follows */
+        if (chunk < sizeof buf) chunk *= 2;
     }
     return CBFS_OK;
 }
 
 /* What cbfs_load_is_frame_of looks for: a frame header of file_id; at and
- * generation say where the one taken is and its generation. */
+ * generation say where the one taken is and its generation. With
+ * take_newer, a header of a newer format version is taken too (newer set):
+ * its frame's file id cannot be read. */
 struct cbfs_load_frame_of {
     int data_fd;
     uint64_t dsize, file_id;
+    bool take_newer, newer;
     uint64_t at, generation;
 };
 
@@ -219,6 +224,7 @@ static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
     struct cbfs_frame_hdr h;
     const cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
     *take = e == CBFS_OK && h.file_id == w->file_id;
+    if (e == CBFS_E_VERSION && w->take_newer) *take = w->newer = true;
     if (*take) {
         w->at = at;
         w->generation = h.generation;
@@ -288,55 +294,138 @@ static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool c
     return e;
 }
 
+/* What cbfs_load_restart_one looks for along a walk: the first frame of
+ * file_id with a generation of at most gen_max (found, at, generation). */
+struct cbfs_load_restart {
+    uint64_t file_id, gen_max;
+    bool found;
+    uint64_t at, generation;
+};
+
+static cbfs_err cbfs_load_restart_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
+                                      bool *stop)
+{
+    struct cbfs_load_restart *const r = arg;
+    if (fh->file_id != r->file_id) {
+        *stop = true; /* another file's frame: not this file's chain */
+    } else if (fh->generation <= r->gen_max) {
+        r->found = true;
+        r->at = off;
+        r->generation = fh->generation;
+        *stop = true;
+    }
+    return CBFS_OK;
+}
+
+/* A crash leaves one torn stretch per restart of a writer. More stretches
+ * than this in one file are not a crash history but damage or crafted
+ * bytes: the rebuild ends its frames there, as at any damage, and counts
+ * what follows as unreachable, instead of searching on (each search reads
+ * at least a few KiB). */
+#define CBFS_LOAD_RESYNC_MAX 1024
+
+/* The bytes a search for frames past damage reads at most (tails kept
+ * unscanned beyond it, 3.2 of docs/FORMAT.md). Finding nothing within it
+ * is what a crash's long stretch of zeros looks like: the frames end there,
+ * and nothing is counted unreachable. */
+#define CBFS_LOAD_SCAN_MAX (64ull << 20)
+
+/* Where the rebuild's passes over torn writes stand: the highest generation
+ * among rv->v[0, upto), and how many passes were made. */
+struct cbfs_load_resync {
+    uint64_t gen;
+    size_t upto;
+    unsigned passes;
+};
+
 /* Rebuild only (docs/FORMAT.md 3.3): the walk from offset 0 stopped at end,
- * short of the data's end. Where a write torn by a crash stopped it and a
- * later writer appended frames behind it (a kept tail, 3.2), *next is the
- * first of those, *skipped the bytes passed over, and the torn frame's
- * record (the last walked, if its length reached over the later frames) is
- * dropped from rv; otherwise *next is 0: damage, the frames end at end.
+ * short of the data's end. Where writes torn by a crash stopped it and a
+ * later writer appended frames behind them (a kept tail, 3.2), *next is the
+ * first of those, *skipped the bytes passed over, and a torn frame the walk
+ * took (the last one, if it does not decode and its length reaches over a
+ * later frame of the file) is dropped from rv; otherwise *next is 0: damage,
+ * or nothing can be told (I/O errors included), and the frames end at end;
+ * *unreachable then says whether a frame of the file (or of a newer format)
+ * was seen past them.
  *
  * The proof is in the generations. A writer appends its frames in
  * generation order, and one that opens the file goes on at one past the
  * highest generation it loaded (every record it replayed counts, a damaged
- * frame's too). So when the first frame of the file behind the bytes that
- * stopped the walk has the generation one past the last good frame before
- * them, its writer loaded nothing of those bytes: they hold no frame that was
- * ever recorded, only writes cut short before their flush returned. Any other
- * generation means a frame in between counted, and its loss cannot be told
- * from a torn write. */
+ * frame's too, and a frame made durable by a flush has its record durable
+ * too). Let F be the first frame of the file behind the bytes that stopped
+ * the walk whose generation is at most one past the last good frame before
+ * them (frames between are followed header by header, damage between them
+ * searched past). If F's generation is exactly that, F's writer loaded
+ * nothing of what lies between: no frame there was ever made durable, they
+ * are writes cut short by a crash (whole ones included, whose pages landed
+ * while an earlier frame's did not). Otherwise, or with no such F, a frame
+ * in between may have counted, and its loss cannot be told from a torn
+ * write. */
 static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, uint64_t file_id,
-                                    struct cbfs_recvec *rv, uint64_t *next, uint64_t *skipped)
+                                    struct cbfs_recvec *rv, struct cbfs_load_resync *st,
+                                    uint64_t *next, uint64_t *skipped, bool *unreachable)
 {
     *next = 0;
-    if (rv->n == 0) return CBFS_OK;
-    const struct cbfs_index_rec *const last = &rv->v[rv->n - 1];
-    struct cbfs_frame_hdr h;
-    cbfs_err e = cbfs_frame_read_hdr(data_fd, last->offset, dsize, &h);
-    unsigned char *buf = NULL;
-    size_t cap = 0;
-    if (!e) e = cbfs_load_verify(data_fd, last->offset, &h, &buf, &cap);
-    free(buf);
+    if (st->passes >= CBFS_LOAD_RESYNC_MAX) {
+        *unreachable = true; /* not a crash history: nothing past here is vouched for */
+        return CBFS_OK;
+    }
     size_t keep = rv->n;
     uint64_t from = end;
-    if (cbfs_load_is_format_err(e)) { /* torn with its header whole, or damaged */
-        keep--;
-        from = last->offset;
-    } else if (e) {
-        return e == CBFS_E_CODEC_MISSING ? CBFS_OK : e; /* cannot tell: as before */
+    cbfs_err e = CBFS_OK;
+    if (keep > 0) {
+        const struct cbfs_index_rec *const last = &rv->v[keep - 1];
+        struct cbfs_frame_hdr h;
+        unsigned char *buf = NULL;
+        size_t cap = 0;
+        e = cbfs_frame_read_hdr(data_fd, last->offset, dsize, &h);
+        if (!e) e = cbfs_load_verify(data_fd, last->offset, &h, &buf, &cap);
+        free(buf);
+        if (cbfs_load_is_format_err(e)) {
+            /* a frame superseded and punched, or rotten in place, was loaded
+             * by its writer and counts; only a torn one does not */
+            bool torn;
+            e = cbfs_load_overlaps_frame(data_fd, last->offset, &h, dsize, file_id, &torn);
+            if (e) goto cannot_tell;
+            if (torn) {
+                keep--;
+                from = last->offset;
+            }
+        } else if (e) {
+            goto cannot_tell; /* a codec not built in, I/O, memory */
+        }
     }
-    uint64_t gen = 0, good_end = 0;
-    for (size_t i = 0; i < keep; i++) {
-        if (rv->v[i].generation > gen) gen = rv->v[i].generation;
-        good_end = rv->v[i].offset + CBFS_FRAME_HDR_SIZE + rv->v[i].plen;
+    for (; st->upto < keep; st->upto++)
+        if (rv->v[st->upto].generation > st->gen) st->gen = rv->v[st->upto].generation;
+    const uint64_t gen = st->gen;
+    const uint64_t good_end =
+        keep ? rv->v[keep - 1].offset + CBFS_FRAME_HDR_SIZE + rv->v[keep - 1].plen : 0;
+    struct cbfs_load_frame_of w = {
+        .data_fd = data_fd, .dsize = dsize, .file_id = file_id, .take_newer = true};
+    struct cbfs_load_restart r = {.file_id = file_id, .gen_max = gen + 1};
+    uint64_t budget = CBFS_LOAD_SCAN_MAX;
+    for (uint64_t pos = from; !r.found;) {
+        const uint64_t to = dsize - pos > budget ? pos + budget : dsize;
+        bool found;
+        e = cbfs_load_find_magic(data_fd, pos, to, cbfs_load_is_frame_of, &w, &found);
+        if (e) goto cannot_tell;
+        if (w.newer) *unreachable = true; /* a newer writer's frame: cannot be read here */
+        if (!found || w.newer) return CBFS_OK;
+        *unreachable = true; /* a frame of the file lies past the stop (until passed) */
+        budget -= w.at - pos;
+        e = cbfs_frame_walk(data_fd, dsize, w.at, cbfs_load_restart_one, &r, &pos);
+        if (e) goto cannot_tell; /* I/O; a newer writer's frame (CBFS_E_VERSION) */
+        if (pos >= dsize) break;
     }
-    struct cbfs_load_frame_of w = {.data_fd = data_fd, .dsize = dsize, .file_id = file_id};
-    bool found;
-    e = cbfs_load_find_magic(data_fd, from, dsize, cbfs_load_is_frame_of, &w, &found);
-    if (e || !found || w.generation != gen + 1) return e;
+    if (!r.found || r.generation != gen + 1) return CBFS_OK;
+    *unreachable = false;
+    st->passes++;
     rv->n = keep;
-    *next = w.at;
-    *skipped = w.at - good_end;
+    *next = r.at;
+    *skipped = r.at - good_end;
     return CBFS_OK;
+cannot_tell:
+    return e == CBFS_E_NOMEM ? e : CBFS_OK;
 }
 
 /* Applies scanned records in order; stops (keeping what was applied) at the
@@ -610,18 +699,29 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         uint64_t end;
         e = cbfs_load_scan(data_fd, dsize, 0, false, false, &fid, &rv, &end);
         if (e) goto fail;
-        if (rv.n == 0) {
-            e = CBFS_E_BAD_MAGIC; /* offset 0 is not a cbfs frame */
-            goto fail;
+        /* A frame header at offset 0 whose length reaches past the data
+         * (torn) still names the file: later frames may be its writer's. */
+        struct cbfs_frame_hdr h0;
+        bool named = rv.n > 0;
+        if (!named && dsize >= CBFS_FRAME_HDR_SIZE &&
+            cbfs_frame_read_hdr(data_fd, 0, UINT64_MAX, &h0) == CBFS_OK) {
+            fid = h0.file_id;
+            named = true;
         }
-        while (end < dsize) { /* a torn write, with a later writer's frames behind it? */
+        struct cbfs_load_resync st = {0};
+        while (end < dsize && named) { /* torn writes, with a later writer's frames behind? */
             uint64_t next, skipped;
-            e = cbfs_load_past_torn(data_fd, dsize, end, fid, &rv, &next, &skipped);
+            e = cbfs_load_past_torn(data_fd, dsize, end, fid, &rv, &st, &next, &skipped,
+                                    &rp.frames_unreachable);
             if (e) goto fail;
             if (!next) break;
             rp.torn_bytes_skipped += skipped;
             e = cbfs_load_scan(data_fd, dsize, next, true, false, &fid, &rv, &end);
             if (e) goto fail;
+        }
+        if (rv.n == 0) {
+            e = CBFS_E_BAD_MAGIC; /* offset 0 is not a cbfs frame */
+            goto fail;
         }
         e = cbfs_index_rebuild_block_size(rv.v, rv.n, bs, &block_size);
         if (e) goto fail; /* before repair: a refused rebuild writes nothing */
@@ -637,7 +737,8 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         if (e) goto fail;
     }
 
-    if (repair) {
+    /* A sidecar made from the frames before them would lose them for good. */
+    if (repair && !rp.frames_unreachable) {
         e = cbfs_load_repair(data_fd, idx_fd, have_hdr, isize, idx, &rv, &rp);
         if (e) goto fail;
     }

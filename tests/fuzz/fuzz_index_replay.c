@@ -174,6 +174,15 @@ static void cbfs_fuzz_run_case(const struct cbfs_fuzz_case *c)
         goto out;
     }
     cbfs_fuzz_same_table(&idx, &idx2, "read-only vs repair");
+    CBFS_FUZZ_CHECK(rep2.frames_unreachable == rep.frames_unreachable,
+                    "frames_unreachable differs with repair");
+    if (rep2.frames_unreachable) {
+        /* a sidecar of the frames before them would lose them: nothing written */
+        CBFS_FUZZ_CHECK(!rep2.repaired && cbfs_fuzz_same_content(dfd2, c->data, c->dlen) &&
+                            (!c->side || cbfs_fuzz_same_content(ifd2, c->side, c->slen)),
+                        "a rebuild with frames it cannot reach was repaired");
+        goto out;
+    }
 
     /* 3. A repaired pair reloads clean (docs/FORMAT.md 3.2). */
     const cbfs_err e3 = cbfs_index_load(dfd2, ifd2, false, &cbfs_fuzz_hint, &idx3, &rep3);

@@ -5,9 +5,12 @@
 # blocks as if they were the file and exit 0: it names the unreachable bytes
 # on stderr and exits 1, printing nothing without --keep-going and what it
 # can reach with it. verify calls that tail what it is (kept, unreachable
-# frames), not a torn tail.
+# frames), not a torn tail. The daemon does not serve the file at all (it read
+# blocks 0..4 as the whole file, and its first writable open wrote a sidecar
+# of them, which made that for good).
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
+cbfs_expect_log_errors 'frames past damage cannot be reached|not served' 
 cbfs_mount_fresh codec=zstd block_size=64K
 python3 "$CBFS_TOOLS/gendata.py" mixed $((10 * 65536)) "$T/want" 31
 cp "$T/want" "$mnt/f"
@@ -36,6 +39,14 @@ vrc=0
 check_eq 1 "$vrc" "verify exit status"
 grep -q "f: offset $off: .*kept, never cut" "$T/v.out" || fail "verify: $(cat "$T/v.out")"
 ! grep -q "torn tail" "$T/v.out" || fail "verify calls frames past a damaged header a torn tail"
+cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
+if cat "$mnt/f" >"$T/m.out" 2>"$T/m.err"; then
+    fail "the daemon served f as $(stat -c %s "$T/m.out") bytes, its frames past the damage unreachable"
+fi
+grep -q "Input/output error" "$T/m.err" || fail "cat through the mount: $(cat "$T/m.err")"
+if echo x 2>/dev/null >>"$mnt/f"; then fail "an append to f was taken"; fi
+[[ ! -e $store/.cbfsidx/f ]] || fail "the daemon wrote a sidecar for f"
+cbfs_umount "$mnt"
 # an undamaged file still cats whole with exit 0 and nothing on stderr
 cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
 cp "$T/want" "$mnt/g"
