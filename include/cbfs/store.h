@@ -29,6 +29,10 @@
 #define CBFS_STORE_DIR ".cbfs"          /* in the store root only; see below */
 #define CBFS_STORE_CONF "store.conf"    /* inside CBFS_STORE_DIR */
 #define CBFS_STORE_LOCK "lock"          /* inside CBFS_STORE_DIR */
+/* Inside CBFS_STORE_DIR: the sidecar at a rename's target, moved out of the
+ * way until the data file's rename is done (put back if it fails). A crash
+ * in between leaves it: the index of the file the rename was replacing. */
+#define CBFS_STORE_ASIDE "rename-aside"
 #define CBFS_STORE_CONF_VERSION 1u      /* newest store.conf format this cbfs reads */
 
 /* ---- layout (layout.c) ----

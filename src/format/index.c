@@ -158,10 +158,11 @@ void cbfs_index_init(struct cbfs_index *idx, uint32_t block_size, uint64_t file_
  * block far out in a sparse file costs the pages that are touched, not a
  * table zeroed up to it (2.5 GiB resident for the last block a file may
  * have, at 256 KiB blocks, for one write of one byte by any user of the
- * mount). Smaller tables are malloc'd: a mapping for each open file would
- * count against vm.max_map_count. The mapping is committed like malloc's
- * (no MAP_NORESERVE), so memory the system cannot promise fails here, where
- * it is reported, not at a later touch. */
+ * mount). Smaller tables stay with malloc (it maps the larger of them on its
+ * own too, but realloc's growth zeroes every new entry here). The mapping is
+ * accounted as malloc's is (no MAP_NORESERVE): under strict overcommit or an
+ * address-space limit, memory the system cannot promise fails here, where it
+ * is reported. */
 #define CBFS_INDEX_MAP_MIN ((size_t)1 << 20)
 
 static size_t cbfs_index_map_len(size_t bytes)

@@ -528,7 +528,11 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
             wrote_idx = true;
         }
     }
-    if (rep->data_tail_bytes && !rep->tail_kept) {
+    /* With no sidecar to record them, the rebuild's passes over torn writes
+     * are made again at every load, and a cut could change them (a frame
+     * reaching into the tail would no longer fit the file): nothing is cut. */
+    const bool passes_unrecorded = idx_fd < 0 && rep->torn_bytes_skipped;
+    if (rep->data_tail_bytes && !rep->tail_kept && !passes_unrecorded) {
         if (ftruncate(data_fd, (off_t)idx->data_end) != 0) return cbfs_err_from_errno(errno);
         rep->data_tail_bytes = 0;
         wrote_data = true;
@@ -711,8 +715,15 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         struct cbfs_load_resync st = {0};
         while (end < dsize && named) { /* torn writes, with a later writer's frames behind? */
             uint64_t next, skipped;
+            bool unreachable = false;
             e = cbfs_load_past_torn(data_fd, dsize, end, fid, &rv, &st, &next, &skipped,
-                                    &rp.frames_unreachable);
+                                    &unreachable);
+            /* Counted only where the sidecar is gone. One that is there with
+             * no usable header belongs to a file whose first flush never
+             * completed (it makes the header durable): nothing of it was
+             * acknowledged, and its frames past a crash's damage are no more
+             * owed than any unflushed write. */
+            rp.frames_unreachable = unreachable && idx_fd < 0;
             if (e) goto fail;
             if (!next) break;
             rp.torn_bytes_skipped += skipped;

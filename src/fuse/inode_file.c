@@ -60,6 +60,9 @@ static const char *cbfs_inode_load_advice(cbfs_err e)
     case CBFS_E_BLOCK_SIZE: /* never guessed: only the admin knows it */
         return " (restore its sidecar, or give the block size it was written with: "
                "cbfs fsck --repair --block-size SIZE)";
+    case CBFS_E_UNREACHABLE: /* cbfs_file_load_index: not served, not repairable */
+        return " (restore its sidecar to read it all; cbfs cat --keep-going copies out "
+               "what can be reached)";
     case CBFS_E_WRONG_FILE: /* the loader's verdict, from what the sidecar records */
         return " (the sidecar looks like a leftover of a lost file: nothing of it is in "
                "this data file; cbfs fsck --repair removes a leftover sidecar)";

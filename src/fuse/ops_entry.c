@@ -582,6 +582,27 @@ static void cbfs_rename_relocate(struct cbfs_fs *fs, const struct stat *st,
     cbfs_inode_unref(fs, inode, 1);
 }
 
+/* Where cbfs_sidecar_aside puts a sidecar, relative to the store root. One
+ * place is enough: renames run one at a time (fs->names_lock). */
+static const char cbfs_sidecar_aside_path[] = CBFS_STORE_DIR "/" CBFS_STORE_ASIDE;
+
+/* Moves s's sidecar (if any) to cbfs_sidecar_aside_path; *aside says whether
+ * it did. Where the store cannot take it there (s's directory on another
+ * filesystem inside the store: EXDEV) it is removed instead, as before.
+ * fs->names_lock held. @return 0 or errno. */
+static int cbfs_sidecar_aside(struct cbfs_fs *fs, const struct cbfs_rename_side *s, bool *aside)
+{
+    cbfs_assert_held(&fs->names_lock);
+    *aside = false;
+    if (renameat(s->fd, s->sc, fs->opt.store_fd, cbfs_sidecar_aside_path) == 0) {
+        *aside = true;
+        return 0;
+    }
+    if (errno == ENOENT) return 0;
+    if (errno != EXDEV) return errno;
+    return cbfs_sidecar_remove(fs, s->fd, s->name, NULL);
+}
+
 /* rename with both directories pinned, fs->names_lock held. @return 0 or errno. */
 static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                           struct cbfs_rename_side *b, unsigned int flags)
@@ -599,32 +620,39 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     /* Same file under both names: rename(2) does nothing, and neither may we. */
     const bool same = b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
     /* Anything but a directory that takes b's name: a sidecar there (a
-     * replaced compressed file's, or a leftover) goes first. For a plain file,
-     * a symlink, a fifo, so that a crash in between leaves no plain file
-     * beside it, and none is left behind at all. For a compressed file, so
-     * that a crash between its data file's rename and its sidecar's leaves
-     * b's name with a's frames and no sidecar (rebuilt from the frames at the
-     * next open), not with the replaced file's sidecar, which the open
-     * refuses as a leftover (EIO until cbfs fsck --repair). (Should the
-     * rename fail after all, a compressed b only lost its index: rebuilt from
-     * its frames at its next open; logged.) */
+     * replaced compressed file's, or a leftover) goes out of the way first.
+     * For a plain file, a symlink, a fifo, so that a crash in between leaves
+     * no plain file beside it, and none is left behind at all. For a
+     * compressed file, so that a crash between its data file's rename and its
+     * sidecar's leaves b's name with a's frames and no sidecar (rebuilt from
+     * the frames at the next open), not with the replaced file's sidecar,
+     * which the open refuses as a leftover (EIO until cbfs fsck --repair).
+     * It is moved aside, not removed, so that a failed rename can put it
+     * back: b may be a file its frames alone cannot index (damage, a block
+     * size they do not prove). */
     const bool clear_b = !S_ISDIR(a->st.st_mode) && b->sc[0] && !same &&
                          !(flags & RENAME_EXCHANGE) &&
                          !(b->exists && ((flags & RENAME_NOREPLACE) || S_ISDIR(b->st.st_mode)));
-    if (clear_b && (err = cbfs_sidecar_remove(fs, b->fd, b->name, NULL)) != 0) {
-        cbfs_log_err("rename '%s' -> '%s': cannot remove the sidecar at the target: %s", a->name,
-                     b->name, strerror(err));
+    bool aside = false;
+    if (clear_b && (err = cbfs_sidecar_aside(fs, b, &aside)) != 0) {
+        cbfs_log_err("rename '%s' -> '%s': cannot move the sidecar at the target aside: %s",
+                     a->name, b->name, strerror(err));
         return err;
     }
     if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) {
         err = errno;
-        if (clear_b && b->has_sc)
-            cbfs_log_warn("rename '%s' -> '%s' failed (%s) after the target's sidecar was "
-                          "removed: '%s' keeps its data and gets its index back from its "
-                          "frames at its next open",
-                          a->name, b->name, strerror(err), b->name);
+        if (aside && renameat(fs->opt.store_fd, cbfs_sidecar_aside_path, b->fd, b->sc) == -1)
+            cbfs_log_err("rename '%s' -> '%s' failed (%s), and the target's sidecar cannot be "
+                         "put back from %s (%s): '%s' gets an index from its frames at its "
+                         "next open, if they prove one; move it back by hand",
+                         a->name, b->name, strerror(err), cbfs_sidecar_aside_path,
+                         strerror(errno), b->name);
         return err;
     }
+    if (aside && unlinkat(fs->opt.store_fd, cbfs_sidecar_aside_path, 0) == -1)
+        cbfs_log_warn("rename '%s' -> '%s': cannot remove %s: %s (harmless: the next rename "
+                      "that needs it replaces it)",
+                      a->name, b->name, cbfs_sidecar_aside_path, strerror(errno));
     if (same) return 0;
     int r = 0;
     if (flags & RENAME_EXCHANGE) {

@@ -5,7 +5,8 @@
 # The replaced file's sidecar now goes first, so that state is the moved file's frames with no
 # sidecar, rebuilt from them at the next open. The crash is stood in for by making the
 # sidecar's rename fail (the moved file's sidecar is immutable): the store is then as a crash
-# between the two renames leaves it.
+# between the two renames leaves it. Then the other failure: the data file's rename fails
+# after the target's sidecar went out of the way.
 . "$(dirname "$0")/lib.sh"
 
 cbfs_expect_log_errors 'the data file moved but its sidecar did not'
@@ -26,5 +27,19 @@ cbfs_umount "$mnt"
 cbfs_mount "$store" "$mnt"
 cmp -s "$mnt/b" "$T/a" || fail "b after the interrupted rename: $(head -c 200 "$mnt/b" 2>&1 | head -c 200)"
 [ -e "$mnt/a" ] && fail "a still shows"
+cbfs_umount "$mnt"
+ls "$store/.cbfs" | grep -q rename-aside && fail "the moved-aside sidecar was left in .cbfs"
+
+# The data file's rename fails (the target is immutable) after the target's
+# sidecar was moved out of the way: it must be put back, byte for byte. It was
+# removed, and a file its frames alone cannot index lost its index for good.
+cbfs_mount "$store" "$mnt"
+cp "$T/a" "$mnt/c" || fail "writing c"
+cp "$store/.cbfsidx/b" "$T/b.sc"
+chattr +i "$store/b" || fail "chattr +i on b's data file"
+mv -f "$mnt/c" "$mnt/b" 2>"$T/mv.err" && fail "mv over an immutable file succeeded"
+chattr -i "$store/b"
+cmp -s "$store/.cbfsidx/b" "$T/b.sc" || fail "b's sidecar was not put back after the failed rename"
+cmp -s "$mnt/c" "$T/a" || fail "c after the failed rename"
 cbfs_umount "$mnt"
 pass
