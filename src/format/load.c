@@ -740,6 +740,13 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     }
     e = cbfs_load_apply_scanned(idx, &rv, &rp);
     if (e) goto fail;
+    if (!have_hdr && rv.n == 0) {
+        /* the table refused even the first frame (a size past the limit):
+         * nothing of the file to index, and cutting the "tail" would
+         * truncate the data file to nothing */
+        e = CBFS_E_BAD_MAGIC;
+        goto fail;
+    }
     rp.data_tail_bytes = dsize - idx->data_end;
     if (rp.data_tail_bytes && claim == CBFS_CLAIM_TRACE) {
         rp.tail_kept = true; /* ours, but nothing proves the rest is: nothing is cut */
