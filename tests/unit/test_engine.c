@@ -89,36 +89,68 @@ static void eng_check(struct cbfs_file *f, const unsigned char *want, size_t siz
 
 TestSuite(engine, .init = eng_setup, .fini = eng_teardown, .timeout = 120);
 
-/* Appends to name's data file half of a rewrite of block 1 (a crash in its
- * pwrite), whose payload holds bytes that look like a frame header (user
- * data such as a cbfs store backed up into cbfs: lz4 keeps literals
- * verbatim). Its generation is the one the writer had next (blocks 0 and 1
- * took 1 and 2). blk: bs bytes of scratch. */
-static size_t eng_tear_block1(const char *name, unsigned char *blk, uint32_t bs)
+/* Opens name's data file (O_RDWR) behind the engine's back; *st: its stat. */
+static int eng_data_open(const char *name, struct stat *st)
 {
     char p[128];
     snprintf(p, sizeof p, "%s/%s", eng_dir, name);
-    const int dfd = open(p, O_RDWR);
-    cr_assert(dfd >= 0);
+    const int fd = open(p, O_RDWR);
+    cr_assert(fd >= 0, "cannot open %s", p);
+    cr_assert_eq(fstat(fd, st), 0);
+    return fd;
+}
+
+/* How much of a frame eng_append_frame lands: as a crash can leave it. */
+enum eng_landed { ENG_WHOLE, ENG_HALF, ENG_NO_HEADER };
+
+/* Appends to name's data file an lz4 frame of the file holding blk (bs
+ * bytes) as block b, generation gen: whole, its first half only, or whole
+ * but for its header (zeros). @return the bytes appended. */
+static size_t eng_append_frame(const char *name, uint64_t b, uint64_t gen,
+                               const unsigned char *blk, uint32_t bs, enum eng_landed landed)
+{
     struct stat st;
-    cr_assert_eq(fstat(dfd, &st), 0);
+    const int dfd = eng_data_open(name, &st);
     struct cbfs_frame_hdr h0, th;
     cr_assert_eq(cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h0), CBFS_OK);
-    static const unsigned char env[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
-    for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
-    for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
     const struct cbfs_codec_ops *lz4;
     cr_assert_eq(cbfs_codec_by_name("lz4", &lz4), CBFS_OK);
     const size_t cap = cbfs_frame_bound(lz4, bs);
     unsigned char *frame = malloc(cap);
     cr_assert_not_null(frame);
     size_t flen;
-    cr_assert_eq(cbfs_frame_encode(lz4, 1, h0.file_id, 1, 3, blk, bs, frame, cap, &flen, &th),
+    cr_assert_eq(cbfs_frame_encode(lz4, 1, h0.file_id, b, gen, blk, bs, frame, cap, &flen, &th),
                  CBFS_OK);
-    cr_assert_eq(pwrite(dfd, frame, flen / 2, st.st_size), (ssize_t)(flen / 2));
+    if (landed == ENG_NO_HEADER) memset(frame, 0, CBFS_FRAME_HDR_SIZE);
+    if (landed == ENG_HALF) flen /= 2;
+    cr_assert_eq(pwrite(dfd, frame, flen, st.st_size), (ssize_t)flen);
     close(dfd);
     free(frame);
-    return flen / 2;
+    return flen;
+}
+
+/* Appends to name's data file half of a rewrite of block 1 (a crash in its
+ * pwrite), whose payload holds bytes that look like a frame header (user
+ * data such as a cbfs store backed up into cbfs: lz4 keeps literals
+ * verbatim). Its generation is the one the writer had next (blocks 0 and 1
+ * took 1 and 2). blk: bs bytes of scratch. @return the bytes appended. */
+static size_t eng_tear_block1(const char *name, unsigned char *blk, uint32_t bs)
+{
+    static const unsigned char env[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
+    for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
+    for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
+    return eng_append_frame(name, 1, 3, blk, bs, ENG_HALF);
+}
+
+/* Makes name with blocks 0 ('A') and 1 ('B') of bs bytes, closed (fsync'd). */
+static void eng_write_ab(const char *name, unsigned char *blk, uint32_t bs)
+{
+    struct cbfs_file *f = eng_open(name, true, "lz4");
+    memset(blk, 'A', bs);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
+    memset(blk, 'B', bs);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
 }
 
 /* Block b of f reads as bs bytes of c. */
@@ -143,16 +175,11 @@ static void eng_expect_block(struct cbfs_file *f, uint64_t b, int c, uint32_t bs
 static struct cbfs_file *eng_torn_file(const char *name, unsigned char *blk, uint32_t bs,
                                        size_t *torn)
 {
-    struct cbfs_file *f = eng_open(name, true, "lz4");
-    memset(blk, 'A', bs);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
-    memset(blk, 'B', bs);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_write_ab(name, blk, bs);
     srand(7);
     const size_t n = eng_tear_block1(name, blk, bs);
     if (torn) *torn = n;
-    f = eng_open(name, false, "lz4");
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 1, 'B', bs);
     return f;
 }
@@ -181,6 +208,28 @@ Test(engine, torn_frame_behind_new_frames_is_not_applied)
     eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(blk);
+}
+
+/* Flips a bit in the header (byte 40, inside its checksum's range) of the
+ * frame after the first n of name's data file. @return its offset;
+ * *dsize: the data file's size. */
+static uint64_t eng_damage_header(const char *name, int n, uint64_t *dsize)
+{
+    struct stat st;
+    const int fd = eng_data_open(name, &st);
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        struct cbfs_frame_hdr h;
+        cr_assert_eq(cbfs_frame_read_hdr(fd, off, (uint64_t)st.st_size, &h), CBFS_OK);
+        off += CBFS_FRAME_HDR_SIZE + h.plen;
+    }
+    unsigned char b;
+    cr_assert_eq(pread(fd, &b, 1, (off_t)off + 40), 1);
+    b ^= 1;
+    cr_assert_eq(pwrite(fd, &b, 1, (off_t)off + 40), 1);
+    close(fd);
+    if (dsize) *dsize = (uint64_t)st.st_size;
+    return off;
 }
 
 /* Loads name's data file with no sidecar (read-only: nothing written), as
@@ -313,43 +362,15 @@ Test(engine, rebuild_passes_whole_frames_a_crash_left_unloaded)
     const uint32_t bs = 64 << 10;
     unsigned char *blk = malloc(bs);
     cr_assert_not_null(blk);
-    struct cbfs_file *f = eng_open("ooo", true, "lz4");
-    memset(blk, 'A', bs);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
-    memset(blk, 'B', bs);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-
-    char p[128], q[160];
-    snprintf(p, sizeof p, "%s/ooo", eng_dir);
-    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    const int dfd = open(p, O_RDWR);
-    cr_assert(dfd >= 0);
-    struct stat st;
-    cr_assert_eq(fstat(dfd, &st), 0);
-    struct cbfs_frame_hdr h0, th;
-    cr_assert_eq(cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h0), CBFS_OK);
-    const struct cbfs_codec_ops *lz4;
-    cr_assert_eq(cbfs_codec_by_name("lz4", &lz4), CBFS_OK);
-    const size_t cap = cbfs_frame_bound(lz4, bs);
-    unsigned char *frame = malloc(cap);
-    cr_assert_not_null(frame);
-    size_t flen;
-    uint64_t at = (uint64_t)st.st_size;
+    eng_write_ab("ooo", blk, bs);
     memset(blk, 'C', bs); /* in flight: block 1, generation 3, its header lost */
-    cr_assert_eq(cbfs_frame_encode(lz4, 1, h0.file_id, 1, 3, blk, bs, frame, cap, &flen, &th),
-                 CBFS_OK);
-    memset(frame, 0, CBFS_FRAME_HDR_SIZE);
-    cr_assert_eq(pwrite(dfd, frame, flen, (off_t)at), (ssize_t)flen);
-    at += flen;
+    eng_append_frame("ooo", 1, 3, blk, bs, ENG_NO_HEADER);
     memset(blk, 'X', bs); /* in flight: block 0, generation 4, landed whole */
-    cr_assert_eq(cbfs_frame_encode(lz4, 1, h0.file_id, 0, 4, blk, bs, frame, cap, &flen, &th),
-                 CBFS_OK);
-    cr_assert_eq(pwrite(dfd, frame, flen, (off_t)at), (ssize_t)flen);
-    close(dfd);
-    free(frame);
+    eng_append_frame("ooo", 0, 4, blk, bs, ENG_WHOLE);
+    char q[160];
+    snprintf(q, sizeof q, "%s/ooo%s", eng_dir, CBFS_INDEX_SUFFIX);
 
-    f = eng_open("ooo", false, "lz4"); /* the restart */
+    struct cbfs_file *f = eng_open("ooo", false, "lz4"); /* the restart */
     eng_expect_block(f, 0, 'A', bs);
     eng_expect_block(f, 1, 'B', bs);
     memset(blk, 'D', bs);
@@ -389,27 +410,14 @@ Test(engine, rebuild_does_not_pass_a_damaged_header)
     char p[128], q[160];
     snprintf(p, sizeof p, "%s/hdr", eng_dir);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    const int fd = open(p, O_RDWR);
-    cr_assert(fd >= 0);
-    struct stat st;
-    cr_assert_eq(fstat(fd, &st), 0);
-    uint64_t off = 0;
-    for (int i = 0; i < 2; i++) {
-        struct cbfs_frame_hdr h;
-        cr_assert_eq(cbfs_frame_read_hdr(fd, off, (uint64_t)st.st_size, &h), CBFS_OK);
-        off += CBFS_FRAME_HDR_SIZE + h.plen;
-    }
-    unsigned char b;
-    cr_assert_eq(pread(fd, &b, 1, (off_t)off + 40), 1);
-    b ^= 1;
-    cr_assert_eq(pwrite(fd, &b, 1, (off_t)off + 40), 1);
-    close(fd);
+    uint64_t dsize;
+    const uint64_t off = eng_damage_header("hdr", 2, &dsize);
     cr_assert_eq(unlink(q), 0);
     struct cbfs_index_report rep;
     eng_rebuild_report("hdr", &rep);
     cr_assert_eq(rep.torn_bytes_skipped, 0);
     cr_assert(rep.tail_kept && rep.frames_unreachable);
-    cr_assert_eq(rep.data_tail_bytes, (uint64_t)st.st_size - off);
+    cr_assert_eq(rep.data_tail_bytes, dsize - off);
     /* The engine does not serve it (block 3 would be missing, the file two
      * blocks long). */
     const struct cbfs_codec_ops *lz4;
@@ -763,23 +771,7 @@ Test(engine, damaged_header_never_cuts_later_frames)
     struct cbfs_file *f = eng_open("dmg", true, "zstd");
     cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    /* Find block 3's frame by walking the headers, flip a byte inside it. */
-    char p[128];
-    snprintf(p, sizeof p, "%s/dmg", eng_dir);
-    int fd = open(p, O_RDWR);
-    uint64_t off = 0;
-    struct stat st;
-    fstat(fd, &st);
-    for (int i = 0; i < 3; i++) {
-        struct cbfs_frame_hdr h;
-        cr_assert_eq(cbfs_frame_read_hdr(fd, off, (uint64_t)st.st_size, &h), CBFS_OK);
-        off += CBFS_FRAME_HDR_SIZE + h.plen;
-    }
-    unsigned char b;
-    cr_assert_eq(pread(fd, &b, 1, (off_t)off + 40), 1);
-    b ^= 1;
-    cr_assert_eq(pwrite(fd, &b, 1, (off_t)off + 40), 1);
-    close(fd);
+    eng_damage_header("dmg", 3, NULL); /* block 3's frame */
 
     f = eng_open("dmg", false, "zstd"); /* writable open: repair mode */
     cr_assert_eq(cbfs_file_size(f), size, "the file must not look shorter");
