@@ -29,10 +29,12 @@
 #define CBFS_STORE_DIR ".cbfs"          /* in the store root only; see below */
 #define CBFS_STORE_CONF "store.conf"    /* inside CBFS_STORE_DIR */
 #define CBFS_STORE_LOCK "lock"          /* inside CBFS_STORE_DIR */
-/* Inside CBFS_STORE_DIR: the sidecar at a rename's target, moved out of the
- * way until the data file's rename is done (put back if it fails). A crash
- * in between leaves it: the index of the file the rename was replacing. */
-#define CBFS_STORE_ASIDE "rename-aside"
+/* Inside CBFS_STORE_DIR, this prefix and 16 hex digits: the sidecar at a
+ * rename's target, moved out of the way until the data file's rename is
+ * done (put back if it fails). A crash in between leaves it: the target's
+ * index as it was (the daemon warns of it at mount; OPERATIONS.md). */
+#define CBFS_STORE_ASIDE "rename-aside-"
+#define CBFS_STORE_ASIDE_MAX (sizeof CBFS_STORE_DIR "/" CBFS_STORE_ASIDE "0123456789abcdef")
 #define CBFS_STORE_CONF_VERSION 1u      /* newest store.conf format this cbfs reads */
 
 /* ---- layout (layout.c) ----
@@ -205,6 +207,11 @@ cbfs_err cbfs_store_sync_dir(int dirfd, const char *name);
  * @return CBFS_E_BUSY with *holder = the running daemon's pid (0 if unknown),
  * CBFS_E_ROFS if .cbfs/ does not exist and cannot be created, I/O errors. */
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder);
+
+/* How many files a crash mid-rename left in .cbfs/ (CBFS_STORE_ASIDE...),
+ * the first one's name in first (cap bytes, "" if none). After
+ * cbfs_store_lock; 0 where .cbfs/ cannot be read. */
+unsigned cbfs_store_asides(const struct cbfs_store *st, char *first, size_t cap);
 
 /* Rewrites the pid in the lock file (after a daemonizing fork). Best effort:
  * the pid only makes the "in use" message more useful. */

@@ -528,10 +528,12 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
             wrote_idx = true;
         }
     }
-    /* With no sidecar to record them, the rebuild's passes over torn writes
-     * are made again at every load, and a cut could change them (a frame
-     * reaching into the tail would no longer fit the file): nothing is cut. */
-    const bool passes_unrecorded = idx_fd < 0 && rep->torn_bytes_skipped;
+    /* A rebuild that passed over torn writes cuts nothing: until its sidecar
+     * is durable (never, with no sidecar; a crash can come between the two
+     * syncs below) the passes are made again at the next load, and a cut
+     * could change them (a frame reaching into the tail would no longer fit
+     * the file). The next repair, replaying the sidecar, cuts the tail. */
+    const bool passes_unrecorded = !have_hdr && rep->torn_bytes_skipped;
     if (rep->data_tail_bytes && !rep->tail_kept && !passes_unrecorded) {
         if (ftruncate(data_fd, (off_t)idx->data_end) != 0) return cbfs_err_from_errno(errno);
         rep->data_tail_bytes = 0;
@@ -718,12 +720,13 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
             bool unreachable = false;
             e = cbfs_load_past_torn(data_fd, dsize, end, fid, &rv, &st, &next, &skipped,
                                     &unreachable);
-            /* Counted only where the sidecar is gone. One that is there with
-             * no usable header belongs to a file whose first flush never
-             * completed (it makes the header durable): nothing of it was
-             * acknowledged, and its frames past a crash's damage are no more
-             * owed than any unflushed write. */
-            rp.frames_unreachable = unreachable && idx_fd < 0;
+            /* Not counted where the sidecar is there but shorter than its
+             * header: a file whose first flush never completed (it makes the
+             * header durable), so nothing of it was acknowledged, and its
+             * frames past a crash's damage are no more owed than any
+             * unflushed write. A sidecar that is gone, or whose header is
+             * there but damaged, says nothing of the kind. */
+            rp.frames_unreachable = unreachable && (idx_fd < 0 || isize >= CBFS_INDEX_REC_SIZE);
             if (e) goto fail;
             if (!next) break;
             rp.torn_bytes_skipped += skipped;

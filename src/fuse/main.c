@@ -198,6 +198,14 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
         return -1;
     }
 
+    char aside[NAME_MAX + 1];
+    const unsigned asides = cbfs_store_asides(st, aside, sizeof aside);
+    if (asides)
+        cbfs_log_warn("store %s: %s/%s%s: %u index file(s) a rename cut short by a crash "
+                      "moved aside; the file it was renaming over may have lost its sidecar "
+                      "(see \"A file the mount answers with EIO\" in OPERATIONS.md)",
+                      path, CBFS_STORE_DIR, aside, asides > 1 ? " and others" : "", asides);
+
     struct cbfs_store_conf conf;
     bool found;
     e = cbfs_store_read_conf(st, &conf, &found, msg, sizeof msg);

@@ -14,6 +14,7 @@
 #include "cbfs/format.h"
 #include "cbfs/log.h"
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 #include "fuse/channel.h"
 #include "fuse/export.h"
 #include "fuse/ops.h"
@@ -582,25 +583,36 @@ static void cbfs_rename_relocate(struct cbfs_fs *fs, const struct stat *st,
     cbfs_inode_unref(fs, inode, 1);
 }
 
-/* Where cbfs_sidecar_aside puts a sidecar, relative to the store root. One
- * place is enough: renames run one at a time (fs->names_lock). */
-static const char cbfs_sidecar_aside_path[] = CBFS_STORE_DIR "/" CBFS_STORE_ASIDE;
-
-/* Moves s's sidecar (if any) to cbfs_sidecar_aside_path; *aside says whether
- * it did. Where the store cannot take it there (s's directory on another
- * filesystem inside the store: EXDEV) it is removed instead, as before.
- * fs->names_lock held. @return 0 or errno. */
-static int cbfs_sidecar_aside(struct cbfs_fs *fs, const struct cbfs_rename_side *s, bool *aside)
+/* Moves s's sidecar (if any) out of the way, to a name of its own in the
+ * store's CBFS_STORE_DIR (path: CBFS_STORE_ASIDE_MAX bytes, set when *aside
+ * says it did; a fresh name each time, so that one a crash left is never
+ * overwritten). Where the store cannot take it there (s's directory on
+ * another filesystem inside the store: EXDEV), a plain source's target
+ * sidecar is removed instead, as before there was an aside, and a
+ * compressed source's is left for its own sidecar's rename to replace
+ * (*aside false either way). fs->names_lock held. @return 0 or errno. */
+static int cbfs_sidecar_aside(struct cbfs_fs *fs, const struct cbfs_rename_side *s,
+                              bool compressed_source, char *path, bool *aside)
 {
     cbfs_assert_held(&fs->names_lock);
     *aside = false;
-    if (renameat(s->fd, s->sc, fs->opt.store_fd, cbfs_sidecar_aside_path) == 0) {
+    snprintf(path, CBFS_STORE_ASIDE_MAX, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
+             (unsigned long long)cbfs_random64());
+    if (renameat(s->fd, s->sc, fs->opt.store_fd, path) == 0) {
         *aside = true;
         return 0;
     }
     if (errno == ENOENT) return 0;
     if (errno != EXDEV) return errno;
-    return cbfs_sidecar_remove(fs, s->fd, s->name, NULL);
+    if (compressed_source) return 0;
+    bool removed;
+    const int err = cbfs_sidecar_remove(fs, s->fd, s->name, &removed);
+    if (!err && removed)
+        cbfs_log_warn("'%s': its sidecar was removed, not moved aside (its directory is on "
+                      "another filesystem than the store's root): should the rename fail, "
+                      "it gets an index from its frames at its next open, if they prove one",
+                      s->name);
+    return err;
 }
 
 /* rename with both directories pinned, fs->names_lock held. @return 0 or errno. */
@@ -634,25 +646,26 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                          !(flags & RENAME_EXCHANGE) &&
                          !(b->exists && ((flags & RENAME_NOREPLACE) || S_ISDIR(b->st.st_mode)));
     bool aside = false;
-    if (clear_b && (err = cbfs_sidecar_aside(fs, b, &aside)) != 0) {
+    char aside_path[CBFS_STORE_ASIDE_MAX];
+    if (clear_b && (err = cbfs_sidecar_aside(fs, b, a->has_sc, aside_path, &aside)) != 0) {
         cbfs_log_err("rename '%s' -> '%s': cannot move the sidecar at the target aside: %s",
                      a->name, b->name, strerror(err));
         return err;
     }
     if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) {
         err = errno;
-        if (aside && renameat(fs->opt.store_fd, cbfs_sidecar_aside_path, b->fd, b->sc) == -1)
+        if (aside && renameat(fs->opt.store_fd, aside_path, b->fd, b->sc) == -1)
             cbfs_log_err("rename '%s' -> '%s' failed (%s), and the target's sidecar cannot be "
                          "put back from %s (%s): '%s' gets an index from its frames at its "
                          "next open, if they prove one; move it back by hand",
-                         a->name, b->name, strerror(err), cbfs_sidecar_aside_path,
-                         strerror(errno), b->name);
+                         a->name, b->name, strerror(err), aside_path, strerror(errno),
+                         b->name);
         return err;
     }
-    if (aside && unlinkat(fs->opt.store_fd, cbfs_sidecar_aside_path, 0) == -1)
-        cbfs_log_warn("rename '%s' -> '%s': cannot remove %s: %s (harmless: the next rename "
-                      "that needs it replaces it)",
-                      a->name, b->name, cbfs_sidecar_aside_path, strerror(errno));
+    if (aside && unlinkat(fs->opt.store_fd, aside_path, 0) == -1)
+        cbfs_log_warn("rename '%s' -> '%s': cannot remove %s, the replaced file's index: %s "
+                      "(safe to delete)",
+                      a->name, b->name, aside_path, strerror(errno));
     if (same) return 0;
     int r = 0;
     if (flags & RENAME_EXCHANGE) {

@@ -1,6 +1,7 @@
 /* The store's own metadata under STORE/.cbfs/: the one-daemon-per-store lock
  * and store.conf (version, uuid, first-mount defaults). Every access is
  * relative to the store root descriptor, so in-place mounts work. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -71,6 +72,25 @@ static pid_t cbfs_store_read_pid(int fd)
     const long v = strtol(buf, &end, 10);
     if (end == buf || v <= 0) return 0;
     return (pid_t)v;
+}
+
+unsigned cbfs_store_asides(const struct cbfs_store *st, char *first, size_t cap)
+{
+    if (cap) first[0] = '\0';
+    if (st->meta_fd < 0) return 0;
+    const int fd = openat(st->meta_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *const d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    unsigned n = 0;
+    for (const struct dirent *de; (de = readdir(d)) != NULL;) {
+        if (strncmp(de->d_name, CBFS_STORE_ASIDE, sizeof CBFS_STORE_ASIDE - 1) != 0) continue;
+        if (n++ == 0 && cap) snprintf(first, cap, "%s", de->d_name);
+    }
+    closedir(d);
+    return n;
 }
 
 void cbfs_store_set_pid(struct cbfs_store *st, pid_t pid)

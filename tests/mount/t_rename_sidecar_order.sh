@@ -9,7 +9,7 @@
 # after the target's sidecar went out of the way.
 . "$(dirname "$0")/lib.sh"
 
-cbfs_expect_log_errors 'the data file moved but its sidecar did not'
+cbfs_expect_log_errors 'the data file moved but its sidecar did not|a rename cut short by a crash'
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
 cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
@@ -41,5 +41,16 @@ mv -f "$mnt/c" "$mnt/b" 2>"$T/mv.err" && fail "mv over an immutable file succeed
 chattr -i "$store/b"
 cmp -s "$store/.cbfsidx/b" "$T/b.sc" || fail "b's sidecar was not put back after the failed rename"
 cmp -s "$mnt/c" "$T/a" || fail "c after the failed rename"
+cbfs_umount "$mnt"
+ls "$store/.cbfs" | grep -q rename-aside && fail "the moved-aside sidecar was left in .cbfs"
+
+# What a crash between moving the sidecar aside and the data file's rename leaves is
+# named at the next mount, and no later rename overwrites it.
+cp "$store/.cbfsidx/b" "$store/.cbfs/rename-aside-00000000000000aa"
+cbfs_mount "$store" "$mnt"
+grep -q "rename-aside-00000000000000aa: 1 index file(s) a rename cut short by a crash" \
+    "$(cbfs_log_of "$mnt")" || fail "no warning at mount of the file a crash left in .cbfs"
+cp "$T/a" "$mnt/d" && mv -f "$mnt/d" "$mnt/b" || fail "rename over b"
+cmp -s "$store/.cbfs/rename-aside-00000000000000aa" "$T/b.sc" || fail "the crash's file was overwritten"
 cbfs_umount "$mnt"
 pass

@@ -427,6 +427,17 @@ Test(engine, rebuild_does_not_pass_a_damaged_header)
     cr_assert(dfd >= 0);
     cbfs_err e = cbfs_file_open(eng, dfd, -1, false, false, lz4, 1, &g);
     cr_assert_eq(e, CBFS_E_UNREACHABLE, "open: %s", cbfs_err_str(e));
+    /* nor with a sidecar whose header is there but damaged (bit rot) */
+    int xfd = open(q, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    cr_assert(xfd >= 0);
+    unsigned char junk[CBFS_INDEX_REC_SIZE];
+    memset(junk, 0xA5, sizeof junk);
+    cr_assert_eq(pwrite(xfd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    const int dfd2 = open(p, O_RDONLY);
+    cr_assert(dfd2 >= 0);
+    e = cbfs_file_open(eng, dfd2, xfd, false, false, lz4, 1, &g);
+    cr_assert_eq(e, CBFS_E_UNREACHABLE, "open with a damaged sidecar header: %s", cbfs_err_str(e));
+    cr_assert_eq(truncate(q, 0), 0);
     /* A sidecar file that is there with no header is another case: the
      * file's first flush never completed (it makes the header durable), so
      * nothing of it was acknowledged, and the frames before the damage are
