@@ -53,4 +53,11 @@ grep -q "rename-aside-00000000000000aa: 1 index file(s) a rename cut short by a 
 cp "$T/a" "$mnt/d" && mv -f "$mnt/d" "$mnt/b" || fail "rename over b"
 cmp -s "$store/.cbfs/rename-aside-00000000000000aa" "$T/b.sc" || fail "the crash's file was overwritten"
 cbfs_umount "$mnt"
+cbfs_tool
+rc=0
+"$CBFS" fsck "$store" >"$T/fsck.out" 2>&1 || rc=$?
+# 4: the first part's orphan sidecar (.cbfsidx/a, the stand-in crash's), left for --repair
+check_eq 4 "$rc" "fsck exit status: $(cat "$T/fsck.out")"
+grep -q "rename-aside-00000000000000aa: 1 index file(s) a rename cut short" "$T/fsck.out" ||
+    fail "fsck does not name the file a crash left: $(cat "$T/fsck.out")"
 pass
