@@ -378,8 +378,9 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, u
         struct cbfs_frame_hdr h;
         unsigned char *buf = NULL;
         size_t cap = 0;
-        e = cbfs_frame_read_hdr(data_fd, last->offset, dsize, &h);
-        if (!e) e = cbfs_load_verify(data_fd, last->offset, &h, &buf, &cap);
+        e = cbfs_frame_read_hdr(data_fd, last->offset, dsize, &h); /* the walk read it */
+        if (e) goto cannot_tell;
+        e = cbfs_load_verify(data_fd, last->offset, &h, &buf, &cap);
         free(buf);
         if (cbfs_load_is_format_err(e)) {
             /* a frame superseded and punched, or rotten in place, was loaded
