@@ -529,13 +529,13 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
             wrote_idx = true;
         }
     }
-    /* A rebuild that passed over torn writes cuts nothing: until its sidecar
-     * is durable (never, with no sidecar; a crash can come between the two
-     * syncs below) the passes are made again at the next load, and a cut
-     * could change them (a frame reaching into the tail would no longer fit
-     * the file). The next repair, replaying the sidecar, cuts the tail. */
-    const bool passes_unrecorded = !have_hdr && rep->torn_bytes_skipped;
-    if (rep->data_tail_bytes && !rep->tail_kept && !passes_unrecorded) {
+    /* A rebuild that passed over torn writes cuts its tail only once the new
+     * sidecar is durable: until then the next load rebuilds again, and a cut
+     * could change what it passes over (a frame reaching into the tail would
+     * no longer fit the file). With no sidecar to write, it cuts nothing. */
+    const bool cut = rep->data_tail_bytes && !rep->tail_kept;
+    const bool cut_late = cut && !have_hdr && rep->torn_bytes_skipped;
+    if (cut && !cut_late) {
         if (ftruncate(data_fd, (off_t)idx->data_end) != 0) return cbfs_err_from_errno(errno);
         rep->data_tail_bytes = 0;
         wrote_data = true;
@@ -548,6 +548,12 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
     if ((wrote_data || (wrote_idx && rv->n)) && fdatasync(data_fd) != 0)
         return cbfs_err_from_errno(errno);
     if (wrote_idx && fdatasync(idx_fd) != 0) return cbfs_err_from_errno(errno);
+    if (cut_late && wrote_idx) {
+        if (ftruncate(data_fd, (off_t)idx->data_end) != 0 || fdatasync(data_fd) != 0)
+            return cbfs_err_from_errno(errno);
+        rep->data_tail_bytes = 0;
+        wrote_data = true;
+    }
     rep->repaired = wrote_idx || wrote_data;
     return CBFS_OK;
 }

@@ -198,14 +198,6 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
         return -1;
     }
 
-    char aside[NAME_MAX + 1];
-    const unsigned asides = cbfs_store_asides(st, aside, sizeof aside);
-    if (asides)
-        cbfs_log_warn("store %s: %s/%s%s: %u index file(s) a rename cut short by a crash "
-                      "moved aside; the file it was renaming over may have lost its sidecar "
-                      "(see \"A file the mount answers with EIO\" in OPERATIONS.md)",
-                      path, CBFS_STORE_DIR, aside, asides > 1 ? " and others" : "", asides);
-
     struct cbfs_store_conf conf;
     bool found;
     e = cbfs_store_read_conf(st, &conf, &found, msg, sizeof msg);
@@ -380,6 +372,15 @@ int main(int argc, char *argv[])
                                                             : CBFS_LOG_INFO);
 
     fuse_set_log_func(cbfs_main_fuse_log);
+
+    char aside[NAME_MAX + 1]; /* after the log's setup: a background daemon's goes to syslog */
+    const unsigned asides = cbfs_store_asides(st, aside, sizeof aside);
+    if (asides)
+        cbfs_log_warn("store %s: %s/%s%s: %u index file(s) a rename cut short by a crash "
+                      "moved aside; the file it was renaming over may have lost its sidecar "
+                      "(see \"A file the mount answers with EIO\" in OPERATIONS.md)",
+                      store_path, CBFS_STORE_DIR, aside, asides > 1 ? " and others" : "",
+                      asides);
 
     const struct cbfs_engine_config ecfg = {
         .block_size = o.set.block_size,

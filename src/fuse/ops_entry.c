@@ -596,9 +596,15 @@ static int cbfs_sidecar_aside(struct cbfs_fs *fs, const struct cbfs_rename_side 
 {
     cbfs_assert_held(&fs->names_lock);
     *aside = false;
-    snprintf(path, CBFS_STORE_ASIDE_MAX, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
-             (unsigned long long)cbfs_random64());
-    if (renameat(s->fd, s->sc, fs->opt.store_fd, path) == 0) {
+    int r;
+    do { /* never over another: one a crash left, in the 2^-64 case */
+        snprintf(path, CBFS_STORE_ASIDE_MAX, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
+                 (unsigned long long)cbfs_random64());
+        r = renameat2(s->fd, s->sc, fs->opt.store_fd, path, RENAME_NOREPLACE);
+        if (r == -1 && errno == EINVAL) /* a store filesystem without it */
+            r = renameat(s->fd, s->sc, fs->opt.store_fd, path);
+    } while (r == -1 && errno == EEXIST);
+    if (r == 0) {
         *aside = true;
         return 0;
     }

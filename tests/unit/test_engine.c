@@ -308,6 +308,50 @@ Test(engine, rebuild_drops_a_torn_frame_whose_length_fits)
     eng_rebuild_past_torn("lostbig", true);
 }
 
+/* A repair of such a file (cbfs fsck --repair, a writable open: both give
+ * the loader a new, empty sidecar) cuts a torn tail at the end in the same
+ * pass, after the new sidecar is durable: it left the tail for a second
+ * repair, and fsck said "NOT repaired" the first time. */
+Test(engine, rebuild_repair_cuts_a_torn_tail_in_one_pass)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    struct cbfs_file *f = eng_torn_file("cut", blk, bs, NULL);
+    memset(blk, 'D', bs);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    char p[128], q[160];
+    snprintf(p, sizeof p, "%s/cut", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    cr_assert_eq(unlink(q), 0);
+    cbfs_td_random(blk, bs, 77); /* a later crash: half a frame at the end */
+    eng_append_frame("cut", 2, 50, blk, bs, ENG_HALF);
+
+    const int dfd = open(p, O_RDWR);
+    const int ifd = open(q, O_RDWR | O_CREAT | O_EXCL, 0600);
+    cr_assert(dfd >= 0 && ifd >= 0);
+    const struct cbfs_bs_hint hint = {.size = bs};
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    cr_assert_eq(cbfs_index_load(dfd, ifd, true, &hint, &idx, &rep), CBFS_OK);
+    cbfs_index_free(&idx);
+    cr_assert(rep.sidecar_missing && rep.torn_bytes_skipped > 0 && rep.repaired);
+    cr_assert_eq(cbfs_index_load(dfd, ifd, false, &hint, &idx, &rep), CBFS_OK);
+    cr_assert(!rep.sidecar_missing);
+    cr_assert_eq(rep.data_tail_bytes, 0, "tail of %llu bytes left",
+                 (unsigned long long)rep.data_tail_bytes);
+    cr_assert_eq(cbfs_index_get(&idx, 0)->ulen, bs);
+    cbfs_index_free(&idx);
+    close(dfd);
+    close(ifd);
+    f = eng_open("cut", false, "lz4");
+    eng_expect_block(f, 0, 'D', bs);
+    eng_expect_block(f, 1, 'B', bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(blk);
+}
+
 /* A frame superseded after the crash and punched (its payload reads zeros)
  * does not decode either, but its writer loaded it: it counts. Block 1,
  * written random (so its frame is punched once rewritten), then torn; the
