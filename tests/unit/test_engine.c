@@ -168,6 +168,15 @@ static void eng_expect_block(struct cbfs_file *f, uint64_t b, int c, uint32_t bs
     free(got);
 }
 
+/* Opens name and checks that blocks 0 and 1 read as bs bytes of c0 and c1. */
+static void eng_expect_01(const char *name, int c0, int c1, uint32_t bs)
+{
+    struct cbfs_file *f = eng_open(name, false, "lz4");
+    eng_expect_block(f, 0, c0, bs);
+    eng_expect_block(f, 1, c1, bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+}
+
 /* Blocks 0 ('A') and 1 ('B') of bs bytes written and closed (fsync'd), then
  * torn as eng_tear_block1 (*torn: the bytes it appended, if torn is not
  * NULL); reopened, block 1 still reads 'B' (the tail is kept, not applied).
@@ -345,10 +354,7 @@ Test(engine, rebuild_repair_cuts_a_torn_tail_in_one_pass)
     cbfs_index_free(&idx);
     close(dfd);
     close(ifd);
-    f = eng_open("cut", false, "lz4");
-    eng_expect_block(f, 0, 'D', bs);
-    eng_expect_block(f, 1, 'B', bs);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_expect_01("cut", 'D', 'B', bs);
     free(blk);
 }
 
@@ -385,10 +391,7 @@ Test(engine, rebuild_counts_a_punched_frame_before_a_torn_write)
     struct cbfs_index_report rep;
     eng_rebuild_report("punch", &rep);
     cr_assert(rep.torn_bytes_skipped > 0);
-    f = eng_open("punch", false, "lz4");
-    eng_expect_block(f, 0, 'A', bs);
-    eng_expect_block(f, 1, 'C', bs);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_expect_01("punch", 'A', 'C', bs);
     free(blk);
 }
 
