@@ -169,7 +169,6 @@ struct cbfs_index {
     uint64_t nblocks;    /* entries in use: block numbers < nblocks */
     uint64_t cap;        /* allocated entries */
     struct cbfs_index_entry *v;
-    bool mapped;         /* v is an anonymous mapping, not malloc'd (cbfs_index_reserve) */
     uint64_t live_frames, live_bytes;   /* frames referenced by v (header + payload) */
     uint64_t dead_frames, dead_bytes;   /* superseded or truncated frames: garbage */
     /* Optional: called when a block frame becomes garbage (superseded or cut

@@ -171,13 +171,21 @@ static size_t cbfs_index_map_len(size_t bytes)
     return (bytes + page - 1) / page * page;
 }
 
+/* Tables only grow, so one of CBFS_INDEX_MAP_MIN bytes or more went through
+ * the mmap branch of cbfs_index_reserve and every smaller one is malloc's. */
+static bool cbfs_index_mapped(uint64_t cap)
+{
+    return cap * sizeof(struct cbfs_index_entry) >= CBFS_INDEX_MAP_MIN;
+}
+
 void cbfs_index_free(struct cbfs_index *idx)
 {
     if (!idx) return;
-    if (idx->mapped) munmap(idx->v, cbfs_index_map_len((size_t)idx->cap * sizeof *idx->v));
-    else free(idx->v);
+    if (cbfs_index_mapped(idx->cap))
+        munmap(idx->v, cbfs_index_map_len((size_t)idx->cap * sizeof *idx->v));
+    else
+        free(idx->v);
     idx->v = NULL;
-    idx->mapped = false;
     idx->cap = 0;
     idx->nblocks = 0;
 }
@@ -195,7 +203,7 @@ cbfs_err cbfs_index_reserve(struct cbfs_index *idx, uint64_t n)
         v = realloc(idx->v, bytes);
         if (!v) return CBFS_E_NOMEM;
         memset((char *)v + old, 0, bytes - old);
-    } else if (idx->mapped) { /* the pages past the old length come zeroed */
+    } else if (cbfs_index_mapped(idx->cap)) { /* the pages past the old length come zeroed */
         void *const p = mremap(idx->v, cbfs_index_map_len(old), cbfs_index_map_len(bytes),
                                MREMAP_MAYMOVE);
         if (p == MAP_FAILED) return CBFS_E_NOMEM;
@@ -207,7 +215,6 @@ cbfs_err cbfs_index_reserve(struct cbfs_index *idx, uint64_t n)
         if (old) memcpy(p, idx->v, old);
         free(idx->v);
         v = p;
-        idx->mapped = true;
     }
     idx->v = v;
     idx->cap = cap;

@@ -207,15 +207,14 @@ static cbfs_err cbfs_load_find_magic(int data_fd, uint64_t from, uint64_t to,
     return CBFS_OK;
 }
 
-/* What cbfs_load_is_frame_of looks for: a frame header of file_id; at and
- * generation say where the one taken is and its generation. With
- * take_newer, a header of a newer format version is taken too (newer set):
- * its frame's file id cannot be read. */
+/* What cbfs_load_is_frame_of looks for: a frame header of file_id; at says
+ * where the one taken is. With take_newer, a header of a newer format
+ * version is taken too (newer set): its frame's file id cannot be read. */
 struct cbfs_load_frame_of {
     int data_fd;
     uint64_t dsize, file_id;
     bool take_newer, newer;
-    uint64_t at, generation;
+    uint64_t at;
 };
 
 static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
@@ -225,10 +224,7 @@ static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
     const cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
     *take = e == CBFS_OK && h.file_id == w->file_id;
     if (e == CBFS_E_VERSION && w->take_newer) *take = w->newer = true;
-    if (*take) {
-        w->at = at;
-        w->generation = h.generation;
-    }
+    if (*take) w->at = at;
     return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
 }
 
@@ -410,9 +406,9 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, u
         bool found;
         e = cbfs_load_find_magic(data_fd, pos, to, cbfs_load_is_frame_of, &w, &found);
         if (e) goto cannot_tell;
-        if (w.newer) *unreachable = true; /* a newer writer's frame: cannot be read here */
-        if (!found || w.newer) return CBFS_OK;
-        *unreachable = true; /* a frame of the file lies past the stop (until passed) */
+        if (!found) return CBFS_OK;
+        *unreachable = true; /* a frame of the file, or a newer writer's, lies past the stop */
+        if (w.newer) return CBFS_OK; /* cannot be read here */
         budget -= w.at - pos;
         e = cbfs_frame_walk(data_fd, dsize, w.at, cbfs_load_restart_one, &r, &pos);
         if (e) goto cannot_tell; /* I/O; a newer writer's frame (CBFS_E_VERSION) */

@@ -1472,3 +1472,30 @@ Test(stock, check_raw_and_bare_hole)
         sf_expect(&sf, want[k]);
     }
 }
+
+/* The block table grows through malloc, then its own mapping (from 1 MiB),
+ * then mremap: entries written at each size survive every move, and the new
+ * ones read as never written (generation 0). */
+Test(format, index_table_grows_across_the_mapping)
+{
+    struct cbfs_index idx;
+    cbfs_index_init(&idx, 65536, 1);
+    const uint64_t ns[] = {100, 20000, 40000, 1u << 20, CBFS_MAX_BLOCKS};
+    const size_t n = sizeof ns / sizeof ns[0];
+    for (size_t k = 0; k < n; k++) {
+        cr_assert_eq(cbfs_index_reserve(&idx, ns[k]), CBFS_OK, "reserve %llu",
+                     (unsigned long long)ns[k]);
+        cr_assert_geq(idx.cap, ns[k]);
+        idx.v[ns[k] - 1].generation = ns[k];
+    }
+    for (size_t k = 0; k < n; k++)
+        cr_assert_eq(idx.v[ns[k] - 1].generation, ns[k], "entry %llu lost",
+                     (unsigned long long)(ns[k] - 1));
+    for (uint64_t b = 0; b < idx.cap; b += 4099) {
+        bool set = false;
+        for (size_t k = 0; k < n; k++) set |= b == ns[k] - 1;
+        if (!set) cr_assert_eq(idx.v[b].generation, 0, "entry %llu", (unsigned long long)b);
+    }
+    cbfs_index_free(&idx);
+    cr_assert_null(idx.v);
+}
