@@ -208,10 +208,11 @@ cbfs_err cbfs_store_sync_dir(int dirfd, const char *name);
  * CBFS_E_ROFS if .cbfs/ does not exist and cannot be created, I/O errors. */
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder);
 
-/* How many files a crash mid-rename left in .cbfs/ (CBFS_STORE_ASIDE...),
- * the first one's name in first (cap bytes, "" if none). After
- * cbfs_store_lock; 0 where .cbfs/ cannot be read. */
-unsigned cbfs_store_asides(const struct cbfs_store *st, char *first, size_t cap);
+/* Whether a crash mid-rename left files in .cbfs/ (CBFS_STORE_ASIDE...):
+ * if so, msg (cap bytes) says which and where to read what to do, for the
+ * daemon's log and fsck alike (path: the store's, as the user gave it).
+ * After cbfs_store_lock; false where .cbfs/ cannot be read. */
+bool cbfs_store_asides(const struct cbfs_store *st, const char *path, char *msg, size_t cap);
 
 /* Rewrites the pid in the lock file (after a daemonizing fork). Best effort:
  * the pid only makes the "in use" message more useful. */

@@ -373,14 +373,8 @@ int main(int argc, char *argv[])
 
     fuse_set_log_func(cbfs_main_fuse_log);
 
-    char aside[NAME_MAX + 1]; /* after the log's setup: a background daemon's goes to syslog */
-    const unsigned asides = cbfs_store_asides(st, aside, sizeof aside);
-    if (asides)
-        cbfs_log_warn("store %s: %s/%s%s: %u index file(s) a rename cut short by a crash "
-                      "moved aside; the file it was renaming over may have lost its sidecar "
-                      "(see \"A file the mount answers with EIO\" in OPERATIONS.md)",
-                      store_path, CBFS_STORE_DIR, aside, asides > 1 ? " and others" : "",
-                      asides);
+    char aside[PATH_MAX + 512]; /* after the log's setup: a background daemon's goes to syslog */
+    if (cbfs_store_asides(st, store_path, aside, sizeof aside)) cbfs_log_warn("%s", aside);
 
     const struct cbfs_engine_config ecfg = {
         .block_size = o.set.block_size,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,23 +75,29 @@ static pid_t cbfs_store_read_pid(int fd)
     return (pid_t)v;
 }
 
-unsigned cbfs_store_asides(const struct cbfs_store *st, char *first, size_t cap)
+bool cbfs_store_asides(const struct cbfs_store *st, const char *path, char *msg, size_t cap)
 {
-    if (cap) first[0] = '\0';
-    if (st->meta_fd < 0) return 0;
+    if (st->meta_fd < 0) return false;
     const int fd = openat(st->meta_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *const d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0) close(fd);
-        return 0;
+        return false;
     }
+    char first[NAME_MAX + 1] = "";
     unsigned n = 0;
     for (const struct dirent *de; (de = readdir(d)) != NULL;) {
         if (strncmp(de->d_name, CBFS_STORE_ASIDE, sizeof CBFS_STORE_ASIDE - 1) != 0) continue;
-        if (n++ == 0 && cap) snprintf(first, cap, "%s", de->d_name);
+        if (n++ == 0) snprintf(first, sizeof first, "%s", de->d_name);
     }
     closedir(d);
-    return n;
+    if (n)
+        snprintf(msg, cap,
+                 "%s/%s/%s%s: %u index file(s) a rename cut short by a crash moved aside; the "
+                 "file it was renaming over may have lost its sidecar (see \"A file the mount "
+                 "answers with EIO\" in OPERATIONS.md)",
+                 path, CBFS_STORE_DIR, first, n > 1 ? " and others" : "", n);
+    return n > 0;
 }
 
 void cbfs_store_set_pid(struct cbfs_store *st, pid_t pid)

@@ -306,12 +306,8 @@ int tool_fsck_main(int argc, char **argv)
     }
     tool_walk(&loc, "fsck", tool_fsck_one, &f, &f.errors);
     cbfs_pool_destroy(f.pool);
-    char aside[NAME_MAX + 1];
-    const unsigned asides = cbfs_store_asides(st, aside, sizeof aside);
-    if (asides) /* not a problem of any file: the file it came from is checked above */
-        printf("%s/%s/%s%s: %u index file(s) a rename cut short by a crash moved aside: "
-               "see \"A file the mount answers with EIO\" in OPERATIONS.md\n",
-               path, CBFS_STORE_DIR, aside, asides > 1 ? " and others" : "", asides);
+    char aside[PATH_MAX + 512]; /* no problem of a file: the file it came from is checked */
+    if (cbfs_store_asides(st, path, aside, sizeof aside)) printf("%s\n", aside);
     if (tool_loc_not_cbfs(&loc, "fsck", f.cbfs_files)) goto out;
     printf("fsck %s: %" PRIu64 " file(s), %" PRIu64 " problem(s), %" PRIu64 " repaired, %" PRIu64
            " left uncorrected%s\n",
