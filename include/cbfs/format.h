@@ -49,6 +49,7 @@ static inline bool cbfs_size_fits(uint64_t size, uint32_t bs)
 }
 
 #define CBFS_SKIPPABLE_MAGIC 0x184D2A5Cu /* zstd/lz4 skippable frame, nibble C */
+#define CBFS_SKIPPABLE_CONTENT (CBFS_FRAME_HDR_SIZE - 8) /* its size field: the rest */
 #define CBFS_FRAME_MAGIC 0x52464243u     /* "CBFR" little-endian */
 #define CBFS_INDEX_MAGIC 0x58494243u     /* "CBIX" little-endian */
 

@@ -652,15 +652,14 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
     cbfs_assert_held(&f->lock);
     assert(f->committing && n <= 2);
     struct cbfs_index_rec r[2];
-    /* as the batch: the table grows before the frames are stored */
-    for (size_t i = 0; i < n; i++) {
-        if (p[i].h.flags & CBFS_FRAME_SIZE) continue;
-        const cbfs_err e = cbfs_index_reserve(&f->idx, p[i].h.block + 1);
-        if (e) return e;
-    }
+    /* Applying the records below cannot fail for memory (as in the batch,
+     * the table must hold a block before its frame is stored): the only
+     * block frame here rewrites a block that has an entry. */
+    for (size_t i = 0; i < n; i++)
+        assert((p[i].h.flags & CBFS_FRAME_SIZE) || p[i].h.block < f->idx.cap);
     const uint64_t start = f->append_off;
     cbfs_err e = CBFS_OK;
-    for (size_t i = 0; i < n && !e; i++) {
+    for (size_t i = 0; i < n; i++) {
         e = cbfs_pwrite_full(f->data_fd, p[i].frame, p[i].len, f->append_off);
         if (e) break;
         cbfs_index_rec_from_frame(&p[i].h, f->append_off, &r[i]);

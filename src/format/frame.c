@@ -26,9 +26,6 @@ enum {
     FH_CHECKSUM = 56
 };
 
-/* The skippable frame's content size: everything after its 8-byte prefix. */
-#define CBFS_SKIPPABLE_CONTENT (CBFS_FRAME_HDR_SIZE - 8)
-
 void cbfs_frame_hdr_encode(const struct cbfs_frame_hdr *h, uint8_t out[CBFS_FRAME_HDR_SIZE])
 {
     memset(out, 0, CBFS_FRAME_HDR_SIZE);

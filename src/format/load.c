@@ -172,8 +172,14 @@ static cbfs_err cbfs_load_verify(int data_fd, uint64_t off, const struct cbfs_fr
     return e;
 }
 
-/* The first 8 bytes of every frame (skippable magic, size 56). */
-static const uint8_t cbfs_load_magic[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
+/* The first 8 bytes of every frame: the skippable magic and its content
+ * size, little-endian (what cbfs_frame_is_envelope checks first). */
+#define CBFS_LOAD_LE32(v) \
+    (uint8_t)((v) & 0xFF), (uint8_t)(((v) >> 8) & 0xFF), (uint8_t)(((v) >> 16) & 0xFF), \
+        (uint8_t)(((v) >> 24) & 0xFF)
+static const uint8_t cbfs_load_magic[8] = {CBFS_LOAD_LE32(CBFS_SKIPPABLE_MAGIC),
+                                           CBFS_LOAD_LE32(CBFS_SKIPPABLE_CONTENT)};
+#undef CBFS_LOAD_LE32
 
 /* Looks for the frame magic in (from, to): from itself is skipped, a frame
  * there starts with it. Each place found is offered to accept (NULL: any
