@@ -36,7 +36,7 @@ static struct cbfs_file *st_open(const char *name, bool create)
     snprintf(p, sizeof p, "%s/%s", st_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
     struct cbfs_file *f = NULL;
-    if (cbfs_te_open(st_eng, p, q, create, "lz4", 1, NULL, &f)) return NULL;
+    if (cbfs_te_open(st_eng, p, q, create, "lz4:1", NULL, &f)) return NULL;
     cbfs_file_set_name(f, name);
     return f;
 }

@@ -47,7 +47,7 @@ static struct cbfs_file *eng_open_paths(const char *p, const char *q, bool creat
                                         const char *codec_name, int *ifd)
 {
     struct cbfs_file *f;
-    const cbfs_err e = cbfs_te_open(eng, p, q, create, codec_name, CBFS_TE_DEFAULT_LEVEL, ifd, &f);
+    const cbfs_err e = cbfs_te_open(eng, p, q, create, codec_name, ifd, &f);
     cr_assert_eq(e, CBFS_OK, "open %s: %s", p, cbfs_err_str(e));
     return f;
 }
@@ -489,7 +489,7 @@ Test(engine, rebuild_does_not_pass_a_damaged_header)
      * file's first flush never completed (it makes the header durable), so
      * nothing of it was acknowledged, and the frames before the damage are
      * served as after any crash, the sidecar repaired from them. */
-    e = cbfs_te_open(eng, p, q, false, "lz4", CBFS_TE_DEFAULT_LEVEL, NULL, &g);
+    e = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
     cr_assert_eq(e, CBFS_OK, "open with an empty sidecar: %s", cbfs_err_str(e));
     cr_assert_eq(cbfs_file_size(g), 2 * bs);
     cr_assert_eq(cbfs_file_close(g), CBFS_OK);

@@ -63,7 +63,7 @@ static struct cbfs_file *race_open(const char *name, bool create)
     snprintf(p, sizeof p, "%s/%s", race_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
     struct cbfs_file *f;
-    cr_assert_eq(cbfs_te_open(race_eng, p, q, create, "zstd", 1, NULL, &f), CBFS_OK);
+    cr_assert_eq(cbfs_te_open(race_eng, p, q, create, "zstd:1", NULL, &f), CBFS_OK);
     cbfs_file_set_name(f, name);
     return f;
 }

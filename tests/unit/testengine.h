@@ -12,17 +12,17 @@
 #include "cbfs/engine.h"
 
 /* Opens (create: makes) the data file at p and the sidecar at q as one
- * engine file of eng, writing new blocks with codec_name at level (the
- * codec's default when level is CBFS_TE_DEFAULT_LEVEL). *ifd (if not NULL)
- * gets the sidecar's fd, which the file owns. @return CBFS_OK, CBFS_E_IO if
- * a file would not open, or what cbfs_file_open returned. */
-#define CBFS_TE_DEFAULT_LEVEL (-1000)
+ * engine file of eng, writing new blocks as spec says ("zstd", "lz4:1": a
+ * codec spec, cbfs_codec_parse). *ifd (if not NULL) gets the sidecar's fd,
+ * which the file owns. @return CBFS_OK, CBFS_E_IO if a file would not open,
+ * or what cbfs_codec_parse or cbfs_file_open returned. */
 static inline cbfs_err cbfs_te_open(struct cbfs_engine *eng, const char *p, const char *q,
-                                    bool create, const char *codec_name, int level, int *ifd,
+                                    bool create, const char *spec, int *ifd,
                                     struct cbfs_file **out)
 {
     const struct cbfs_codec_ops *codec;
-    cbfs_err e = cbfs_codec_by_name(codec_name, &codec);
+    int level;
+    cbfs_err e = cbfs_codec_parse(spec, &codec, &level, NULL, 0);
     if (e) return e;
     const int dfd = open(p, O_RDWR | O_CREAT, 0644), xfd = open(q, O_RDWR | O_CREAT, 0644);
     if (dfd < 0 || xfd < 0) {
@@ -31,8 +31,7 @@ static inline cbfs_err cbfs_te_open(struct cbfs_engine *eng, const char *p, cons
         return CBFS_E_IO;
     }
     if (ifd) *ifd = xfd;
-    return cbfs_file_open(eng, dfd, xfd, create, true, codec,
-                          level == CBFS_TE_DEFAULT_LEVEL ? codec->default_level : level, out);
+    return cbfs_file_open(eng, dfd, xfd, create, true, codec, level, out);
 }
 
 #endif
