@@ -251,16 +251,14 @@ static cbfs_err cbfs_store_scan(char *text, struct cbfs_store_raw *raw, char *ms
 static cbfs_err cbfs_store_parse_version(const char *key, const char *val, unsigned newest,
                                          unsigned *out, char *msg, size_t cap)
 {
-    char *end;
-    errno = 0;
-    const unsigned long v = strtoul(val, &end, 10);
-    if (errno || end == val || *end || val[0] == '-') {
+    long v;
+    if (!cbfs_parse_long(val, 0, LONG_MAX, &v)) {
         snprintf(msg, cap, "%s '%s' is not a number", key, val);
         return CBFS_E_INVAL;
     }
-    if (v > newest) {
+    if ((unsigned long)v > newest) {
         snprintf(msg, cap,
-                 "%s %lu is newer than this cbfs understands (%u); "
+                 "%s %ld is newer than this cbfs understands (%u); "
                  "upgrade cbfs to mount this store",
                  key, v, newest);
         return CBFS_E_VERSION;

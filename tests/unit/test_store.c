@@ -505,6 +505,7 @@ Test(store_meta, conf_refusals, .init = st_setup, .fini = st_teardown)
     } cases[] = {
         {"codec=none\n", CBFS_E_INVAL, "format_version"},
         {"format_version=x\n", CBFS_E_INVAL, "format_version"},
+        {"format_version=+1\n", CBFS_E_INVAL, "format_version"}, /* strtoul took it */
         {"format_version=0\n", CBFS_E_INVAL, "format_version"},
         {"format_version=2\n", CBFS_E_VERSION, "upgrade"},
         {"format_version=1\njunk\n", CBFS_E_INVAL, "key=value"},
