@@ -141,7 +141,9 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
             struct cbfs_wjob *j = batch[i];
             if (j->stored) {
                 /* reserved above: only a record the loader would call
-                 * corrupt could fail here, and then the block is not stored */
+                 * corrupt could fail here, and then the write fails (its
+                 * frame and record are on disk, but neither this table nor
+                 * the next open's replay takes them) */
                 const cbfs_err ae = cbfs_index_apply(&f->idx, &recs[r++]);
                 if (ae && !j->err) j->err = ae;
                 CBFS_STAT_ADD(eng, st_physical_written, j->frame_len);
