@@ -216,9 +216,10 @@ struct cbfs_index_report {
     bool repaired;            /* sidecar/data were rewritten (repair mode) */
     uint64_t torn_bytes_skipped; /* rebuild: bytes of writes torn by a crash, with a later
                                     writer's frames behind them, passed over (3.3) */
-    bool frames_unreachable;     /* rebuild with no sidecar file: frames of the file lie
-                                    past damage it cannot pass (3.3); nothing is repaired,
-                                    the daemon serves no such file */
+    bool frames_unreachable;     /* rebuild with no sidecar file: frames of the file, or
+                                    bytes more than its search reads, lie past damage it
+                                    cannot pass (3.3); nothing is repaired, the daemon
+                                    serves no such file */
 };
 
 /* What a caller knows about the block size of a file whose index has to be

@@ -327,10 +327,25 @@ static cbfs_err cbfs_load_restart_one(void *arg, uint64_t off, const struct cbfs
 #define CBFS_LOAD_RESYNC_MAX 1024
 
 /* The bytes a search for frames past damage reads at most (tails kept
- * unscanned beyond it, 3.2 of docs/FORMAT.md). Finding nothing within it
- * is what a crash's long stretch of zeros looks like: the frames end there,
- * and nothing is counted unreachable. */
+ * unscanned beyond it, 3.2 of docs/FORMAT.md); what lies beyond, unread,
+ * counts as unreachable unless it is a hole (cbfs_load_data_after). */
 #define CBFS_LOAD_SCAN_MAX (64ull << 20)
+
+/* The search for frames past damage gave up at `to`, short of the data's
+ * end, having found none. A crash's stretch of zeros (a size made durable
+ * before the pages: XFS, ext4 data=writeback) is a hole or unwritten
+ * extents, which SEEK_DATA passes: with no data after `to` the frames end at
+ * the damage. Anything else there (on a filesystem without SEEK_DATA, all of
+ * it) is bytes the search did not read, where frames of the file may lie:
+ * *unreachable, as for frames seen past the stop. */
+static cbfs_err cbfs_load_data_after(int data_fd, uint64_t to, bool *unreachable)
+{
+    if (lseek(data_fd, (off_t)to, SEEK_DATA) != (off_t)-1)
+        *unreachable = true;
+    else if (errno != ENXIO)
+        return cbfs_err_from_errno(errno);
+    return CBFS_OK;
+}
 
 /* Where the rebuild's passes over torn writes stand: the highest generation
  * among rv->v[0, upto), and how many passes were made. */
@@ -346,9 +361,11 @@ struct cbfs_load_resync {
  * first of those, *skipped the bytes passed over, and a torn frame the walk
  * took (the last one, if it does not decode and its length reaches over a
  * later frame of the file) is dropped from rv; otherwise *next is 0: damage,
- * or nothing can be told (I/O errors included), and the frames end at end;
- * *unreachable then says whether a frame of the file (or of a newer format)
- * was seen past them.
+ * and the frames end at end; *unreachable then says whether a frame of the
+ * file (or of a newer format) was seen past them, or bytes the search did not
+ * read lie there. Where nothing can be told (I/O, memory, a codec not built
+ * in for the frame the walk ended on) the error is returned: the load fails
+ * rather than serve, or write a sidecar of, the frames before the stop.
  *
  * The proof is in the generations. A writer appends its frames in
  * generation order, and one that opens the file goes on at one past the
@@ -381,7 +398,7 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, u
         unsigned char *buf = NULL;
         size_t cap = 0;
         e = cbfs_frame_read_hdr(data_fd, last->offset, dsize, &h); /* the walk read it */
-        if (e) goto cannot_tell;
+        if (e) return e;
         e = cbfs_load_verify(data_fd, last->offset, &h, &buf, &cap);
         free(buf);
         if (cbfs_load_is_format_err(e)) {
@@ -389,13 +406,13 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, u
              * by its writer and counts; only a torn one does not */
             bool torn;
             e = cbfs_load_overlaps_frame(data_fd, last->offset, &h, dsize, file_id, &torn);
-            if (e) goto cannot_tell;
+            if (e) return e;
             if (torn) {
                 keep--;
                 from = last->offset;
             }
         } else if (e) {
-            goto cannot_tell; /* a codec not built in, I/O, memory */
+            return e; /* a codec not built in, I/O, memory: whether it is torn is not known */
         }
     }
     for (; st->upto < keep; st->upto++)
@@ -411,13 +428,14 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, u
         const uint64_t to = dsize - pos > budget ? pos + budget : dsize;
         bool found;
         e = cbfs_load_find_magic(data_fd, pos, to, cbfs_load_is_frame_of, &w, &found);
-        if (e) goto cannot_tell;
-        if (!found) return CBFS_OK;
+        if (e) return e;
+        if (!found) return to < dsize ? cbfs_load_data_after(data_fd, to, unreachable) : CBFS_OK;
         *unreachable = true; /* a frame of the file, or a newer writer's, lies past the stop */
         if (w.newer) return CBFS_OK; /* cannot be read here */
         budget -= w.at - pos;
         e = cbfs_frame_walk(data_fd, dsize, w.at, cbfs_load_restart_one, &r, &pos);
-        if (e) goto cannot_tell; /* I/O; a newer writer's frame (CBFS_E_VERSION) */
+        if (e == CBFS_E_VERSION) return CBFS_OK; /* a newer writer's frame: unreachable */
+        if (e) return e;
         if (pos >= dsize) break;
     }
     if (!r.found || r.generation != gen + 1) return CBFS_OK;
@@ -427,8 +445,6 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, u
     *next = r.at;
     *skipped = r.at - good_end;
     return CBFS_OK;
-cannot_tell:
-    return e == CBFS_E_NOMEM ? e : CBFS_OK;
 }
 
 /* Applies scanned records in order; stops (keeping what was applied) at the

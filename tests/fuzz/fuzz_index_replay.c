@@ -41,7 +41,7 @@ static const struct cbfs_bs_hint cbfs_fuzz_hint = {.size = 4096};
 static int cbfs_fuzz_load_err_ok(cbfs_err e)
 {
     return e == CBFS_E_VERSION || e == CBFS_E_WRONG_FILE || e == CBFS_E_BAD_MAGIC ||
-           e == CBFS_E_BLOCK_SIZE || e == CBFS_E_NOMEM;
+           e == CBFS_E_BLOCK_SIZE || e == CBFS_E_NOMEM || e == CBFS_E_CODEC_MISSING;
 }
 
 /* Reads every block of a loaded table back; checks the table's invariants. */

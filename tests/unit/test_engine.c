@@ -500,6 +500,64 @@ Test(engine, rebuild_does_not_pass_a_damaged_header)
     free(data);
 }
 
+/* Blocks 0 and 1 of name written and closed, then the data file grown by a
+ * hole longer than the rebuild's search reads past damage (64 MiB), then,
+ * with behind_it, a whole frame of block 2 at the next generation; the
+ * sidecar lost. */
+static void eng_far_frame(const char *name, unsigned char *blk, uint32_t bs, bool behind_it)
+{
+    eng_write_ab(name, blk, bs);
+    struct stat st;
+    const int fd = eng_data_open(name, &st);
+    cr_assert_eq(ftruncate(fd, st.st_size + (65 << 20)), 0);
+    close(fd);
+    if (behind_it) {
+        memset(blk, 'C', bs);
+        eng_append_frame(name, 2, 3, blk, bs, ENG_WHOLE);
+    }
+    char q[160];
+    snprintf(q, sizeof q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
+    cr_assert_eq(unlink(q), 0);
+}
+
+/* The search for frames past the stop reads 64 MiB at most. Finding none
+ * there, the rebuild ended the frames at the stop and served blocks 0 and 1
+ * as the whole file, though a frame of it lies further on (had the search
+ * reached it, its generation would have let the rebuild pass): bytes not
+ * searched are not vouched for. A hole to the end, what a crash that made a
+ * size durable before its pages leaves, is nothing: served as before. */
+Test(engine, rebuild_does_not_vouch_for_bytes_it_did_not_search)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    eng_far_frame("far", blk, bs, true);
+    char p[128];
+    snprintf(p, sizeof p, "%s/far", eng_dir);
+    const int dfd = open(p, O_RDONLY);
+    cr_assert(dfd >= 0);
+    const struct cbfs_bs_hint hint = {.size = bs};
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    cr_assert_eq(cbfs_index_load(dfd, -1, false, &hint, &idx, &rep), CBFS_OK);
+    cbfs_index_free(&idx);
+    cr_assert(rep.frames_unreachable, "bytes past 64 MiB of search vouched for");
+    const struct cbfs_codec_ops *lz4;
+    cr_assert_eq(cbfs_codec_by_name("lz4", &lz4), CBFS_OK);
+    struct cbfs_file *f = NULL;
+    const cbfs_err e = cbfs_file_open(eng, dfd, -1, false, false, lz4, 1, &f); /* owns dfd */
+    cr_assert_eq(e, CBFS_E_UNREACHABLE, "open: %s", cbfs_err_str(e));
+
+    eng_far_frame("hole", blk, bs, false);
+    eng_rebuild_report("hole", &rep);
+    cr_assert(!rep.frames_unreachable && rep.tail_kept);
+    f = eng_open("hole", false, "lz4");
+    cr_assert_eq(cbfs_file_size(f), 2ull * bs);
+    eng_expect_block(f, 1, 'B', bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(blk);
+}
+
 /* The other side of that check: a frame past the sidecar's end (its record
  * lost with the sidecar's tail) that is damaged in place, not torn, is still
  * applied, so its block reads as damage, not as an older version or as
