@@ -131,12 +131,14 @@ cbfs_err cbfs_codec_parse(const char *spec, const struct cbfs_codec_ops **codec,
         return CBFS_OK;
     }
 
-    /* Strict integer after the colon: no blanks, no trailing junk. */
+    /* Strict integer after the colon: digits, '-' first only; no blanks, no
+     * '+', no trailing junk (strtol would take " 3" and "+3"). */
     const char *const num = colon + 1;
     char *end = NULL;
     errno = 0;
     const long v = strtol(num, &end, 10);
-    if (*num == '\0' || isspace((unsigned char)*num) || *end != '\0') {
+    const char *const digits = *num == '-' ? num + 1 : num;
+    if (!isdigit((unsigned char)*digits) || *end != '\0') {
         codec_msg(msg, msg_cap,
                   "malformed codec spec '%s': expected NAME or NAME:LEVEL with LEVEL an "
                   "integer in %d..%d",

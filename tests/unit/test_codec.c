@@ -451,7 +451,7 @@ Test(codec, parse_errors)
                  CBFS_E_CODEC_LEVEL);
     cr_assert(strstr(msg, "(1..19)") != NULL, "%s", msg);
     static const char *const malformed[] = {"zstd:", "zstd:x", "zstd:3x", "zstd: 3", "zstd:3:4",
-                                            "zstd:3 "};
+                                            "zstd:3 ", "zstd:+3", "zstd:-", "zstd:- 3"};
     for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
         msg[0] = '\0';
         cr_assert_eq(cbfs_codec_parse(malformed[i], &c, &level, msg, sizeof msg), CBFS_E_INVAL,
