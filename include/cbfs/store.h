@@ -135,6 +135,13 @@ cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd);
  * CBFS_E_NOTDIR, ...). */
 cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name);
 
+/* The part of cbfs_store_rmdir that a rename over a directory needs too:
+ * if directory name in dirfd lists as empty through the mount (only
+ * sidecars whose data files are gone, as above), removes them, leaving it
+ * empty in the store. @return CBFS_OK, CBFS_E_NOTEMPTY if it holds
+ * anything else, or an I/O error. */
+cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name);
+
 /* Writes the sidecar name of data file name (name + CBFS_INDEX_SUFFIX) into
  * buf: layout 1's name. @return CBFS_E_NAMETOOLONG if name is longer than
  * CBFS_STORE_NAME_MAX or the result does not fit cap (nothing written then). */

@@ -621,6 +621,23 @@ static int cbfs_sidecar_aside(struct cbfs_fs *fs, const struct cbfs_rename_side 
     return err;
 }
 
+/* Removes a leftover sidecar at s's name if s is there and not a regular
+ * file (which owns none). fs->names_lock held. @return 0 or errno. */
+static int cbfs_rename_drop_leftover(struct cbfs_fs *fs, const struct cbfs_rename_side *s)
+{
+    cbfs_assert_held(&fs->names_lock);
+    if (!s->exists || s->reg) return 0;
+    bool removed;
+    const int err = cbfs_sidecar_remove(fs, s->fd, s->name, &removed);
+    if (err)
+        cbfs_log_err("rename: cannot remove the leftover sidecar of '%s': %s", s->name,
+                     strerror(err));
+    else if (removed)
+        cbfs_log_warn("rename: removed a leftover sidecar beside '%s' (no regular file owns "
+                      "it)", s->name);
+    return err;
+}
+
 /* rename with both directories pinned, fs->names_lock held. @return 0 or errno. */
 static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                           struct cbfs_rename_side *b, unsigned int flags)
@@ -658,7 +675,22 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                      a->name, b->name, strerror(err));
         return err;
     }
-    if (renameat2(a->fd, a->name, b->fd, b->name, flags) == -1) {
+    /* Exchanged names keep their sidecars' names: a leftover sidecar at a
+     * name that holds no regular file (a crash's, or of a lost file) would
+     * end up beside a plain file moved there, which would then read as
+     * compressed with another file's index. Such a name owns no sidecar. */
+    if ((flags & RENAME_EXCHANGE) && ((err = cbfs_rename_drop_leftover(fs, a)) != 0 ||
+                                      (err = cbfs_rename_drop_leftover(fs, b)) != 0))
+        return err;
+    int moved = renameat2(a->fd, a->name, b->fd, b->name, flags);
+    if (moved == -1 && (errno == ENOTEMPTY || errno == EEXIST) && S_ISDIR(a->st.st_mode) &&
+        b->exists && S_ISDIR(b->st.st_mode) && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {
+        /* a directory that lists as empty is replaced, as rmdir removes it */
+        const cbfs_err e = cbfs_store_empty_dir(fs->opt.layout, b->fd, b->name);
+        if (e) return cbfs_err_errno(e);
+        moved = renameat2(a->fd, a->name, b->fd, b->name, flags);
+    }
+    if (moved == -1) {
         err = errno;
         if (aside && renameat(fs->opt.store_fd, aside_path, b->fd, b->sc) == -1)
             cbfs_log_err("rename '%s' -> '%s' failed (%s), and the target's sidecar cannot be "
@@ -684,12 +716,14 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     } else if (a->has_sc) {
         r = renameat(a->fd, a->sc, b->fd, b->sc); /* the target's went first */
     }
-    if (r == -1) {
-        err = errno;
+    /* The rename has happened (the replaced file is gone, the names moved):
+     * it succeeds, as the caller and the kernel's dentries must see it. */
+    if (r == -1)
         cbfs_log_err("rename '%s' -> '%s': the data file moved but its sidecar did not (%s); "
-                     "the file will be rebuilt from its frames at next open",
-                     a->name, b->name, strerror(err));
-    }
+                     "the file will be rebuilt from its frames at next open (if they do not "
+                     "prove its block size: move the sidecar to its new name by hand, or "
+                     "cbfs fsck --repair --block-size SIZE)",
+                     a->name, b->name, strerror(errno));
     /* Locations follow the names. A replaced target loses its name (it keeps
      * working through open fds). */
     if (b->exists && b->reg && !(flags & RENAME_EXCHANGE)) {
@@ -701,7 +735,7 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     }
     if (a->reg) cbfs_rename_relocate(fs, &a->st, b->dir, b->name);
     if ((flags & RENAME_EXCHANGE) && b->reg) cbfs_rename_relocate(fs, &b->st, a->dir, a->name);
-    return err;
+    return 0;
 }
 
 void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,

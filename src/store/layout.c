@@ -140,9 +140,16 @@ cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name)
 {
     if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0) return CBFS_OK;
     if (errno != ENOTEMPTY && errno != EEXIST) return cbfs_err_from_errno(errno);
-    /* A directory that lists as empty is removable, as on any filesystem:
-     * what keeps it in the store are sidecars only (orphans, or layout 2's
-     * index directory). */
+    const cbfs_err e = cbfs_store_empty_dir(layout, dirfd, name);
+    if (e) return e;
+    return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
+}
+
+cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name)
+{
+    /* A directory that lists as empty is removable (and replaceable by a
+     * rename), as on any filesystem: what keeps it in the store are
+     * sidecars only (orphans, or layout 2's index directory). */
     const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return cbfs_err_from_errno(errno);
     cbfs_err e = CBFS_E_NOTEMPTY;
@@ -157,8 +164,7 @@ cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name)
             e = cbfs_err_from_errno(errno);
     }
     close(fd);
-    if (e) return e;
-    return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
+    return e;
 }
 
 cbfs_err cbfs_store_sidecar_name(const char *name, char *buf, size_t cap)

@@ -19,8 +19,14 @@ cp "$T/a" "$mnt/a" && cp "$T/b" "$mnt/b" || fail "writing the two files"
 sc=$store/.cbfsidx/a
 [ -f "$sc" ] || fail "no sidecar at $sc"
 chattr +i "$sc" || fail "chattr +i on the store ($(stat -f -c %T "$store")) is needed to stand in for the crash"
-mv -f "$mnt/a" "$mnt/b" 2>"$T/mv.err" && note "mv succeeded (the sidecar's rename did not fail?)"
+rc=0
+mv -f "$mnt/a" "$mnt/b" 2>"$T/mv.err" || rc=$?
 chattr -i "$sc"
+# the rename has happened: it succeeds (t_rename_store_leftovers), and the log says why the
+# file is read from its frames
+check_eq 0 "$rc" "mv whose data file moved: $(cat "$T/mv.err")"
+grep -q "the data file moved but its sidecar did not" "$(cbfs_log_of "$mnt")" ||
+    fail "the sidecar's rename did not fail: the test does not reach its case"
 [ -e "$store/a" ] && fail "the data file did not move"
 cbfs_umount "$mnt"
 # what a restart after the crash finds
