@@ -130,7 +130,9 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen);
  * kernel's errseq_sample: that one is the new handle's to hear too). */
 uint64_t cbfs_file_err_seq(struct cbfs_file *f);
 
-/* Sets the logical size (shrink or extend); blocks past it are dropped. */
+/* Sets the logical size (shrink or extend); blocks past it are dropped.
+ * Atomic against cbfs_file_write: writes under way finish first, and writes
+ * that come meanwhile wait for it. */
 cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size);
 
 uint64_t cbfs_file_size(struct cbfs_file *f);

@@ -102,6 +102,10 @@ struct cbfs_file {
     _Atomic unsigned writers; /* atomic: threads inside cbfs_file_write (counted before they take
                                  the lock: the writer that fills a gap may be among them) */
     unsigned slot_waiters;   /* lock: writers waiting in cbfs_file_free_slot */
+    unsigned in_write;       /* lock: writes past the truncate gate and not done (they may
+                                drop the lock to wait for a slot) */
+    bool truncating;         /* lock: a truncate holds the gate: no write starts, and it
+                                waits for in_write to reach 0 (cbfs_file_truncate) */
     uint64_t gap_block;      /* lock: the gap the stream last moved on past (UINT64_MAX:
                                 none, or it was filled late) */
     bool gap_wait;           /* lock: wait for a gap even with no other writer in sight

@@ -365,7 +365,9 @@ static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
         const unsigned others = atomic_load(&f->writers) - 1 - f->slot_waiters;
         const uint64_t now = cbfs_now_ns();
         if (!*deadline) *deadline = now + CBFS_GAP_WAIT_NS;
-        if ((others > 0 || f->gap_wait) && now < *deadline) {
+        /* a truncate waiting for this write seals every block anyway, and
+         * the writers at its gate bring no gap until it is done */
+        if ((others > 0 || f->gap_wait) && now < *deadline && !f->truncating) {
             f->slot_waiters++;
             cbfs_mutex_timedwait(&f->lock, &f->cond, CBFS_GAP_WAIT_STEP_NS);
             f->slot_waiters--;
@@ -469,6 +471,8 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
     cbfs_err err = CBFS_OK;
     atomic_fetch_add(&f->writers, 1);
     cbfs_mutex_lock(&f->lock);
+    while (f->truncating) cbfs_mutex_wait(&f->lock, &f->cond);
+    f->in_write++;
     const uint64_t resets = f->resets;
     while (left) {
         uint64_t b = off / f->bs;
@@ -507,8 +511,9 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
         }
     }
 out:
+    f->in_write--;
     atomic_fetch_sub(&f->writers, 1);
-    if (f->slot_waiters) pthread_cond_broadcast(&f->cond); /* one fewer to wait for */
+    if (f->slot_waiters || f->truncating) pthread_cond_broadcast(&f->cond); /* one fewer */
     cbfs_mutex_unlock(&f->lock);
     CBFS_STAT_ADD(f->eng, st_logical_written, len - left);
     cbfs_engine_budget_wait(f->eng); /* backpressure, outside the file lock */
@@ -683,8 +688,19 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     if (!f->writable) return CBFS_E_BADF;
     if (!cbfs_size_fits(size, f->bs)) return CBFS_E_FBIG;
     cbfs_mutex_lock(&f->lock);
+    /* A write is atomic against a truncate, as the kernel's inode lock makes
+     * it on a local filesystem (not every FUSE path holds it: an O_TRUNC
+     * open without the writeback cache): no write starts while the truncate
+     * runs, and the truncate waits for those under way. A write that started
+     * while the drain below dropped the lock opened a block of the old
+     * contents behind the truncate, and sealed it after: the cut bytes came
+     * back. */
+    while (f->truncating) cbfs_mutex_wait(&f->lock, &f->cond);
+    f->truncating = true;
+    while (f->in_write) cbfs_mutex_wait(&f->lock, &f->cond);
     cbfs_err err = cbfs_file_seal_all(f, false);
     cbfs_file_drain(f);
+    assert(err || (f->nopen == 0 && !f->pend_head)); /* nothing opened behind the gate */
     if (err || (err = f->err)) goto out;
     if (size == f->size) goto out;
     f->committing = true; /* keeps the role while we write below */
@@ -729,8 +745,9 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
         if (f->wnext > size / f->bs) f->wnext = size / f->bs; /* O_TRUNC: a new stream */
     }
     f->committing = false;
-    pthread_cond_broadcast(&f->cond);
 out:
+    f->truncating = false;
+    pthread_cond_broadcast(&f->cond);
     cbfs_mutex_unlock(&f->lock);
     return err;
 }

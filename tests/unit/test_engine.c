@@ -500,6 +500,73 @@ Test(engine, rebuild_does_not_pass_a_damaged_header)
     free(data);
 }
 
+struct eng_trunc {
+    struct cbfs_file *f;
+    uint64_t size;
+    cbfs_err err;
+};
+
+static void *eng_truncate_main(void *arg)
+{
+    struct eng_trunc *t = arg;
+    t->err = cbfs_file_truncate(t->f, t->size);
+    return NULL;
+}
+
+/* truncate(0) seals the open blocks and waits for those in flight, dropping
+ * the file's lock. A 10-byte write into block 3 that came then loaded the old
+ * block 3 (read-modify-write) into a block the truncate never looked at
+ * again: after it the file said size 0, and the close stored the old block
+ * back. A write is atomic against a truncate: either it came first and is cut
+ * (the file extended again reads zeros), or it came after, alone in a file of
+ * zeros. xz:9 keeps the drain long enough for the write to land in it. */
+Test(engine, write_during_truncate_is_not_undone_by_it)
+{
+    const uint32_t bs = 64 << 10, nb = 24;
+    unsigned char *old = malloc((size_t)nb * bs), *want = calloc(1, bs), mine[10];
+    cr_assert(old && want);
+    cbfs_td_random(old, (size_t)nb * bs, 1);
+    memset(mine, 0xAB, sizeof mine);
+    for (int round = 0; round < 3; round++) {
+        char name[32];
+        snprintf(name, sizeof name, "tr%d", round);
+        struct cbfs_file *f = eng_open(name, true, "xz:9");
+        cr_assert_eq(cbfs_file_write(f, old, 4ull * bs, 0), CBFS_OK);
+        cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+        cr_assert_eq(cbfs_file_write(f, old + 4ull * bs, (nb - 4ull) * bs, 4ull * bs), CBFS_OK);
+        struct eng_trunc t = {.f = f, .size = 0};
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, eng_truncate_main, &t), 0);
+        usleep(20000); /* the truncate is in its drain */
+        cr_assert_eq(cbfs_file_write(f, mine, sizeof mine, 3ull * bs + 5), CBFS_OK);
+        pthread_join(th, NULL);
+        cr_assert_eq(t.err, CBFS_OK);
+        const uint64_t size = cbfs_file_size(f);
+        memset(want, 0, bs);
+        if (size == 0) { /* the write came first */
+            cr_assert_eq(cbfs_file_truncate(f, 4ull * bs), CBFS_OK);
+        } else {
+            cr_assert_eq(size, 3ull * bs + 15, "round %d: size %llu", round,
+                         (unsigned long long)size);
+            memcpy(want + 5, mine, sizeof mine);
+        }
+        cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+        f = eng_open(name, false, "xz:9");
+        for (uint64_t b = 0; b < 3; b++) eng_expect_block(f, b, 0, bs);
+        const uint32_t last = (uint32_t)(cbfs_file_size(f) - 3ull * bs);
+        unsigned char *got = malloc(bs);
+        size_t n;
+        cr_assert_eq(cbfs_file_read(f, got, bs, 3ull * bs, &n), CBFS_OK);
+        cr_assert_eq(n, last);
+        cr_assert(memcmp(got, want, last) == 0, "round %d: block 3 is not what the two calls "
+                  "leave in either order (old bytes came back?)", round);
+        free(got);
+        cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    }
+    free(old);
+    free(want);
+}
+
 /* Blocks 0 and 1 of name written and closed, then the data file grown by a
  * hole longer than the rebuild's search reads past damage (64 MiB), then,
  * with behind_it, a whole frame of block 2 at the next generation; the
