@@ -330,29 +330,94 @@ int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name)
     return err;
 }
 
+/* Moves the sidecar sc of name in dirfd (if any) out of the way, to a name of
+ * its own in the store's CBFS_STORE_DIR (path: CBFS_STORE_ASIDE_MAX bytes, set
+ * when *aside says it did; a fresh name each time, so that one a crash left is
+ * never overwritten): moved, not removed, so that an operation that then
+ * fails can put it back (cbfs_sidecar_restore); one that succeeds removes it
+ * (cbfs_sidecar_drop). fs->names_lock held. @return 0 (nothing there: *aside
+ * false), EXDEV (dirfd is on another filesystem inside the store), or errno. */
+static int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, char *path,
+                              bool *aside)
+{
+    cbfs_assert_held(&fs->names_lock);
+    *aside = false;
+    int r;
+    do { /* never over another: one a crash left, in the 2^-64 case */
+        snprintf(path, CBFS_STORE_ASIDE_MAX, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
+                 (unsigned long long)cbfs_random64());
+        r = renameat2(dirfd, sc, fs->opt.store_fd, path, RENAME_NOREPLACE);
+        if (r == -1 && errno == EINVAL) /* a store filesystem without it */
+            r = renameat(dirfd, sc, fs->opt.store_fd, path);
+    } while (r == -1 && errno == EEXIST);
+    if (r == 0) *aside = true;
+    return r == 0 || errno == ENOENT ? 0 : errno;
+}
+
+/* After op on name failed (err): the sidecar cbfs_sidecar_aside moved to
+ * path goes back to sc in dirfd. */
+static void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd, const char *sc,
+                                 const char *op, const char *name, int err)
+{
+    if (renameat(fs->opt.store_fd, path, dirfd, sc) == -1)
+        cbfs_log_err("%s of '%s' failed (%s), and its sidecar cannot be put back from %s "
+                     "(%s): '%s' gets an index from its frames at its next open, if they prove "
+                     "one; move it back by hand",
+                     op, name, strerror(err), path, strerror(errno), name);
+}
+
+/* After op on name succeeded: the sidecar cbfs_sidecar_aside moved to path,
+ * the index of contents that are gone, is removed. */
+static void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
+                              const char *name)
+{
+    if (unlinkat(fs->opt.store_fd, path, 0) == -1)
+        cbfs_log_warn("%s of '%s': cannot remove %s, the index of contents that are gone: %s "
+                      "(safe to delete)",
+                      op, name, path, strerror(errno));
+}
+
 /* unlink of name in dir (dirfd: pinned); takes fs->names_lock. The sidecar
- * goes first: a crash in between leaves a data file without one, which is
- * found by its frames and rebuilt (a sidecar without its data file would make
- * a later plain file of that name look compressed). @return 0 or errno. */
+ * goes out of the way first (cbfs_sidecar_aside): a crash in between leaves a
+ * data file without one, which is found by its frames and rebuilt (a sidecar
+ * without its data file would make a later plain file of that name look
+ * compressed), and an unlink that fails (an immutable data file) puts it
+ * back: removed, a file its frames alone cannot index lost its index. Where
+ * the store's root is another filesystem (EXDEV) it is removed, as before.
+ * @return 0 or errno. */
 static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
 {
     struct stat st;
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX], aside_path[CBFS_STORE_ASIDE_MAX];
     int err = 0;
-    bool had_sc = false;
+    bool aside = false, had_sc = false;
     cbfs_mutex_lock(&fs->names_lock);
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
         err = errno;
-    } else if (S_ISREG(st.st_mode) && (err = cbfs_sidecar_remove(fs, dirfd, name, &had_sc))) {
-        cbfs_log_err("cannot remove the sidecar of '%s': %s; the file stays", name,
-                     strerror(err));
-    } else if (unlinkat(dirfd, name, 0) == -1) {
+        goto out;
+    }
+    if (S_ISREG(st.st_mode) && cbfs_sidecar_path(fs, name, sc, sizeof sc) == 0) {
+        err = cbfs_sidecar_aside(fs, dirfd, sc, aside_path, &aside);
+        if (err == EXDEV) err = cbfs_sidecar_remove(fs, dirfd, name, &had_sc);
+        if (err) {
+            cbfs_log_err("cannot remove the sidecar of '%s': %s; the file stays", name,
+                         strerror(err));
+            goto out;
+        }
+    }
+    if (unlinkat(dirfd, name, 0) == -1) {
         err = errno;
-        if (had_sc)
+        if (aside)
+            cbfs_sidecar_restore(fs, aside_path, dirfd, sc, "unlink", name, err);
+        else if (had_sc)
             cbfs_log_warn("unlink of '%s' failed (%s) after its sidecar was removed: the file "
                           "keeps its data and gets its index back from its frames at its next "
                           "open",
                           name, strerror(err));
-    } else if (S_ISREG(st.st_mode)) {
+        goto out;
+    }
+    if (aside) cbfs_sidecar_drop(fs, aside_path, "unlink", name);
+    if (S_ISREG(st.st_mode)) {
         /* An open file keeps working through the engine's fds, as on ext4. */
         struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
         if (inode) {
@@ -360,6 +425,7 @@ static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
             cbfs_inode_unref(fs, inode, 1);
         }
     }
+out:
     cbfs_mutex_unlock(&fs->names_lock);
     return err;
 }
@@ -583,36 +649,19 @@ static void cbfs_rename_relocate(struct cbfs_fs *fs, const struct stat *st,
     cbfs_inode_unref(fs, inode, 1);
 }
 
-/* Moves s's sidecar (if any) out of the way, to a name of its own in the
- * store's CBFS_STORE_DIR (path: CBFS_STORE_ASIDE_MAX bytes, set when *aside
- * says it did; a fresh name each time, so that one a crash left is never
- * overwritten). Where the store cannot take it there (s's directory on
- * another filesystem inside the store: EXDEV), a plain source's target
- * sidecar is removed instead, as before there was an aside, and a
- * compressed source's is left for its own sidecar's rename to replace
- * (*aside false either way). fs->names_lock held. @return 0 or errno. */
-static int cbfs_sidecar_aside(struct cbfs_fs *fs, const struct cbfs_rename_side *s,
-                              bool compressed_source, char *path, bool *aside)
+/* The target's sidecar out of the way for a rename (cbfs_sidecar_aside).
+ * Where the store cannot take it (EXDEV), a plain source's target sidecar is
+ * removed instead, as before there was an aside, and a compressed source's is
+ * left for its own sidecar's rename to replace (*aside false either way).
+ * @return 0 or errno. */
+static int cbfs_rename_aside(struct cbfs_fs *fs, const struct cbfs_rename_side *s,
+                             bool compressed_source, char *path, bool *aside)
 {
-    cbfs_assert_held(&fs->names_lock);
-    *aside = false;
-    int r;
-    do { /* never over another: one a crash left, in the 2^-64 case */
-        snprintf(path, CBFS_STORE_ASIDE_MAX, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
-                 (unsigned long long)cbfs_random64());
-        r = renameat2(s->fd, s->sc, fs->opt.store_fd, path, RENAME_NOREPLACE);
-        if (r == -1 && errno == EINVAL) /* a store filesystem without it */
-            r = renameat(s->fd, s->sc, fs->opt.store_fd, path);
-    } while (r == -1 && errno == EEXIST);
-    if (r == 0) {
-        *aside = true;
-        return 0;
-    }
-    if (errno == ENOENT) return 0;
-    if (errno != EXDEV) return errno;
+    int err = cbfs_sidecar_aside(fs, s->fd, s->sc, path, aside);
+    if (err != EXDEV) return err;
     if (compressed_source) return 0;
     bool removed;
-    const int err = cbfs_sidecar_remove(fs, s->fd, s->name, &removed);
+    err = cbfs_sidecar_remove(fs, s->fd, s->name, &removed);
     if (!err && removed)
         cbfs_log_warn("'%s': its sidecar was removed, not moved aside (its directory is on "
                       "another filesystem than the store's root): should the rename fail, "
@@ -670,7 +719,7 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                          !(b->exists && ((flags & RENAME_NOREPLACE) || S_ISDIR(b->st.st_mode)));
     bool aside = false;
     char aside_path[CBFS_STORE_ASIDE_MAX];
-    if (clear_b && (err = cbfs_sidecar_aside(fs, b, a->has_sc, aside_path, &aside)) != 0) {
+    if (clear_b && (err = cbfs_rename_aside(fs, b, a->has_sc, aside_path, &aside)) != 0) {
         cbfs_log_err("rename '%s' -> '%s': cannot move the sidecar at the target aside: %s",
                      a->name, b->name, strerror(err));
         return err;
@@ -692,18 +741,10 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     }
     if (moved == -1) {
         err = errno;
-        if (aside && renameat(fs->opt.store_fd, aside_path, b->fd, b->sc) == -1)
-            cbfs_log_err("rename '%s' -> '%s' failed (%s), and the target's sidecar cannot be "
-                         "put back from %s (%s): '%s' gets an index from its frames at its "
-                         "next open, if they prove one; move it back by hand",
-                         a->name, b->name, strerror(err), aside_path, strerror(errno),
-                         b->name);
+        if (aside) cbfs_sidecar_restore(fs, aside_path, b->fd, b->sc, "rename over", b->name, err);
         return err;
     }
-    if (aside && unlinkat(fs->opt.store_fd, aside_path, 0) == -1)
-        cbfs_log_warn("rename '%s' -> '%s': cannot remove %s, the replaced file's index: %s "
-                      "(safe to delete)",
-                      a->name, b->name, aside_path, strerror(errno));
+    if (aside) cbfs_sidecar_drop(fs, aside_path, "rename over", b->name);
     if (same) return 0;
     int r = 0;
     if (flags & RENAME_EXCHANGE) {

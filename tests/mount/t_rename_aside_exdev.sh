@@ -5,7 +5,7 @@
 # source keeps the old order (its own sidecar's rename replaces the target's) and a plain
 # source's target sidecar is removed: either way the target must read as the source, before
 # and after a remount, with no sidecar left of the replaced file, nothing left in .cbfs, and
-# the rename not refused.
+# the rename not refused. An unlink there removes the sidecar, as before there was an aside.
 . "$(dirname "$0")/lib.sh"
 
 # the plain source's case logs that the sidecar was removed, not moved aside
@@ -42,6 +42,10 @@ ls -A "$store/.cbfs" | grep rename-aside && fail "a sidecar was left in .cbfs"
 cbfs_mount "$store" "$mnt"
 cmp -s "$mnt/sub/b" "$T/a" || fail "sub/b after a remount"
 cmp -s "$mnt/sub/c" "$T/p" || fail "sub/c after a remount"
+# an unlink moves the sidecar aside too; here it is removed, as before
+rm "$mnt/sub/b" || fail "rm sub/b"
+[ -e "$store/sub/b" ] || [ -e "$store/sub/.cbfsidx/b" ] && fail "sub/b or its sidecar left behind"
 cbfs_umount "$mnt"
+ls -A "$store/.cbfs" | grep rename-aside && fail "a sidecar was left in .cbfs by the unlink"
 umount "$store/sub" || fail "unmounting the tmpfs"
 pass

@@ -9,7 +9,7 @@
 # after the target's sidecar went out of the way.
 . "$(dirname "$0")/lib.sh"
 
-cbfs_expect_log_errors 'the data file moved but its sidecar did not|a rename cut short by a crash'
+cbfs_expect_log_errors 'the data file moved but its sidecar did not|a rename or unlink cut short by a crash'
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
 cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
@@ -50,11 +50,24 @@ cmp -s "$mnt/c" "$T/a" || fail "c after the failed rename"
 cbfs_umount "$mnt"
 ls "$store/.cbfs" | grep -q rename-aside && fail "the moved-aside sidecar was left in .cbfs"
 
+# An unlink moves the sidecar aside too, and puts it back when the data file's unlink fails:
+# it removed it, and a file its frames alone cannot index lost its index.
+cbfs_mount "$store" "$mnt"
+cp "$store/.cbfsidx/b" "$T/b.sc"
+chattr +i "$store/b" || fail "chattr +i on b's data file"
+rm -f "$mnt/b" 2>"$T/rm.err" && fail "rm of an immutable file succeeded"
+chattr -i "$store/b"
+cmp -s "$store/.cbfsidx/b" "$T/b.sc" || fail "b's sidecar was not put back after the failed unlink"
+cp "$T/a" "$mnt/e" && rm "$mnt/e" || fail "writing and removing e"
+[ -e "$store/e" ] || [ -e "$store/.cbfsidx/e" ] && fail "e or its sidecar left behind"
+cbfs_umount "$mnt"
+ls "$store/.cbfs" | grep -q rename-aside && fail "a moved-aside sidecar was left in .cbfs"
+
 # What a crash between moving the sidecar aside and the data file's rename leaves is
 # named at the next mount, and no later rename overwrites it.
 cp "$store/.cbfsidx/b" "$store/.cbfs/rename-aside-00000000000000aa"
 cbfs_mount "$store" "$mnt"
-grep -q "rename-aside-00000000000000aa: 1 index file(s) a rename cut short by a crash" \
+grep -q "rename-aside-00000000000000aa: 1 index file(s) a rename or unlink cut short by a crash" \
     "$(cbfs_log_of "$mnt")" || fail "no warning at mount of the file a crash left in .cbfs"
 cp "$T/a" "$mnt/d" && mv -f "$mnt/d" "$mnt/b" || fail "rename over b"
 cmp -s "$store/.cbfs/rename-aside-00000000000000aa" "$T/b.sc" || fail "the crash's file was overwritten"
@@ -64,6 +77,6 @@ rc=0
 "$CBFS" fsck "$store" >"$T/fsck.out" 2>&1 || rc=$?
 # 4: the first part's orphan sidecar (.cbfsidx/a, the stand-in crash's), left for --repair
 check_eq 4 "$rc" "fsck exit status: $(cat "$T/fsck.out")"
-grep -q "rename-aside-00000000000000aa: 1 index file(s) a rename cut short" "$T/fsck.out" ||
+grep -q "rename-aside-00000000000000aa: 1 index file(s) a rename or unlink cut short" "$T/fsck.out" ||
     fail "fsck does not name the file a crash left: $(cat "$T/fsck.out")"
 pass
