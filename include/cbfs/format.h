@@ -226,10 +226,14 @@ struct cbfs_index_report {
  * rebuilt from its frames (no usable sidecar): frame headers do not record
  * it. size 0: nothing known. Otherwise size is a candidate: the store's or
  * the mount's block size (not proof: a mount may have used another one), or,
- * with asserted, one the user stated (cbfs fsck/cat --block-size). */
+ * with asserted, one the user stated for this file (cbfs cat --block-size).
+ * otherwise (0: none): one the user stated for a whole store (cbfs fsck
+ * --block-size), for the files whose frames tell no size: it never overrides
+ * one they tell. */
 struct cbfs_bs_hint {
     uint32_t size;
     bool asserted;
+    uint32_t otherwise;
 };
 
 /* The one rule for the block size of a rebuilt index (docs/FORMAT.md, 3.3),

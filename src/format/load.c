@@ -464,6 +464,25 @@ static cbfs_err cbfs_load_apply_scanned(struct cbfs_index *idx, struct cbfs_recv
     return CBFS_OK;
 }
 
+/* Do the block frames r[0, n) look like full blocks of a size below s: two or
+ * more frames of blocks below the highest one, all of exactly one valid block
+ * size? Not a proof of that size (a sparse file can look so), but enough not
+ * to take s for them on a store-wide word. */
+static bool cbfs_load_looks_smaller(const struct cbfs_index_rec *r, size_t n, uint32_t s)
+{
+    uint64_t hi = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].type == CBFS_REC_BLOCK && r[i].block > hi) hi = r[i].block;
+    uint32_t ulen = 0;
+    size_t below = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].type != CBFS_REC_BLOCK || r[i].block == hi) continue;
+        if (below++ == 0) ulen = r[i].ulen;
+        if (r[i].ulen != ulen) return false;
+    }
+    return below >= 2 && ulen < s && cbfs_block_size_valid(ulen);
+}
+
 /* Frames do not record the block size, and block b's bytes start at
  * b * block size: a wrong size moves every block but block 0. So a size is
  * taken only when it cannot change the bytes, is the only one possible, or
@@ -507,6 +526,15 @@ cbfs_err cbfs_index_rebuild_block_size(const struct cbfs_index_rec *r, size_t n,
     /* 4: a block larger than half the largest size leaves only that size */
     if (max_ulen > CBFS_BLOCK_MAX / 2) {
         *bs = CBFS_BLOCK_MAX;
+        return CBFS_OK;
+    }
+    /* 5: the size stated for a whole store, unless this file's frames
+     * contradict it: a larger block, or every block but the highest holding
+     * exactly one smaller size (they look like full blocks of that size;
+     * the user means the files written with theirs) */
+    const uint32_t s = hint ? hint->otherwise : 0;
+    if (s && cbfs_block_size_valid(s) && s >= max_ulen && !cbfs_load_looks_smaller(r, n, s)) {
+        *bs = s;
         return CBFS_OK;
     }
     return CBFS_E_BLOCK_SIZE;

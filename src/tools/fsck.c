@@ -31,7 +31,7 @@ static const char tool_fsck_help[] =
     "that shows nothing of it in the data file beside it). Damaged payloads are\n"
     "reported, never 'fixed'. A lost sidecar is rebuilt only when the frames prove the\n"
     "block size or back store.conf's; else give the size the files were written with:\n"
-    "--block-size SIZE.\n"
+    "--block-size SIZE (taken only for files whose frames tell no size of their own).\n"
     "exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
     "             8 usage or operational error (e.g. the store is mounted)\n"
     "With --upgrade: converts a store of layout 1 (NAME.cbfsidx sidecars, names up to 247\n"
@@ -201,8 +201,11 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
     f->problems += chk.n;
     if (tf.is_cbfs && !tool_fsck_index_clean(&tf)) {
         const bool can = tool_fsck_repairable(&tf);
-        if (tf.load_err == CBFS_E_BLOCK_SIZE && tf.store.bs.asserted)
-            printf("%s: not repaired: a block of it is larger than --block-size\n", display);
+        if (tf.load_err == CBFS_E_BLOCK_SIZE && tf.store.bs.otherwise)
+            printf("%s: not repaired: its frames contradict --block-size (a block of it is "
+                   "larger, or every block but the last holds exactly one smaller size: was it "
+                   "written with that one? cbfs cat --block-size copies out one file)\n",
+                   display);
         else if (tf.load_err == CBFS_E_BLOCK_SIZE)
             printf("%s: not repaired: its sidecar is lost and its frames do not tell its block "
                    "size; restore the sidecar from a copy, or rerun with --repair --block-size "
@@ -276,7 +279,8 @@ int tool_fsck_main(int argc, char **argv)
         tool_err("fsck", "%s", msg);
         return FSCK_ERROR;
     }
-    if (block_size.asserted) loc.store.bs = block_size;
+    /* for the files whose frames tell no size; store.conf's stays the candidate */
+    if (block_size.asserted) loc.store.bs.otherwise = block_size.size;
     int rc = FSCK_ERROR;
     struct cbfs_store *st = NULL;
     if (!loc.is_dir || loc.via_mount) {

@@ -70,7 +70,8 @@ void tool_gnuplot_str(FILE *g, const char *s);
 struct tool_store {
     unsigned layout;        /* CBFS_LAYOUT_*; layout 1 outside a store */
     struct cbfs_bs_hint bs; /* for rebuilding a lost sidecar: store.conf's block size
-                               (a candidate; 0 outside a store), or --block-size (asserted) */
+                               (a candidate; 0 outside a store), or cat's --block-size
+                               (asserted); fsck's --block-size is bs.otherwise */
 };
 
 /* A user path resolved to a store: dirfd is an O_PATH descriptor on the

@@ -420,6 +420,8 @@ const char *tool_file_load_advice(const struct tool_file *tf)
     if (tf->load_err != CBFS_E_BLOCK_SIZE) return "";
     if (tf->store.bs.asserted)
         return " (the block size given with --block-size is smaller than a block of the file)";
+    if (tf->store.bs.otherwise)
+        return " (its frames contradict the block size given with --block-size)";
     return " (restore its sidecar, or give the block size the file was written with: "
            "--block-size SIZE of cbfs cat or cbfs fsck --repair)";
 }

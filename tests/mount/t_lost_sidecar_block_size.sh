@@ -5,7 +5,8 @@
 # file (EIO, a log line pointing at cbfs fsck --block-size); with --block-size 64K cat
 # prints the exact bytes and fsck --repair rebuilds it (1), after which the mount reads
 # them. A lost sidecar of a file with full blocks is still rebuilt with no help, by
-# fsck and by the daemon.
+# fsck and by the daemon; fsck's --block-size is not taken for a file whose frames
+# contradict it (written with 32K blocks).
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
@@ -56,12 +57,27 @@ check_eq 1 "$(grep -c "'f': block size of a lost index.*--block-size" "$(cbfs_lo
     "log lines about f ($(grep -E "'f'" "$(cbfs_log_of "$mnt")" | tr '\n' '|'))"
 CBFS_LOG_ALLOW= # no more expected
 
-# fsck --repair --block-size 64K: the user's word (checked against the frames above)
-fsck_rc 1 --repair --block-size 64K "$store"
+# A file written with 32K blocks by another mount loses its sidecar too. fsck's
+# --block-size is for the files whose frames tell no size: 64K (meant for f) was taken
+# for every file, so at32 was rebuilt with its blocks moved and called clean.
+cbfs_mount "$store" "$mnt" block_size=32K
+python3 "$CBFS_TOOLS/gendata.py" csv 150K "$T/at32" 43 # 4 full blocks of 32K and a partial one
+cp "$T/at32" "$mnt/at32"
+cbfs_umount "$mnt"
+rm "$store/.cbfsidx/at32"
+
+# fsck --repair --block-size 64K: the user's word (checked against the frames above), for f
+fsck_rc 4 --repair --block-size 64K "$store"
 grep -q '/f: repaired' "$T/fsck.out" || fail "f not repaired: $(tr '\n' '|' <"$T/fsck.out")"
+grep -q '/at32: not repaired: its frames contradict --block-size' "$T/fsck.out" ||
+    fail "at32 not refused: $(tr '\n' '|' <"$T/fsck.out")"
+[[ ! -e $store/.cbfsidx/at32 ]] || fail "fsck wrote a sidecar for at32"
+fsck_rc 1 --repair --block-size 32K "$store"
+grep -q '/at32: repaired' "$T/fsck.out" || fail "at32 not repaired: $(tr '\n' '|' <"$T/fsck.out")"
 fsck_rc 0 "$store"
 cbfs_mount "$store" "$mnt"
 same_file "$T/want" "$mnt/f"
 same_file "$T/full" "$mnt/full"
+same_file "$T/at32" "$mnt/at32"
 cbfs_umount "$mnt"
 pass

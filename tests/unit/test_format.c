@@ -738,6 +738,42 @@ Test(format, rebuild_block_size_largest_ulen_is_no_proof)
     cr_assert_eq(rb_rule(r, 3, 131072, true), 131072);
 }
 
+/* @return what the rule takes with store.conf's size cand as the candidate and
+ * stated as fsck's --block-size for the store, or 0 when it refuses. */
+static uint32_t rb_store_rule(const struct cbfs_index_rec *r, size_t n, uint32_t cand,
+                              uint32_t stated)
+{
+    const struct cbfs_bs_hint hint = {.size = cand, .otherwise = stated};
+    uint32_t bs = 0;
+    const cbfs_err e = cbfs_index_rebuild_block_size(r, n, &hint, &bs);
+    cr_assert(e == CBFS_OK || e == CBFS_E_BLOCK_SIZE, "%s", cbfs_err_str(e));
+    return e ? 0 : bs;
+}
+
+/* fsck --block-size 64K for a store of 32 KiB blocks, where one file was
+ * written with 64 KiB blocks and lost its sidecar: it replaced the candidate,
+ * so a file of 32 KiB blocks whose frames back the candidate was rebuilt
+ * with 64 KiB too, its blocks moved (fsck then called the store clean, cat
+ * printed the wrong bytes). It is a last resort: a size the frames tell
+ * wins, and frames that contradict it (a larger block; every block but the
+ * last of exactly one smaller size) refuse it. */
+Test(format, rebuild_block_size_stated_for_a_store_is_a_last_resort)
+{
+    const struct cbfs_index_rec at32[] = {rb_block(0, 32768), rb_block(1, 32768),
+                                          rb_block(2, 500)};
+    cr_assert_eq(rb_store_rule(at32, 3, 32768, 65536), 32768); /* backs the candidate */
+    cr_assert_eq(rb_store_rule(at32, 3, 0, 65536), 0);         /* looks like 32 KiB blocks */
+    cr_assert_eq(rb_store_rule(at32, 3, 0, 32768), 32768);
+    cr_assert_eq(rb_store_rule(at32, 3, 0, 16384), 0);         /* a block is larger */
+    const struct cbfs_index_rec sparse[] = {rb_size(327680), rb_block(5, 11)};
+    cr_assert_eq(rb_store_rule(sparse, 2, 32768, 65536), 65536); /* nothing to tell */
+    const struct cbfs_index_rec two[] = {rb_block(0, 32768), rb_block(3, 700)};
+    cr_assert_eq(rb_store_rule(two, 2, 0, 65536), 65536); /* one block below: no pattern */
+    const struct cbfs_index_rec uneven[] = {rb_block(0, 32768), rb_block(1, 20000),
+                                            rb_block(2, 9)};
+    cr_assert_eq(rb_store_rule(uneven, 3, 0, 65536), 65536);
+}
+
 /* A block over 8 MiB leaves 16 MiB as the only size. */
 Test(format, rebuild_block_size_only_one_size_left)
 {
