@@ -287,6 +287,14 @@ int tool_fsck_main(int argc, char **argv)
         tool_err("fsck", "%s: give the store directory of an unmounted store", path);
         goto out;
     }
+    /* Below the root, .cbfs/ is an ordinary name (a user's file may be
+     * .cbfs/lock), and the store's lock, which keeps fsck off a mounted
+     * store, is the root's. */
+    if (loc.in_store && !loc.at_root) {
+        tool_err("fsck", "%s is a directory inside a store: give the store's root directory",
+                 path);
+        goto out;
+    }
     cbfs_err e = cbfs_store_open(path, &st);
     pid_t holder = 0;
     if (!e) e = cbfs_store_lock(st, !f.repair && !upgrade, &holder);

@@ -59,10 +59,15 @@ int tool_mkfs_main(int argc, char **argv)
     }
     struct tool_loc loc;
     if (tool_loc_resolve(path, &loc, msg, sizeof msg) == CBFS_OK) {
-        const bool mounted = loc.via_mount;
+        const bool mounted = loc.via_mount, inside = loc.in_store && !loc.at_root;
         tool_loc_free(&loc);
         if (mounted) {
             tool_err("mkfs", "%s is inside a mounted cbfs: run mkfs on a store directory", path);
+            return TOOL_EXIT_USAGE;
+        }
+        if (inside) { /* its .cbfs/ would be files of the outer store's */
+            tool_err("mkfs", "%s is inside a cbfs store: run mkfs on a directory of its own",
+                     path);
             return TOOL_EXIT_USAGE;
         }
     }

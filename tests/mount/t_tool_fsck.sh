@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `cbfs fsck` (e2fsck exit codes): clean store 0; refuses a mounted store (8); finds a
+# `cbfs fsck` (e2fsck exit codes): clean store 0; refuses a mounted store (8) and a
+# directory inside a store (8: the lock is the root's); finds a
 # deleted sidecar, a torn tail (partial frame, zeros) and an orphan sidecar (4), repairs
 # them with --repair (1), is clean afterwards (0) and the mount reads every file back;
 # a damaged payload is reported with file and offset and left uncorrected (4).
@@ -17,6 +18,16 @@ mkdir "$mnt/sub" && cp "$T/b.bin" "$mnt/sub/b.bin"
 cp "$T/c.csv" "$mnt/c.csv"
 fsck_rc 8 "$store"   # mounted: the daemon holds .cbfs/lock
 grep -q 'mounted' "$T/fsck.out" || fail "no 'mounted' message: $(cat "$T/fsck.out")"
+# a directory inside the store: its .cbfs/ is a user's name, not the store's lock. fsck
+# took "sub/.cbfs/lock" for one (truncating a user's file there) and ran on a mounted store
+mkdir "$mnt/sub/.cbfs" && cp "$T/c.csv" "$mnt/sub/.cbfs/lock"
+fsck_rc 8 "$store/sub"
+grep -q 'inside a store' "$T/fsck.out" || fail "fsck of a directory inside a mounted store: $(cat "$T/fsck.out")"
+cbfs_umount "$mnt"
+fsck_rc 8 --repair "$store/sub"
+cbfs_mount "$store" "$mnt"
+cmp -s "$mnt/sub/.cbfs/lock" "$T/c.csv" || fail "fsck of sub changed the user's sub/.cbfs/lock"
+rm -r "$mnt/sub/.cbfs"
 cbfs_umount "$mnt"
 fsck_rc 0 "$store"
 cp -a "$store" "$T/pristine"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `cbfs mkfs` writes .cbfs/store.conf with the given defaults, which a mount without
 # codec options then uses (seen by `cbfs stat`); it refuses an initialised store (1),
-# a mounted one (1) and bad options (2).
+# a mounted one (1), a directory inside a store (2) and bad options (2).
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
@@ -13,6 +13,11 @@ grep -qx 'layout=2' "$store/.cbfs/store.conf" || fail "mkfs: a new store is not 
 rc=0; "$CBFS" mkfs "$store" >/dev/null 2>"$T/err" || rc=$?
 check_eq 1 "$rc" "mkfs of an initialised store"
 grep -q 'already a cbfs store' "$T/err" || fail "message: $(cat "$T/err")"
+rc=0; "$CBFS" mkfs "$store/sub" >/dev/null 2>"$T/err" || rc=$?
+check_eq 2 "$rc" "mkfs of a directory inside a store"
+grep -q 'inside a cbfs store' "$T/err" || fail "message: $(cat "$T/err")"
+[[ ! -e $store/sub/.cbfs ]] || fail "mkfs made a .cbfs inside the store"
+rmdir "$store/sub"
 
 python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/x.csv" 51
 cbfs_mount "$store" "$mnt"
