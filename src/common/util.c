@@ -55,7 +55,8 @@ bool cbfs_parse_long(const char *s, long min, long max, long *out)
 
 cbfs_err cbfs_parse_size(const char *s, uint64_t *out)
 {
-    if (!s || !*s) return CBFS_E_INVAL;
+    /* digits first: strtoull also takes " 5", "+5" and " -1" (as 2^64 - 1) */
+    if (!s || !isdigit((unsigned char)*s)) return CBFS_E_INVAL;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);

@@ -65,6 +65,11 @@ static void tool_cat_block(void *arg, unsigned slot, size_t i)
         memset(out + e->ulen, 0, idx->block_size - e->ulen);
 }
 
+/* The errno of the first failed write to stdout (0: none): an error on the
+ * output side (a full disk, a closed pipe), which the exit message must not
+ * blame on the store. */
+static int tool_cat_out_errno;
+
 static cbfs_err tool_cat_write(const void *p, size_t len)
 {
     const uint8_t *b = p;
@@ -72,6 +77,7 @@ static cbfs_err tool_cat_write(const void *p, size_t len)
         const ssize_t n = write(STDOUT_FILENO, b, len);
         if (n < 0) {
             if (errno == EINTR) continue;
+            tool_cat_out_errno = errno;
             return cbfs_err_from_errno(errno);
         }
         b += n;
@@ -93,8 +99,9 @@ static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_
     return CBFS_OK;
 }
 
-/* @return CBFS_OK, CBFS_E_CORRUPT-like errors for a damaged block (after
- * printing it), or a write/memory error. *damaged counts damaged blocks. */
+/* @return CBFS_OK (also where it stopped at a damaged block without
+ * keep_going, after printing it: *damaged counts damaged blocks), or a
+ * write, memory or pool error. */
 static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf, uint64_t off,
                                 uint64_t end, bool keep_going, unsigned *damaged)
 {
@@ -111,7 +118,8 @@ static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf,
     e = CBFS_E_NOMEM;
     if (!c.buf || !c.scratch || !c.scratch_cap) goto out;
     e = CBFS_OK;
-    for (c.first = off / bs; c.first * bs < end && !e; c.first += TOOL_CAT_WINDOW) {
+    bool stop = false;
+    for (c.first = off / bs; c.first * bs < end && !e && !stop; c.first += TOOL_CAT_WINDOW) {
         uint64_t n = (end - c.first * bs + bs - 1) / bs;
         if (n > TOOL_CAT_WINDOW) n = TOOL_CAT_WINDOW;
         e = tool_par_run(pool, (size_t)n, tool_cat_block, &c, NULL);
@@ -126,7 +134,7 @@ static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf,
                          keep_going ? " (written as zeros)" : "");
                 (*damaged)++;
                 if (!keep_going) {
-                    e = c.err[i];
+                    stop = true;
                     break;
                 }
             }
@@ -244,7 +252,9 @@ int tool_cat_main(int argc, char **argv)
         goto out_file;
     }
     const uint64_t size = tf.is_cbfs ? tf.idx.size : (uint64_t)tf.data_st.st_size;
-    const uint64_t end = off >= size ? off : (len > size - off ? size : off + len);
+    /* a range from past the end prints nothing, as a read there does */
+    if (off > size) off = size;
+    const uint64_t end = len > size - off ? size : off + len;
     unsigned damaged = 0;
     if (tf.is_cbfs && tool_cat_unreachable(loc.display, &tf)) {
         damaged++;
@@ -257,15 +267,16 @@ int tool_cat_main(int argc, char **argv)
             goto out_file;
         }
     }
-    e = tf.is_cbfs ? tool_cat_frames(loc.display, &tf, off, end, keep_going, &damaged)
-                   : tool_cat_plain(&tf, off, end);
-    if (damaged) {
-        rc = TOOL_EXIT_PROBLEMS;
-    } else if (e) {
+    e = off == end  ? CBFS_OK
+        : tf.is_cbfs ? tool_cat_frames(loc.display, &tf, off, end, keep_going, &damaged)
+                     : tool_cat_plain(&tf, off, end);
+    /* an error (the output is short) outranks damage; it is said even after
+     * damage was */
+    if (e && tool_cat_out_errno)
+        tool_err("cat", "%s: writing to stdout: %s", loc.display, strerror(tool_cat_out_errno));
+    else if (e)
         tool_err("cat", "%s: %s", loc.display, cbfs_err_str(e));
-    } else {
-        rc = TOOL_EXIT_OK;
-    }
+    rc = e ? TOOL_EXIT_USAGE : damaged ? TOOL_EXIT_PROBLEMS : TOOL_EXIT_OK;
 out_file:
     tool_file_close(&tf);
 out_loc:

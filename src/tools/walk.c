@@ -258,15 +258,32 @@ static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *d
     return rc;
 }
 
-/* in_root: dirfd is the store root, where the store's metadata is hidden. */
+/* Directories below the walk's start it goes into at most: a deeper tree is
+ * an error, not a stack overflow (each level holds a frame and an fd). */
+#define TOOL_WALK_DEPTH_MAX 4096
+
+/* in_root: dirfd is the store root, where the store's metadata is hidden;
+ * depth: directories above dirfd in the walk. The path of an entry is on the
+ * heap: PATH_MAX bytes on the stack per level overflowed it in a deep tree. */
 static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *display,
-                         bool in_root)
+                         bool in_root, unsigned depth)
 {
+    if (depth > TOOL_WALK_DEPTH_MAX) {
+        tool_err(w->sub, "%s: more than %u directories deep: not walked", display,
+                 TOOL_WALK_DEPTH_MAX);
+        (*w->errors)++;
+        return 0;
+    }
     const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     char **names = NULL;
     size_t n = 0;
-    const cbfs_err e = fd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(fd, &names, &n);
+    char *const path = malloc(PATH_MAX);
+    const cbfs_err e = !path    ? CBFS_E_NOMEM
+                       : fd < 0 ? cbfs_err_from_errno(errno)
+                                : cbfs_dir_read_names(fd, &names, &n);
     if (e) {
+        if (fd >= 0 && !path) close(fd);
+        free(path);
         tool_err(w->sub, "%s: cannot read directory: %s", display, cbfs_err_str(e));
         (*w->errors)++;
         return 0;
@@ -276,8 +293,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
         const char *const name = names[i];
         const bool sidecar =
             w->store->layout == CBFS_LAYOUT_SUFFIX && cbfs_store_is_sidecar_name(name);
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", display, name);
+        snprintf(path, PATH_MAX, "%s/%s", display, name);
         if (w->store->layout == CBFS_LAYOUT_INDEXDIR && strcmp(name, CBFS_INDEX_DIR) == 0) {
             rc = tool_walk_index(w, dirfd, path);
             continue;
@@ -293,7 +309,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
                 (*w->errors)++;
                 continue;
             }
-            rc = tool_walk_dir(w, sub, path, false);
+            rc = tool_walk_dir(w, sub, path, false, depth + 1);
             close(sub);
         } else if (S_ISREG(st.st_mode)) {
             if (!sidecar) {
@@ -310,6 +326,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
         }
     }
     cbfs_dir_free_names(names, n);
+    free(path);
     return rc;
 }
 
@@ -319,7 +336,7 @@ int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void
     if (!loc->is_dir)
         return fn(arg, &loc->store, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
     const struct tool_walker w = {.store = &loc->store, .sub = sub, .fn = fn, .arg = arg, .errors = errors};
-    return tool_walk_dir(&w, loc->dirfd, loc->display, loc->at_root);
+    return tool_walk_dir(&w, loc->dirfd, loc->display, loc->at_root, 0);
 }
 
 unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *req)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cbfs cat` decodes stored files without a mount: for every codec, equal to the
 # original after overwrites, a sparse extension (holes read as zeros) and a partial
-# last block; --range gives the same bytes as dd; plain (codec=none) files are copied.
+# last block; --range gives the same bytes as dd; plain (codec=none) files are copied;
+# errors of the output are named and outrank damage; a range past the end prints nothing.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
@@ -57,4 +58,24 @@ grep -q "orig.bin: offset $off: block 1" "$T/cat.err" || fail "damage not named:
 rc=0; "$CBFS" cat --keep-going "$T/store-zstd/orig.bin" >"$T/kg.out" 2>/dev/null || rc=$?
 check_eq 1 "$rc" "cat --keep-going of a damaged block"
 check_eq "$(stat -c %s "$T/src.bin")" "$(stat -c %s "$T/kg.out")" "--keep-going output size"
+
+# Output errors are named as such and outrank damage (the output is short): one after a
+# damaged block exited 1 without a word, and one alone blamed the store ("no space left
+# on the store" for a full stdout).
+rc=0; "$CBFS" cat "$T/store-zstd/f.bin" >/dev/full 2>"$T/cat.err" || rc=$?
+check_eq 2 "$rc" "cat to a full device"
+grep -q 'writing to stdout: No space left on device' "$T/cat.err" || fail "message: $(cat "$T/cat.err")"
+rc=0
+(trap '' XFSZ; ulimit -f 96; "$CBFS" cat --keep-going "$T/store-zstd/orig.bin" >"$T/kg2.out" 2>"$T/cat.err") || rc=$?
+check_eq 2 "$rc" "cat --keep-going whose output fails after a damaged block ($(cat "$T/cat.err"))"
+grep -q 'writing to stdout: File too large' "$T/cat.err" || fail "message: $(cat "$T/cat.err")"
+# a range from past the end prints nothing (a read there returns nothing); an offset near
+# 2^64 wrapped the block arithmetic and wrote from past cat's buffer
+for r in 5G: 18446744073709551615:5; do
+    rc=0; "$CBFS" cat --range "$r" "$T/store-zstd/f.bin" >"$T/out.r" 2>"$T/cat.err" || rc=$?
+    check_eq 0 "$rc" "cat --range $r ($(cat "$T/cat.err"))"
+    check_eq 0 "$(stat -c %s "$T/out.r")" "bytes printed by cat --range $r"
+done
+rc=0; "$CBFS" cat --range ' -1:5' "$T/store-zstd/f.bin" >/dev/null 2>&1 || rc=$?
+check_eq 2 "$rc" "cat --range ' -1:5' (strtoull took it as 2^64 - 1)"
 pass

@@ -405,6 +405,22 @@ Test(settings, size_format_round_trip)
     }
 }
 
+/* strtoull skips blanks and takes a sign: " -1" was 2^64 - 1, and cat's
+ * --range then wrote from past the end of its buffer. */
+Test(settings, size_parser_refusals)
+{
+    static const char *const bad[] = {"", " 1", " -1", "-1", "+5", "1KK", "K", "1 K", "1X",
+                                      "99999999999999999999", "16777216T"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v = 7;
+        cr_assert_eq(cbfs_parse_size(bad[i], &v), CBFS_E_INVAL, "took '%s' as %llu", bad[i],
+                     (unsigned long long)v);
+    }
+    uint64_t v;
+    cr_assert_eq(cbfs_parse_size("18446744073709551615", &v), CBFS_OK);
+    cr_assert_eq(v, UINT64_MAX);
+}
+
 Test(settings, block_size_rule)
 {
     for (uint64_t bs = 1; bs <= (64u << 20); bs <<= 1)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The offline tools walk a store one directory level per call: with PATH_MAX bytes on
+# the stack per level, a tree 2500 directories deep (paths past PATH_MAX; a DB host's
+# high fd limit lets the walk hold one fd per level) crashed verify, fsck and stat
+# (SIGSEGV). It must be walked, the file at its bottom found; past 4096 levels the walk
+# stops there with an error, never a crash.
+. "$(dirname "$0")/lib.sh"
+cbfs_tool
+
+store=$T/store mnt=$T/mnt
+mkdir -p "$store"
+cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
+python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/f.csv" 7
+cp "$T/f.csv" "$mnt/top.csv"
+cbfs_umount "$mnt"
+# deep/a/a/.../a (2500 levels) holding a compressed file moved down from the top
+python3 - "$store" 2500 <<'PY'
+import os, sys
+os.chdir(sys.argv[1]); os.mkdir("deep"); os.chdir("deep")
+for _ in range(int(sys.argv[2])):
+    os.mkdir("a"); os.chdir("a")
+os.mkdir(".cbfsidx")
+top = sys.argv[1]
+os.rename(os.path.join(top, "top.csv"), "f.csv")
+os.rename(os.path.join(top, ".cbfsidx", "top.csv"), os.path.join(".cbfsidx", "f.csv"))
+PY
+ulimit -n 20000 || fail "cannot raise the fd limit"
+for sub in verify fsck stat; do
+    rc=0; "$CBFS" $sub "$store" >"$T/$sub.out" 2>&1 || rc=$?
+    check_eq 0 "$rc" "cbfs $sub of a 2500-deep tree ($(tail -c 300 "$T/$sub.out"))"
+done
+grep -q '1 file' "$T/verify.out" || fail "verify did not find the file at the bottom: $(tail -c 300 "$T/verify.out")"
+# deeper than the walk goes
+python3 - "$store" 4200 <<'PY'
+import os, sys
+os.chdir(sys.argv[1]); os.mkdir("deeper"); os.chdir("deeper")
+for _ in range(int(sys.argv[2])):
+    os.mkdir("a"); os.chdir("a")
+PY
+rc=0; "$CBFS" verify "$store" >"$T/verify.out" 2>&1 || rc=$?
+[[ $rc != 0 && $rc -lt 128 ]] || fail "verify of a 4200-deep tree: exit $rc"
+grep -q 'more than 4096 directories deep' "$T/verify.out" || fail "no message: $(tail -c 300 "$T/verify.out")"
+rm -rf "$store/deeper" "$store/deep" # coreutils' rm walks a tree this deep
+pass
