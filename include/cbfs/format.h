@@ -82,6 +82,10 @@ struct cbfs_frame_hdr {
  * n < CBFS_FRAME_ENVELOPE_SIZE. The one test of it: decode, the store's
  * file classification and the fuzzers all call this. */
 bool cbfs_frame_is_envelope(const uint8_t *head, size_t n);
+/* Not the envelope, but two of its three fields are there: what a damaged
+ * first frame header leaves. A compressed file that lost its sidecar as well
+ * is plain by the store's rule (docs/FORMAT.md 1); the tools say so. */
+bool cbfs_frame_envelope_damaged(const uint8_t *head, size_t n);
 
 /* Does a frame header that fails to decode (head, n bytes) still show that it
  * was a frame of file file_id: the envelope intact, or file_id in its file-id

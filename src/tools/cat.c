@@ -251,11 +251,21 @@ int tool_cat_main(int argc, char **argv)
                  loc.display);
         goto out_file;
     }
+    unsigned damaged = 0;
+    if (tf.envelope_damaged) { /* its bytes are most likely raw frames */
+        damaged++;
+        tool_err("cat", "%s: %s%s", loc.display, tool_envelope_damaged_msg,
+                 keep_going ? " (copied as it is)" : "; not printed (--keep-going copies it "
+                                                     "as it is)");
+        if (!keep_going) {
+            rc = TOOL_EXIT_PROBLEMS;
+            goto out_file;
+        }
+    }
     const uint64_t size = tf.is_cbfs ? tf.idx.size : (uint64_t)tf.data_st.st_size;
     /* a range from past the end prints nothing, as a read there does */
     if (off > size) off = size;
     const uint64_t end = len > size - off ? size : off + len;
-    unsigned damaged = 0;
     if (tf.is_cbfs && tool_cat_unreachable(loc.display, &tf)) {
         damaged++;
         if (!keep_going) {

@@ -256,7 +256,13 @@ cbfs_err tool_check_file(struct cbfs_pool *pool, const char *display, const stru
                          struct tool_check *chk, uint64_t *progress, void (*tick)(void *arg),
                          void *tick_arg)
 {
-    if (!tf->is_cbfs) return CBFS_OK;
+    if (!tf->is_cbfs) {
+        if (tf->envelope_damaged) {
+            tool_check_add(chk, display, 0, "%s", tool_envelope_damaged_msg);
+            chk->unrepairable = true;
+        }
+        return CBFS_OK;
+    }
     if (tf->load_err) {
         tool_check_add(chk, display, UINT64_MAX, "cannot load the index: %s%s",
                        cbfs_err_str(tf->load_err), tool_file_load_advice(tf));

@@ -135,6 +135,9 @@ struct tool_file {
     int data_fd, idx_fd;       /* idx_fd -1 when there is no sidecar */
     struct stat data_st, idx_st; /* idx_st zero without a sidecar */
     bool is_cbfs;              /* false: a plain file (codec=none or never cbfs) */
+    bool envelope_damaged;     /* plain, but it starts with a damaged frame envelope
+                                  (cbfs_frame_envelope_damaged): likely a compressed file
+                                  that lost its sidecar and its first bytes */
     cbfs_err load_err;         /* cbfs_index_load's error (is_cbfs, index unusable) */
     struct cbfs_index idx;     /* valid when is_cbfs && !load_err */
     struct cbfs_index_report rep;
@@ -165,6 +168,8 @@ void tool_file_close(struct tool_file *tf);
 /* What the user can do about tf->load_err, as a clause to end a message
  * with ("" when there is nothing to add). */
 const char *tool_file_load_advice(const struct tool_file *tf);
+/* What the tools say of a file with tf->envelope_damaged. */
+extern const char tool_envelope_damaged_msg[];
 /* --block-size SIZE of fsck and cat: the block size a lost sidecar was
  * written with, as the user's word (asserted), which replaces store.conf's
  * candidate (docs/FORMAT.md 3.3). On a bad value prints why for sub.

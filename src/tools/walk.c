@@ -392,7 +392,13 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
     if (tf->idx_fd < 0 && (e = cbfs_store_has_frame_envelope(tf->data_fd, &framed)) != CBFS_OK)
         goto fail;
     tf->is_cbfs = tf->idx_fd >= 0 || framed;
-    if (!tf->is_cbfs) return CBFS_OK;
+    if (!tf->is_cbfs) {
+        uint8_t head[CBFS_FRAME_ENVELOPE_SIZE];
+        e = cbfs_pread_full(tf->data_fd, head, sizeof head, 0);
+        if (e && e != CBFS_E_TRUNCATED) goto fail;
+        tf->envelope_damaged = !e && cbfs_frame_envelope_damaged(head, sizeof head);
+        return CBFS_OK;
+    }
     tf->load_err = load == TOOL_LOAD_FULL
                        ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &store->bs, &tf->idx,
                                          &tf->rep)
@@ -431,6 +437,12 @@ void tool_file_side_display(const struct tool_file *tf, const char *display, cha
         snprintf(side, sizeof side, "(sidecar of %s)", display + dlen); /* a name too long */
     snprintf(buf, cap, "%.*s%s", dlen, display, side);
 }
+
+const char tool_envelope_damaged_msg[] =
+    "no sidecar, and it starts with a damaged cbfs frame envelope: most likely a compressed "
+    "file that lost its sidecar and its first frame header, which the store's rule takes "
+    "for a plain file (the mount serves its raw frames); restore its sidecar, or the file "
+    "from another copy";
 
 const char *tool_file_load_advice(const struct tool_file *tf)
 {
