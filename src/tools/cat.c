@@ -251,6 +251,10 @@ int tool_cat_main(int argc, char **argv)
                  loc.display);
         goto out_file;
     }
+    if (loc.via_mount) /* the store's bytes, not the daemon's memory */
+        tool_err("cat", "%s: read from the store behind its mount: what a writer has not yet "
+                 "closed or fsync'd is not there (cat(1) through the mount reads it)",
+                 loc.display);
     unsigned damaged = 0;
     if (tf.envelope_damaged) { /* its bytes are most likely raw frames */
         damaged++;

@@ -78,4 +78,12 @@ for r in 5G: 18446744073709551615:5; do
 done
 rc=0; "$CBFS" cat --range ' -1:5' "$T/store-zstd/f.bin" >/dev/null 2>&1 || rc=$?
 check_eq 2 "$rc" "cat --range ' -1:5' (strtoull took it as 2^64 - 1)"
+# a path through a mount reads the store behind it, and says so: a file open for writing
+# came out short and stale with nothing said
+cbfs_mount_fresh codec=lz4 block_size=64K
+cp "$T/src.bin" "$mnt/m.bin"
+"$CBFS" cat "$mnt/m.bin" >"$T/out.m" 2>"$T/cat.err" || fail "cat through the mount: $(cat "$T/cat.err")"
+same_file "$T/src.bin" "$T/out.m"
+grep -q 'read from the store behind its mount' "$T/cat.err" || fail "no word of it: $(cat "$T/cat.err")"
+cbfs_umount "$mnt"
 pass
