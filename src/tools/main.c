@@ -46,7 +46,7 @@ static int tool_main_flushed(const char *sub, int rc)
 {
     const int e = fflush(stdout) == 0 ? EIO : errno; /* ferror alone: an earlier write */
     if (!ferror(stdout)) return rc;
-    tool_err(sub, "writing the output: %s", cbfs_err_str(cbfs_err_from_errno(e)));
+    tool_err(sub, "writing to stdout: %s", strerror(e)); /* not the store's error */
     return strcmp(sub, "fsck") == 0 ? FSCK_ERROR : TOOL_EXIT_USAGE;
 }
 

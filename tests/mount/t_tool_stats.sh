@@ -92,8 +92,14 @@ done
 for mode in "--prometheus" "--json"; do
     rc=0; "$CBFS" stats $mode --input "$T/cpu.txt" /backups >/dev/full 2>"$T/err" || rc=$?
     check_eq 2 "$rc" "stats $mode into a full device"
-    grep -q 'writing the output' "$T/err" || fail "stats $mode >/dev/full: $(cat "$T/err")"
+    grep -q 'writing to stdout: No space left on device' "$T/err" || fail "stats $mode >/dev/full: $(cat "$T/err")"
 done
+# --watch into a pipe whose reader went (SIGPIPE ignored, as under some supervisors): it
+# redrew into nothing until killed
+rc=$( (trap '' PIPE; timeout 20 "$CBFS" stats --watch 0.1 --input "$T/cpu.txt" /backups 2>"$T/err" |
+    head -c 10 >/dev/null; echo "${PIPESTATUS[0]}") )
+check_eq 2 "$rc" "stats --watch into a closed pipe ($(cat "$T/err"))"
+grep -q 'writing to stdout: Broken pipe' "$T/err" || fail "stats --watch: $(cat "$T/err")"
 
 # counters that go back between two samples (a remount whose uptime passed the old one)
 # are a new run: the view shows totals since the mount, never a wrapped difference
