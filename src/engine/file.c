@@ -99,9 +99,10 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
         err = cbfs_file_load_index(eng, data_fd, idx_fd, writable, &f->idx, &rep);
         if (err == CBFS_E_UNREACHABLE)
             cbfs_log_err("fd %d: no usable sidecar, and the frames rebuilt from stop at damage "
-                         "with frames of the file (or bytes too many to search) behind it: not served, since blocks could "
-                         "read old or the file end early (cbfs cat --keep-going copies out "
-                         "what can be reached; restore the sidecar to read it all)",
+                         "with frames of the file (or bytes too many to search) behind it: not "
+                         "served, since blocks could read old or the file end early (cbfs cat "
+                         "--keep-going copies out what can be reached; restore the sidecar to "
+                         "read it all)",
                          data_fd);
         if (err == CBFS_E_VERSION && rep.newer_version)
             cbfs_log_err("fd %d: sidecar has cbfs format version %u; this cbfs reads version %u "

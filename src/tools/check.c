@@ -154,8 +154,9 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
         else if (rep->frames_unreachable)
             tool_check_add(chk, display, idx->data_end,
                            "no valid frame here (%s): the %" PRIu64 " byte(s) from here hold "
-                           "frames of the file (or more than the rebuild searches) it cannot reach without the sidecar "
-                           "(kept, never cut; the daemon does not serve the file)",
+                           "frames of the file (or more than the rebuild searches) it cannot "
+                           "reach without the sidecar (kept, never cut; the daemon does not "
+                           "serve the file)",
                            why, rep->data_tail_bytes);
         else if (rep->tail_kept)
             tool_check_add(chk, display, idx->data_end,
