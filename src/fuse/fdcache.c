@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cbfs/log.h"
+#include "cbfs/util.h"
 #include "fuse/fdcache.h"
 
 #define CBFS_FDCACHE_MIN 16
@@ -260,7 +261,11 @@ uint32_t cbfs_fdcache_generation(int fd)
 {
     union cbfs_fdcache_fh h;
     uint32_t ino, gen;
-    return cbfs_fdcache_fh_of(fd, &h) && cbfs_fdcache_fh_ino32(&h.fh, &ino, &gen) ? gen : 0;
+    if (!cbfs_fdcache_fh_of(fd, &h)) return 0;
+    if (cbfs_fdcache_fh_ino32(&h.fh, &ino, &gen)) return gen;
+    const uint64_t x = cbfs_hash64(h.fh.f_handle, h.fh.handle_bytes) ^ (uint32_t)h.fh.handle_type;
+    const uint32_t g = (uint32_t)(x ^ (x >> 32));
+    return g ? g : 1;
 }
 
 const char *cbfs_fdcache_ino_probe(const struct cbfs_fdcache *c, int root_fd,

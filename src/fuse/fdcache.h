@@ -94,7 +94,14 @@ int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int
  * but takes 0 as a real generation, as btrfs and tmpfs check theirs. */
 
 /* @return the generation of the object fd is open on (O_PATH included): its
- * i_generation where its file handle has the FILEID_INO32_GEN layout, else 0. */
+ * i_generation where its file handle has the FILEID_INO32_GEN layout; for any
+ * other layout (XFS's 64-bit inode numbers, btrfs, tmpfs, NFS) a hash of the
+ * handle's bytes, never 0, which name the object, its generation included;
+ * 0 where the store has no handles. It is what tells a reused inode number
+ * from the object that had it (inode.h), for the daemon and for the kernel,
+ * which is given it in entry replies: with 0 on such a store, a new file
+ * that got a deleted one's number while the kernel still held the old inode
+ * was taken for it, its cached pages with it. */
 uint32_t cbfs_fdcache_generation(int fd);
 
 /* Decides whether an inode number alone may name an object of the store

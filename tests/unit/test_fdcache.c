@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -229,6 +230,36 @@ Test(fdcache, an_object_pinned_for_life_keeps_its_fd)
     cr_assert_eq(fc_pin_check(0), fd);
     cbfs_storeobj_unpin(&fc, &fc_obj[0]);
     cr_assert_eq(fc_obj[0].fd, fd);
+}
+
+/* On a store whose handles have another layout than ext4's (tmpfs here; XFS
+ * with 64-bit inode numbers, btrfs, NFS), the generation was 0 for every
+ * object: a new file that got a deleted one's inode number while the kernel
+ * still held the old inode was taken for it. It is now a hash of the handle:
+ * the same for the same object, another for another one, never 0. */
+Test(fdcache, the_generation_tells_objects_apart_on_other_handle_layouts)
+{
+    char dir[] = "/tmp/cbfs-fdgen-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    if (mount("tmpfs", dir, "tmpfs", 0, "size=1m") != 0) {
+        rmdir(dir);
+        cr_skip_test("cannot mount a tmpfs (needs root)");
+    }
+    char a[64], b[64];
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    const int fa = open(a, O_CREAT | O_RDWR, 0600), fb = open(b, O_CREAT | O_RDWR, 0600);
+    const int pa = open(a, O_PATH);
+    const uint32_t ga = cbfs_fdcache_generation(fa), gb = cbfs_fdcache_generation(fb);
+    const uint32_t ga2 = cbfs_fdcache_generation(pa);
+    close(fa);
+    close(fb);
+    close(pa);
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    cr_assert_neq(ga, 0, "tmpfs: generation 0");
+    cr_assert_eq(ga, ga2, "the same object, another generation");
+    cr_assert_neq(ga, gb, "two objects, one generation");
 }
 
 /* An inode number alone opens its object where the store allows it (ext4:
