@@ -34,8 +34,9 @@
  * Node ids (how the kernel, and the file handles it gives out for NFS, name
  * an inode): the root is FUSE_ROOT_ID; an object on the store root's
  * filesystem is its inode number there, the same after the kernel dropped its
- * caches and after a daemon restart; generation is the store's i_generation
- * (cbfs_fdcache_generation, else 0; the root's is 0). Local ids
+ * caches and after a daemon restart; generation is cbfs_fdcache_generation's
+ * (the store's i_generation on ext4, a hash of the file handle on other
+ * layouts, 0 without handles; the root's is 0). Local ids
  * (the inode's address | CBFS_NODEID_LOCAL), valid for this daemon's life
  * only, go to what cannot have a stable one: objects of another filesystem
  * mounted inside the store (their inode numbers could collide with the
