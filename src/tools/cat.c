@@ -16,7 +16,8 @@
 static const char tool_cat_help[] =
     "usage: cbfs cat [--range OFF:LEN] [--keep-going] [--block-size SIZE] STORE/PATH\n"
     "Decodes a stored file to stdout without a mount (plain files are copied).\n"
-    "  --range OFF:LEN    only LEN bytes from OFF (K/M/G suffixes; 'OFF:' = to the end)\n"
+    "  --range OFF:LEN    only LEN bytes from OFF (K/M/G suffixes; 'OFF:' = to the end;\n"
+    "                     from past the end: nothing, as a read there)\n"
     "  --keep-going       write zeros for a damaged block, report it, go on; also print\n"
     "                     a file whose index cannot reach all its frames\n"
     "  --block-size SIZE  the block size the file was written with, for a file whose\n"
