@@ -587,11 +587,21 @@ uint64_t cbfs_file_err_seq(struct cbfs_file *f)
     return seq;
 }
 
-cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
+/* cbfs_file_flush, and with meta cbfs_file_fsync: settle (if not NULL) runs
+ * once what was written is stored, without the file's lock (its caller takes
+ * its own: the inode's, which is taken before this one), before the syncs. */
+static cbfs_err cbfs_file_flush_impl(struct cbfs_file *f, uint64_t *seen, bool meta,
+                                     cbfs_err (*settle)(void *arg), void *arg)
 {
     cbfs_mutex_lock(&f->lock);
     const cbfs_err serr = cbfs_file_seal_all(f, true); /* what it did seal is drained below */
     cbfs_file_drain(f);
+    cbfs_err settled = CBFS_OK;
+    if (settle) {
+        cbfs_mutex_unlock(&f->lock);
+        settled = settle(arg);
+        cbfs_mutex_lock(&f->lock);
+    }
     cbfs_err found = f->err ? cbfs_file_reset(f) : CBFS_OK;
     /* One fdatasync at a time. One already running may hold what this flush
      * must make durable (it cleared dirty), so wait for it, and hear of a
@@ -600,7 +610,7 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
     const uint64_t failures = f->err_seq; /* moves only while the wait drops the lock */
     while (f->syncing) cbfs_mutex_wait(&f->lock, &f->cond);
     if (f->err_seq != failures && !found) found = f->err_last;
-    const bool sync = f->dirty && !serr;
+    const bool sync = (f->dirty || meta) && !serr;
     struct cbfs_dead *dead = NULL;
     size_t ndead = 0;
     if (sync) {
@@ -614,11 +624,16 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
     cbfs_mutex_unlock(&f->lock);
     cbfs_err e = CBFS_OK;
     if (sync) {
-        if (fdatasync(f->data_fd) != 0) e = cbfs_err_from_errno(errno);
-        else if (fdatasync(f->idx_fd) != 0) e = cbfs_err_from_errno(errno);
+        /* fsync(2) adds the inodes' metadata (mode, owner, times) to what
+         * fdatasync(2) makes durable */
+        if ((meta ? fsync(f->data_fd) : fdatasync(f->data_fd)) != 0)
+            e = cbfs_err_from_errno(errno);
+        else if (f->idx_fd >= 0 && (meta ? fsync(f->idx_fd) : fdatasync(f->idx_fd)) != 0)
+            e = cbfs_err_from_errno(errno); /* none: read-only, rebuilt in memory */
         if (e) {
             CBFS_STAT_ADD(f->eng, st_write_errors, 1);
-            cbfs_log_err("%s: fdatasync failed: %s", f->name, cbfs_err_str(e));
+            cbfs_log_err("%s: %s failed: %s", f->name, meta ? "fsync" : "fdatasync",
+                         cbfs_err_str(e));
         } else {
             cbfs_file_punch_dead(f, dead, ndead);
         }
@@ -639,7 +654,18 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
     }
     if (found && found == f->err_last) f->err_heard = true;
     cbfs_mutex_unlock(&f->lock);
-    return serr ? serr : found;
+    return serr ? serr : found ? found : settled;
+}
+
+cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
+{
+    return cbfs_file_flush_impl(f, seen, false, NULL, NULL);
+}
+
+cbfs_err cbfs_file_fsync(struct cbfs_file *f, uint64_t *seen, cbfs_err (*settle)(void *arg),
+                         void *arg)
+{
+    return cbfs_file_flush_impl(f, seen, true, settle, arg);
 }
 
 /* One frame of a store that is all or nothing (cbfs_file_store_frames). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cbfs/store.h"
 #include "fuse/ops.h"
 
 void cbfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -151,10 +152,25 @@ void cbfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
     fuse_reply_err(req, 0);
 }
 
+/* The directory's names are two directories in a store of layout 2: its
+ * data files' in it, their sidecars' in its CBFS_INDEX_DIR. Both are synced:
+ * after rename(tmp, final) and fsync of the directory (an atomic replace), a
+ * store filesystem that keeps no more than POSIX asks could come back with
+ * final's new data file beside its old sidecar (EIO until cbfs fsck), or a
+ * new file without its sidecar. */
 void cbfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+    const struct cbfs_fs *const fs = cbfs_req_fs(req);
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
-    const int r = datasync ? fdatasync(h->fd) : fsync(h->fd);
-    fuse_reply_err(req, r == -1 ? errno : 0);
+    int err = 0;
+    if (fs->opt.layout == CBFS_LAYOUT_INDEXDIR) {
+        const int ifd =
+            openat(h->fd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ifd == -1 && errno != ENOENT) err = errno;
+        if (ifd >= 0 && (datasync ? fdatasync(ifd) : fsync(ifd)) == -1) err = errno;
+        if (ifd >= 0) close(ifd);
+    }
+    if (!err && (datasync ? fdatasync(h->fd) : fsync(h->fd)) == -1) err = errno;
+    fuse_reply_err(req, err);
 }

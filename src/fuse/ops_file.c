@@ -358,6 +358,22 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h));
 }
 
+/* What an fsync's settle (cbfs_file_fsync) puts back: the inode's times. */
+struct cbfs_fsync_settle {
+    struct cbfs_fs *fs;
+    struct cbfs_inode *inode;
+};
+
+static cbfs_err cbfs_fsync_settle(void *arg)
+{
+    const struct cbfs_fsync_settle *const s = arg;
+    const int err = cbfs_inode_restore_times(s->fs, s->inode);
+    return err ? cbfs_err_from_errno(err) : CBFS_OK;
+}
+
+/* fdatasync: as a flush. fsync: the metadata too (a chmod, chown or utimes
+ * before it, the times put back), which an fdatasync left to the store's
+ * next journal commit: a power cut could bring back the old mode. */
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
@@ -367,7 +383,14 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
         fuse_reply_err(req, r == -1 ? errno : 0);
         return;
     }
-    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h));
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
+    if (datasync) {
+        fuse_reply_err(req, cbfs_handle_flush(fs, h));
+        return;
+    }
+    struct cbfs_fsync_settle s = {.fs = fs, .inode = h->inode};
+    const cbfs_err e = cbfs_file_fsync(h->file, &h->err_seen, cbfs_fsync_settle, &s);
+    fuse_reply_err(req, e ? cbfs_err_errno(e) : 0);
 }
 
 void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
