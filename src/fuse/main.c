@@ -1,7 +1,7 @@
 /* mount.cbfs: the daemon's main. Validates the command line and the store
  * (lock, store.conf) before anything is mounted, then starts the engine,
- * mounts, serves requests and, on unmount or SIGTERM/SIGINT/SIGHUP, unmounts
- * and flushes every open file before exiting 0. */
+ * mounts, serves requests and, on unmount or SIGTERM/SIGINT/SIGHUP (stop.h),
+ * unmounts and flushes every open file before exiting 0. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +26,7 @@
 #include "cbfs/version.h"
 #include "fuse/cbfs_fuse.h"
 #include "fuse/channel.h"
+#include "fuse/stop.h"
 
 #define CBFS_PROG "mount.cbfs"
 #define CBFS_MAX_IDLE_THREADS 10
@@ -473,12 +474,23 @@ int main(int argc, char *argv[])
     fuse_loop_cfg_set_max_threads(lcfg, threads);
     fuse_loop_cfg_set_idle_threads(lcfg, CBFS_MAX_IDLE_THREADS < threads ? CBFS_MAX_IDLE_THREADS
                                                                          : threads);
+    const int serr = cbfs_stop_start(se, mnt_path);
+    if (serr)
+        cbfs_log_warn("cannot set up the stop on a signal (%s): a signal stops the daemon at "
+                      "once, losing what the kernel still holds for open files",
+                      strerror(serr));
     const int ret = fuse_session_loop_mt(se, lcfg);
+    const bool forced = cbfs_stop_finish();
     fuse_loop_cfg_destroy(lcfg);
-    /* 0: unmounted; > 0: the signal that ended the loop (a clean stop). */
+    /* 0: unmounted (also after a signal: stop.h); > 0: the signal that ended
+     * the loop at once (libfuse's handler, where stop.h's did not go in). */
     struct stat mst;
     if (ret < 0) {
         cbfs_log_err("FUSE loop failed: %s", strerror(-ret));
+    } else if (forced) {
+        cbfs_log_err("stopped at once by a second signal: what the kernel still held for files "
+                     "open on %s (written, not yet sent to the daemon) is lost",
+                     mnt_path);
     } else if (ret == 0 && stat(mnt_path, &mst) == -1 && errno == ENOTCONN) {
         /* The channel is gone (ENODEV, or ECONNABORTED: cbfs_chan_read) but
          * the mount is still there with no daemon behind it: the connection

@@ -34,5 +34,16 @@ as_nobody fusermount3 -u "$u/m" || fail "the user could not unmount"
 wait "$upid" || fail "the user's daemon exited $?: $(cat "$T/user.log")"
 upid=
 [[ -e $u/s/.cbfsidx/c || -e $u/s/c.cbfsidx ]] || fail "c was not stored compressed"
+# SIGTERM stops a user's daemon through fusermount3 -u -z (stop.h): exit 0, nothing mounted
+(umask 022; exec setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- \
+    "$CBFS_MOUNT_BIN" -f -o codec=lz4 "$u/s" "$u/m") >"$T/user2.log" 2>&1 &
+upid=$!
+for _ in $(seq 50); do grep -q " $u/m " /proc/mounts && break; sleep 0.1; done
+grep -q " $u/m " /proc/mounts || fail "the user's mount did not come up again: $(cat "$T/user2.log")"
+as_nobody cmp "$T/src" "$u/m/c" || fail "c after a remount"
+kill -TERM "$upid"
+wait "$upid" || fail "the user's daemon exited $? on SIGTERM: $(cat "$T/user2.log")"
+upid=
+grep -q " $u/m " /proc/mounts && fail "still mounted after SIGTERM: $(cat "$T/user2.log")"
 [[ $(tr '\n' ' ' <<<"$got") == "f 666 d 777 e 777 " ]] || fail "modes: $(tr '\n' ' ' <<<"$got") (want f 666 d 777 e 777)"
 pass
