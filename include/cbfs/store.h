@@ -142,6 +142,17 @@ cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name);
  * anything else, or an I/O error. */
 cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name);
 
+/* For a store with no store.conf, which a mount would take for a new one (of
+ * the newest layout): does the tree below root_fd hold a sidecar of layout 1
+ * (a regular file NAME.cbfsidx beside NAME)? A store of layout 1 that lost
+ * its .cbfs/ (a copy made with cp -a STORE/(star) skips it) would then be served as layout 2:
+ * every compressed file EIO, its sidecars shown as files. Looks at
+ * CBFS_STORE_PROBE_MAX entries at most (a tree of plain files made a store
+ * is walked no further). @return CBFS_OK with *found (and the store-relative
+ * path of one in example), or an I/O error. */
+#define CBFS_STORE_PROBE_MAX 10000u
+cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, char *example, size_t cap);
+
 /* Writes the sidecar name of data file name (name + CBFS_INDEX_SUFFIX) into
  * buf: layout 1's name. @return CBFS_E_NAMETOOLONG if name is longer than
  * CBFS_STORE_NAME_MAX or the result does not fit cap (nothing written then). */

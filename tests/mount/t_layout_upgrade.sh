@@ -30,6 +30,16 @@ grep -q '^layout=' "$store/.cbfs/store.conf" && fail "a mount added layout= to a
     fail "layout 1: sidecars are not NAME.cbfsidx"
 [[ -z $(find "$store" -name .cbfsidx) ]] || fail "layout 1: an index directory appeared"
 
+# A layout-1 store that lost its .cbfs/ (cp -a STORE/* skips it) was taken for a new
+# store: layout=2 written, every compressed file EIO, its sidecars shown as files. The
+# mount refuses it, before writing anything, and says how to go on.
+mv "$store/.cbfs" "$T/cbfs.saved"
+rc=0; timeout 20 "$CBFS_MOUNT_BIN" -f "$store" "$mnt" >"$T/lost.out" 2>&1 || rc=$?
+check_eq 1 "$rc" "mount of a layout-1 store without store.conf ($(cat "$T/lost.out"))"
+grep -q "holds index sidecars of layout 1" "$T/lost.out" || fail "message: $(cat "$T/lost.out")"
+[[ -e $store/.cbfs/store.conf ]] && fail "the refused mount wrote a store.conf"
+rm -rf "$store/.cbfs" && mv "$T/cbfs.saved" "$store/.cbfs"
+
 # every store file's bytes, keyed by where layout 2 puts it
 digest() {
     (cd "$store" && find . -path ./.cbfs -prune -o -type f -print0 | xargs -0r sha256sum |
