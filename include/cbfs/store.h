@@ -212,6 +212,12 @@ cbfs_err cbfs_store_open(const char *path, struct cbfs_store **out);
  * cbfs_store_close. Owned by the store. */
 int cbfs_store_fd(const struct cbfs_store *st);
 
+/* Is the directory at abs (an absolute, resolved path) inside a store: does
+ * a directory above it hold CBFS_STORE_DIR/CBFS_STORE_CONF? Then *root (cap
+ * bytes) is the innermost such directory. A directory of a store served as a
+ * store of its own would have two daemons serve its files. */
+bool cbfs_store_enclosing(const char *abs, char *root, size_t cap);
+
 /* fsyncs the directory name in dirfd (any fd on it; "." for dirfd itself,
  * symlinks not followed): a real descriptor, since O_PATH ones cannot be
  * fsynced. @return CBFS_OK, CBFS_E_NOENT if it does not exist, or an error. */

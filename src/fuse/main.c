@@ -369,6 +369,22 @@ int main(int argc, char *argv[])
     mnt_path = cbfs_main_dir(o.mountpoint, "mount point", &mnt_sb);
     if (!mnt_path) goto out;
     const bool in_place = store_sb.st_dev == mnt_sb.st_dev && store_sb.st_ino == mnt_sb.st_ino;
+    char outer[PATH_MAX];
+    if (cbfs_store_enclosing(store_path, outer, sizeof outer)) {
+        cbfs_main_error("store %s is a directory of the store %s: mount that one (two daemons "
+                        "would serve the same files)",
+                        store_path, outer);
+        goto out;
+    }
+    const size_t slen = strlen(store_path);
+    if (!in_place && strncmp(mnt_path, store_path, slen) == 0 &&
+        (mnt_path[slen] == '/' || strcmp(store_path, "/") == 0)) {
+        cbfs_main_error("mount point %s is inside the store %s: the daemon would serve its own "
+                        "mount (give a mount point outside it, or the store itself for an "
+                        "in-place mount)",
+                        mnt_path, store_path);
+        goto out;
+    }
 
     /* Opened before mounting: for an in-place mount this descriptor is the
      * only way back to the files the mount is about to hide. */

@@ -52,6 +52,28 @@ int cbfs_store_fd(const struct cbfs_store *st)
     return st->root_fd;
 }
 
+bool cbfs_store_enclosing(const char *abs, char *root, size_t cap)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", abs);
+    for (;;) {
+        char *const slash = strrchr(dir, '/');
+        if (!slash || strcmp(dir, "/") == 0) return false;
+        if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        char conf[PATH_MAX + sizeof CBFS_STORE_DIR + sizeof CBFS_STORE_CONF + 2];
+        snprintf(conf, sizeof conf, "%s%s%s/%s", dir, strcmp(dir, "/") == 0 ? "" : "/",
+                 CBFS_STORE_DIR, CBFS_STORE_CONF);
+        struct stat st;
+        if (lstat(conf, &st) == 0 && S_ISREG(st.st_mode)) {
+            snprintf(root, cap, "%s", dir);
+            return true;
+        }
+    }
+}
+
 cbfs_err cbfs_store_sync_dir(int dirfd, const char *name)
 {
     const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

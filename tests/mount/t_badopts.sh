@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Bad options, missing directories and a locked store: the daemon exits non-zero
+# Bad options, missing directories, a locked store, a directory of a store, a mount point
+# inside the store: the daemon exits non-zero
 # with ONE line on stderr that names the problem, and nothing gets mounted.
 . "$(dirname "$0")/lib.sh"
 
@@ -60,5 +61,14 @@ mkdir -p "$T/mnt2"
 expect_refused 'in use|lock|busy|another' -f "$store" "$T/mnt2"
 echo still-works >"$mnt/x"
 check_eq still-works "$(cat "$mnt/x")" "first mount after the refused second daemon"
+# a directory of the store as a store of its own: two daemons served the same files (the
+# lock is the root's), and the second wrote a .cbfs/ into the first one's tree
+mkdir "$mnt/db" && echo db >"$mnt/db/a"
+expect_refused 'is a directory of the store' -f "$store/db" "$T/mnt2"
+[[ -e $store/db/.cbfs ]] && fail "the refused mount made $store/db/.cbfs"
 cbfs_umount "$mnt"
+expect_refused 'is a directory of the store' -f "$store/db" "$T/mnt2"
+# a mount point inside the store: the daemon walked into its own mount
+mkdir -p "$store/sub"
+expect_refused 'inside the store' -f "$store" "$store/sub"
 pass
