@@ -88,8 +88,15 @@ static cbfs_err cbfs_upgrade_dir(struct cbfs_upgrade *u, int dirfd, const char *
         snprintf(u->msg, u->cap, "%s: cannot read directory: %s", display, cbfs_err_str(e));
         return e;
     }
+    /* A file named CBFS_INDEX_DIR (the sidecar of no file) first: it is in
+     * the way of the index directory, which a sidecar sorted before it
+     * ("-x.cbfsidx") could not be moved into, on every run again. */
     for (size_t i = 0; i < n && e == CBFS_OK; i++)
-        e = cbfs_upgrade_entry(u, dirfd, display, names[i], in_root);
+        if (strcmp(names[i], CBFS_INDEX_DIR) == 0)
+            e = cbfs_upgrade_entry(u, dirfd, display, names[i], in_root);
+    for (size_t i = 0; i < n && e == CBFS_OK; i++)
+        if (strcmp(names[i], CBFS_INDEX_DIR) != 0)
+            e = cbfs_upgrade_entry(u, dirfd, display, names[i], in_root);
     cbfs_dir_free_names(names, n);
     if (e == CBFS_E_NOMEM) snprintf(u->msg, u->cap, "%s: out of memory", display);
     if (e == CBFS_OK && (e = cbfs_upgrade_sync(dirfd)) != CBFS_OK)
