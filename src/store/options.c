@@ -235,6 +235,12 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
             goto out;
         }
     }
+    /* "--" ends the flags: in the '-' mode getopt stops there, and what
+     * follows is positional (it was dropped: "S -- M" mounted S in place) */
+    for (; optind < argc; optind++) {
+        if (npos < 3) pos[npos] = argv[optind];
+        npos++;
+    }
     if (npos == 0) {
         snprintf(msg, msg_cap,
                  "no mount point given; usage: mount.cbfs [-o OPTS] [STORE] MOUNTPOINT");

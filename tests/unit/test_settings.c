@@ -538,6 +538,25 @@ Test(options, settings_fuse_options_and_noise)
     cbfs_options_free(&o);
 }
 
+/* "--" ends the flags; what follows is positional. It was dropped: "S -- M"
+ * mounted S in place on itself, "-- S M" had no mount point. */
+Test(options, double_dash_ends_the_flags)
+{
+    struct cbfs_options o;
+    char msg[256];
+    cr_assert_eq(PARSE(&o, msg, "-f", "/s", "--", "/m"), CBFS_OK, "%s", msg);
+    cr_assert_str_eq(o.store, "/s");
+    cr_assert_str_eq(o.mountpoint, "/m");
+    cbfs_options_free(&o);
+    cr_assert_eq(PARSE(&o, msg, "-f", "--", "/s", "-m"), CBFS_OK, "%s", msg);
+    cr_assert_str_eq(o.store, "/s");
+    cr_assert_str_eq(o.mountpoint, "-m", "after --, a name that starts with '-' is a name");
+    cbfs_options_free(&o);
+    cr_assert_eq(PARSE(&o, msg, "/s", "--", "/m", "/x"), CBFS_E_INVAL);
+    cr_assert(strstr(msg, "too many arguments"), "%s", msg);
+    cbfs_options_free(&o);
+}
+
 /* fstab's flags take no value: given one, they are an error, not dropped
  * (default_permissions=0 would pass for turning something off); user=NAME is
  * mount(8)'s and comment= and x-* carry values. */
