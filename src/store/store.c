@@ -189,7 +189,7 @@ fail:
  * interpreted. */
 struct cbfs_store_raw {
     char version[32], uuid[33], created[32], layout[32];
-    bool has_version, has_uuid, has_layout;
+    bool has_version, has_uuid, has_layout, has_created;
     struct {
         char key[32], val[64];
     } set[CBFS_SET_COUNT_]; /* settings lines (CBFS_SCOPE_STORE), one per key */
@@ -219,11 +219,22 @@ static bool cbfs_store_keep(char *dst, size_t cap, const char *key, const char *
 }
 
 /* Files one key=value line. Unknown keys are ignored: later cbfs versions may
- * add some. */
+ * add some. A key given twice is refused: which one counts is no guess to
+ * make (the last won: layout=1 appended to a layout-2 file read the store as
+ * layout 1). */
 static cbfs_err cbfs_store_line(struct cbfs_store_raw *raw, const char *key, const char *val,
                                 char *msg, size_t cap)
 {
     bool ok = true;
+    bool again = (strcmp(key, "format_version") == 0 && raw->has_version) ||
+                 (strcmp(key, "uuid") == 0 && raw->has_uuid) ||
+                 (strcmp(key, "layout") == 0 && raw->has_layout) ||
+                 (strcmp(key, "created") == 0 && raw->has_created);
+    for (unsigned i = 0; i < raw->nset && !again; i++) again = strcmp(raw->set[i].key, key) == 0;
+    if (again) {
+        snprintf(msg, cap, "%s is given twice", key);
+        return CBFS_E_INVAL;
+    }
     if (strcmp(key, "format_version") == 0) {
         ok = cbfs_store_keep(raw->version, sizeof raw->version, key, val, msg, cap);
         raw->has_version = true;
@@ -235,12 +246,16 @@ static cbfs_err cbfs_store_line(struct cbfs_store_raw *raw, const char *key, con
         raw->has_layout = true;
     } else if (strcmp(key, "created") == 0) {
         ok = cbfs_store_keep(raw->created, sizeof raw->created, key, val, msg, cap);
+        raw->has_created = true;
     } else if (cbfs_settings_known(key, CBFS_SCOPE_STORE)) {
-        unsigned i = 0; /* a key given again replaces its value */
-        while (i < raw->nset && strcmp(raw->set[i].key, key) != 0) i++;
+        const unsigned i = raw->nset++; /* one per key: a second one was refused above */
         ok = cbfs_store_keep(raw->set[i].key, sizeof raw->set[i].key, key, key, msg, cap) &&
              cbfs_store_keep(raw->set[i].val, sizeof raw->set[i].val, key, val, msg, cap);
-        if (i == raw->nset) raw->nset++;
+    } else if (cbfs_settings_known(key, CBFS_SCOPE_MOUNT)) {
+        /* known, and not a store default: it was ignored without a word */
+        snprintf(msg, cap, "%s is a mount option (mount.cbfs -o %s=...), not a store default",
+                 key, key);
+        return CBFS_E_INVAL;
     }
     return ok ? CBFS_OK : CBFS_E_INVAL;
 }
