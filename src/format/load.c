@@ -464,23 +464,40 @@ static cbfs_err cbfs_load_apply_scanned(struct cbfs_index *idx, struct cbfs_recv
     return CBFS_OK;
 }
 
+static int cbfs_load_rec_by_block_gen(const void *a, const void *b)
+{
+    const struct cbfs_index_rec *const x = *(const struct cbfs_index_rec *const *)a;
+    const struct cbfs_index_rec *const y = *(const struct cbfs_index_rec *const *)b;
+    if (x->block != y->block) return x->block < y->block ? -1 : 1;
+    return x->generation < y->generation ? -1 : x->generation > y->generation;
+}
+
 /* Do the block frames r[0, n) look like full blocks of a size below s: two or
- * more frames of blocks below the highest one, all of exactly one valid block
- * size? Not a proof of that size (a sparse file can look so), but enough not
- * to take s for them on a store-wide word. */
+ * more blocks below the highest one, each of whose newest frame holds exactly
+ * one valid block size? (The newest: a block flushed part-way has older,
+ * shorter frames.) Not a proof of that size (a sparse file can look so), but
+ * enough not to take s for them on a store-wide word. @return true also when
+ * out of memory to tell: s is then not taken. */
 static bool cbfs_load_looks_smaller(const struct cbfs_index_rec *r, size_t n, uint32_t s)
 {
-    uint64_t hi = 0;
+    const struct cbfs_index_rec **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return true;
+    size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (r[i].type == CBFS_REC_BLOCK && r[i].block > hi) hi = r[i].block;
+        if (r[i].type == CBFS_REC_BLOCK) v[m++] = &r[i];
+    qsort(v, m, sizeof *v, cbfs_load_rec_by_block_gen);
     uint32_t ulen = 0;
-    size_t below = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (r[i].type != CBFS_REC_BLOCK || r[i].block == hi) continue;
-        if (below++ == 0) ulen = r[i].ulen;
-        if (r[i].ulen != ulen) return false;
+    size_t blocks = 0;
+    bool same = true;
+    /* v[i] is a block's newest frame where the next one is of another block;
+     * the highest block (v[m - 1]'s) may be partial and is left out */
+    for (size_t i = 0; i + 1 < m && same; i++) {
+        if (v[i]->block == v[i + 1]->block || v[i]->block == v[m - 1]->block) continue;
+        if (blocks++ == 0) ulen = v[i]->ulen;
+        same = v[i]->ulen == ulen;
     }
-    return below >= 2 && ulen < s && cbfs_block_size_valid(ulen);
+    free(v);
+    return same && blocks >= 2 && ulen < s && cbfs_block_size_valid(ulen);
 }
 
 /* Frames do not record the block size, and block b's bytes start at

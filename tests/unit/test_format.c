@@ -772,6 +772,12 @@ Test(format, rebuild_block_size_stated_for_a_store_is_a_last_resort)
     const struct cbfs_index_rec uneven[] = {rb_block(0, 32768), rb_block(1, 20000),
                                             rb_block(2, 9)};
     cr_assert_eq(rb_store_rule(uneven, 3, 0, 65536), 65536);
+    /* a block flushed part-way first (an fsync after 16 KiB): its older, shorter
+     * frame is not what the block holds; the newest ones look like 32 KiB blocks */
+    struct cbfs_index_rec fsynced[] = {rb_block(0, 16384), rb_block(0, 32768),
+                                       rb_block(1, 32768), rb_block(2, 32768), rb_block(3, 500)};
+    for (size_t i = 0; i < 5; i++) fsynced[i].generation = i + 1;
+    cr_assert_eq(rb_store_rule(fsynced, 5, 0, 65536), 0);
 }
 
 /* A block over 8 MiB leaves 16 MiB as the only size. */
