@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -12,9 +13,31 @@
 #include <unistd.h>
 
 #include "cbfs/log.h"
+#include "cbfs/util.h"
 #include "fuse/stop.h"
 
 extern char **environ;
+
+/* Is mnt still a mount point in /proc/self/mountinfo? (A user's fusermount3
+ * fails alike whether the mount is busy or already gone.) */
+static bool cbfs_stop_mounted(const char *mnt)
+{
+    FILE *const f = fopen("/proc/self/mountinfo", "re");
+    if (!f) return true; /* cannot tell: as if still there */
+    char line[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        /* field 5 is the mount point, octal-escaped */
+        char *save = NULL, *field = strtok_r(line, " ", &save);
+        for (int i = 1; field && i < 5; i++) field = strtok_r(NULL, " ", &save);
+        if (field) {
+            cbfs_mounts_unescape(field);
+            found = strcmp(field, mnt) == 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
 
 static const int cbfs_stop_sigs[] = {SIGTERM, SIGINT, SIGHUP};
 #define CBFS_STOP_NSIGS (sizeof cbfs_stop_sigs / sizeof cbfs_stop_sigs[0])
@@ -25,7 +48,6 @@ static char *cbfs_stop_mnt;
 static pthread_t cbfs_stop_loop; /* the thread that runs the loop */
 static pthread_t cbfs_stop_thread;
 static sem_t cbfs_stop_sem; /* posted by the first signal, and by cbfs_stop_finish */
-static struct sigaction cbfs_stop_old[CBFS_STOP_NSIGS];
 static bool cbfs_stop_running; /* the loop's thread only */
 
 static atomic_uint cbfs_stop_signals; /* handlers: signals so far */
@@ -47,18 +69,30 @@ static void cbfs_stop_handler(int sig)
 }
 
 /* Detaches the mount: umount2(MNT_DETACH) for root, else fusermount3 -u -z
- * (a user mount). @return 0 or errno. */
+ * (a user mount; libfuse's own place for it first, as libfuse looks, then
+ * PATH). @return 0, EINVAL if mnt is no mount any more (an unmount came
+ * first), or errno. */
 static int cbfs_stop_detach(const char *mnt)
 {
     if (geteuid() == 0) return umount2(mnt, MNT_DETACH) == 0 ? 0 : errno;
     char *argv[] = {"fusermount3", "-u", "-z", (char *)mnt, NULL};
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigemptyset(&none);
+    int err = posix_spawnattr_init(&attr);
+    if (err) return err;
+    posix_spawnattr_setsigmask(&attr, &none); /* not this thread's: all blocked */
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     pid_t pid;
-    const int err = posix_spawnp(&pid, "fusermount3", NULL, NULL, argv, environ);
+    err = posix_spawn(&pid, "/usr/bin/fusermount3", NULL, &attr, argv, environ);
+    if (err == ENOENT) err = posix_spawnp(&pid, "fusermount3", NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
     if (err) return err;
     int status;
     while (waitpid(pid, &status, 0) == -1)
         if (errno != EINTR) return errno;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : EPERM;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    return cbfs_stop_mounted(mnt) ? EPERM : EINVAL;
 }
 
 static void *cbfs_stop_main(void *arg)
@@ -71,11 +105,14 @@ static void *cbfs_stop_main(void *arg)
     }
     if (atomic_load(&cbfs_stop_over)) return NULL;
     const int sig = cbfs_stop_first;
+    /* an unmount may have come just before the signal: the loop is ending
+     * on its own, and EINVAL below says so */
     cbfs_log_info("%s: detaching %s; files still open on it are served until they are "
                   "closed, then the daemon exits (a second signal stops it at once, losing what "
                   "the kernel still holds for them)",
                   strsignal(sig), cbfs_stop_mnt);
     const int err = cbfs_stop_detach(cbfs_stop_mnt);
+    if (err == EINVAL || err == ENOENT || atomic_load(&cbfs_stop_over)) return NULL;
     if (err) {
         cbfs_log_err("cannot detach %s (%s): stopping at once", cbfs_stop_mnt, strerror(err));
         atomic_fetch_add(&cbfs_stop_signals, 1); /* as a second signal */
@@ -101,8 +138,9 @@ int cbfs_stop_start(struct fuse_session *se, const char *mnt)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = cbfs_stop_handler;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < CBFS_STOP_NSIGS; i++)
-        sigaction(cbfs_stop_sigs[i], &sa, &cbfs_stop_old[i]);
+    for (size_t i = 0; i < CBFS_STOP_NSIGS; i++) sigaction(cbfs_stop_sigs[i], &sa, NULL);
+    /* fusermount3's status is waited for: not reaped behind our back */
+    signal(SIGCHLD, SIG_DFL);
     cbfs_stop_running = true;
     return 0;
 }
@@ -110,8 +148,14 @@ int cbfs_stop_start(struct fuse_session *se, const char *mnt)
 bool cbfs_stop_finish(void)
 {
     if (!cbfs_stop_running) return false;
-    for (size_t i = 0; i < CBFS_STOP_NSIGS; i++)
-        sigaction(cbfs_stop_sigs[i], &cbfs_stop_old[i], NULL);
+    /* Ignored from here to the exit: the files are flushed after the loop,
+     * and libfuse's handlers (back at exit) have no loop to end, while the
+     * default action would kill the daemon mid-flush. */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    for (size_t i = 0; i < CBFS_STOP_NSIGS; i++) sigaction(cbfs_stop_sigs[i], &ign, NULL);
     atomic_store(&cbfs_stop_over, true);
     sem_post(&cbfs_stop_sem);
     pthread_join(cbfs_stop_thread, NULL);

@@ -6,8 +6,9 @@
  * detaches the mount, as `umount -l` does (the name goes at once), and the
  * daemon serves on until the kernel lets go of it, when the last file open on
  * it is closed: everything written reaches the store, and the loop then ends
- * as after any unmount. A second signal ends the loop at once, as libfuse
- * did (what the kernel still held is lost: said in the log, exit 1). */
+ * as after any unmount (a signal that comes just after an unmount changes
+ * nothing). A second signal ends the loop at once, as libfuse did (what the
+ * kernel still held is lost: said in the log, exit 1). */
 #ifndef CBFS_FUSE_STOP_H
 #define CBFS_FUSE_STOP_H
 
@@ -21,8 +22,9 @@
  * (libfuse's handlers stay then). */
 int cbfs_stop_start(struct fuse_session *se, const char *mnt);
 
-/* After the loop: ends the thread and puts libfuse's handlers back. @return
- * true if a second signal cut the stop short. */
+/* After the loop: ends the thread; the three signals are ignored from then on
+ * (the files are flushed after the loop: a signal's default action would cut
+ * that short). @return true if a second signal cut the stop short. */
 bool cbfs_stop_finish(void);
 
 #endif
