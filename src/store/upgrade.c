@@ -19,31 +19,28 @@ struct cbfs_upgrade {
     uint64_t moved;
     char *msg;
     size_t cap;
+    unsigned depth; /* directories below the root being converted now */
 };
+
+/* Directories below the root the conversion goes into at most: a deeper tree
+ * is an error, not a stack overflow (each level holds a frame and an fd). */
+#define CBFS_UPGRADE_DEPTH_MAX 4096
 
 static cbfs_err cbfs_upgrade_dir(struct cbfs_upgrade *u, int dirfd, const char *display,
                                  bool in_root);
 
-/* One entry of directory dirfd: a layout-1 sidecar is moved, a directory
- * is converted in turn. @return CBFS_OK or the error (msg written). */
-static cbfs_err cbfs_upgrade_entry(struct cbfs_upgrade *u, int dirfd, const char *display,
-                                   const char *name, bool in_root)
+/* A regular file of directory dirfd: a layout-1 sidecar is moved to its
+ * layout-2 home. Not inlined into cbfs_upgrade_entry, which recurses: its
+ * buffers would be in every level's frame. @return CBFS_OK or the error (msg
+ * written). */
+__attribute__((noinline)) static cbfs_err cbfs_upgrade_file(struct cbfs_upgrade *u, int dirfd,
+                                                            const char *display,
+                                                            const char *name)
 {
-    struct stat st;
     char data[NAME_MAX + 1], sub[PATH_MAX];
     cbfs_err e;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return CBFS_OK; /* raced away */
     snprintf(sub, sizeof sub, "%s/%s", display, name);
-    if (in_root && strcmp(name, CBFS_STORE_DIR) == 0) return CBFS_OK;
-    if (S_ISDIR(st.st_mode)) {
-        if (strcmp(name, CBFS_INDEX_DIR) == 0) return CBFS_OK; /* ours, from an earlier run */
-        const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) goto fail;
-        e = cbfs_upgrade_dir(u, fd, sub, false);
-        close(fd);
-        return e;
-    }
-    if (!S_ISREG(st.st_mode) || !cbfs_store_is_sidecar_name(name)) return CBFS_OK;
+    if (!cbfs_store_is_sidecar_name(name)) return CBFS_OK;
     if (cbfs_store_data_name(name, data, sizeof data) != CBFS_OK) return CBFS_OK;
     if (data[0] == '\0') { /* ".cbfsidx": the sidecar of no file, and layout 2's name */
         if (unlinkat(dirfd, name, 0) != 0) goto fail;
@@ -63,6 +60,44 @@ static cbfs_err cbfs_upgrade_entry(struct cbfs_upgrade *u, int dirfd, const char
 fail:
     e = cbfs_err_from_errno(errno);
     snprintf(u->msg, u->cap, "%s: %s", sub, cbfs_err_str(e));
+    return e;
+}
+
+/* One entry of directory dirfd: a layout-1 sidecar is moved, a directory
+ * is converted in turn. Its frame is small: it is one per level of the tree
+ * (the path of a directory is on the heap). @return CBFS_OK or the error (msg
+ * written). */
+static cbfs_err cbfs_upgrade_entry(struct cbfs_upgrade *u, int dirfd, const char *display,
+                                   const char *name, bool in_root)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return CBFS_OK; /* raced away */
+    if (in_root && strcmp(name, CBFS_STORE_DIR) == 0) return CBFS_OK;
+    if (S_ISREG(st.st_mode)) return cbfs_upgrade_file(u, dirfd, display, name);
+    if (!S_ISDIR(st.st_mode) || strcmp(name, CBFS_INDEX_DIR) == 0)
+        return CBFS_OK; /* the index directory: ours, from an earlier run */
+    const size_t len = strlen(display) + strlen(name) + 2;
+    char *const sub = malloc(len);
+    if (!sub) return CBFS_E_NOMEM;
+    snprintf(sub, len, "%s/%s", display, name);
+    cbfs_err e;
+    if (u->depth >= CBFS_UPGRADE_DEPTH_MAX) {
+        snprintf(u->msg, u->cap, "%s: more than %u directories deep", sub,
+                 CBFS_UPGRADE_DEPTH_MAX);
+        e = CBFS_E_INVAL;
+    } else {
+        const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            e = cbfs_err_from_errno(errno);
+            snprintf(u->msg, u->cap, "%s: %s", sub, cbfs_err_str(e));
+        } else {
+            u->depth++;
+            e = cbfs_upgrade_dir(u, fd, sub, false);
+            u->depth--;
+            close(fd);
+        }
+    }
+    free(sub);
     return e;
 }
 

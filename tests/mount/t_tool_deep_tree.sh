@@ -2,8 +2,8 @@
 # The offline tools walk a store one directory level per call: with PATH_MAX bytes on
 # the stack per level, a tree 2500 directories deep (paths past PATH_MAX; a DB host's
 # high fd limit lets the walk hold one fd per level) crashed verify, fsck and stat
-# (SIGSEGV). It must be walked, the file at its bottom found; past 4096 levels the walk
-# stops there with an error, never a crash.
+# (SIGSEGV), and fsck --upgrade. It must be walked, the file at its bottom found; past
+# 4096 levels the walk stops there with an error, never a crash.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
@@ -41,4 +41,22 @@ rc=0; "$CBFS" verify "$store" >"$T/verify.out" 2>&1 || rc=$?
 [[ $rc != 0 && $rc -lt 128 ]] || fail "verify of a 4200-deep tree: exit $rc"
 grep -q 'more than 4096 directories deep' "$T/verify.out" || fail "no message: $(tail -c 300 "$T/verify.out")"
 rm -rf "$store/deeper" "$store/deep" # coreutils' rm walks a tree this deep
+
+# fsck --upgrade (layout 1 -> 2) walks the tree too: it crashed as well, and every rerun
+# crashed at the same place, the store half converted
+old=$T/old
+mkdir -p "$old"
+cbfs_layout1_store "$old"
+python3 - "$old" 2500 <<'PY'
+import os, sys
+os.chdir(sys.argv[1]); os.mkdir("deep"); os.chdir("deep")
+for _ in range(int(sys.argv[2])):
+    os.mkdir("a"); os.chdir("a")
+open("f", "w").write("plain\n")
+open("f.cbfsidx", "w").close() # an orphan sidecar of layout 1: moved like any other
+PY
+rc=0; "$CBFS" fsck --upgrade "$old" >"$T/up.out" 2>&1 || rc=$?
+check_eq 0 "$rc" "fsck --upgrade of a 2500-deep layout-1 store ($(tail -c 300 "$T/up.out"))"
+grep -qx 'layout=2' "$old/.cbfs/store.conf" || fail "store.conf does not say layout 2"
+rm -rf "$old"
 pass
