@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cbfs/settings.h"
 #include "cbfs/store.h"
@@ -53,7 +54,8 @@ int tool_mkfs_main(int argc, char **argv)
         return TOOL_EXIT_USAGE;
     }
     const char *const path = argv[optind];
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+    const bool made = mkdir(path, 0755) == 0;
+    if (!made && errno != EEXIST) {
         tool_err("mkfs", "cannot create %s: %s", path, cbfs_err_str(cbfs_err_from_errno(errno)));
         return TOOL_EXIT_USAGE;
     }
@@ -61,13 +63,13 @@ int tool_mkfs_main(int argc, char **argv)
     if (tool_loc_resolve(path, &loc, msg, sizeof msg) == CBFS_OK) {
         const bool mounted = loc.via_mount, inside = loc.in_store && !loc.at_root;
         tool_loc_free(&loc);
-        if (mounted) {
-            tool_err("mkfs", "%s is inside a mounted cbfs: run mkfs on a store directory", path);
-            return TOOL_EXIT_USAGE;
-        }
-        if (inside) { /* its .cbfs/ would be files of the outer store's */
-            tool_err("mkfs", "%s is inside a cbfs store: run mkfs on a directory of its own",
+        if (mounted || inside) {
+            /* inside a store, its .cbfs/ would be files of the outer store's */
+            tool_err("mkfs", mounted ? "%s is inside a mounted cbfs: run mkfs on a store directory"
+                                     : "%s is inside a cbfs store: run mkfs on a directory of "
+                                       "its own",
                      path);
+            if (made) (void)rmdir(path); /* refused: nothing left behind */
             return TOOL_EXIT_USAGE;
         }
     }
