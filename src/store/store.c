@@ -251,12 +251,8 @@ static cbfs_err cbfs_store_line(struct cbfs_store_raw *raw, const char *key, con
         const unsigned i = raw->nset++; /* one per key: a second one was refused above */
         ok = cbfs_store_keep(raw->set[i].key, sizeof raw->set[i].key, key, key, msg, cap) &&
              cbfs_store_keep(raw->set[i].val, sizeof raw->set[i].val, key, val, msg, cap);
-    } else if (cbfs_settings_known(key, CBFS_SCOPE_MOUNT)) {
-        /* known, and not a store default: it was ignored without a word */
-        snprintf(msg, cap, "%s is a mount option (mount.cbfs -o %s=...), not a store default",
-                 key, key);
-        return CBFS_E_INVAL;
-    }
+    } /* else unknown here, a mount option among them: a later version may make
+       * it a store default, and its store.conf must still mount */
     return ok ? CBFS_OK : CBFS_E_INVAL;
 }
 

@@ -520,8 +520,6 @@ Test(store_meta, conf_refusals, .init = st_setup, .fini = st_teardown)
         {"format_version=1\ncodec=zstd\nlevel=5\ncodec=lz4\n", CBFS_E_INVAL,
          "codec is given twice"},
         {"format_version=1\nformat_version=1\n", CBFS_E_INVAL, "given twice"},
-        /* a mount option here was ignored without a word */
-        {"format_version=1\nworkers=4\n", CBFS_E_INVAL, "workers is a mount option"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct cbfs_store_conf conf;
