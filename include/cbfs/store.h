@@ -153,6 +153,14 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name);
 #define CBFS_STORE_PROBE_MAX 10000u
 cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, char *example, size_t cap);
 
+/* For a store of layout 1: does the tree hold a directory CBFS_INDEX_DIR?
+ * Layout 1 reserves the name (no file of the mount has it), so only
+ * cbfs fsck --upgrade made it: an upgrade cut short, whose sidecars are
+ * partly at their new homes; a mount before it is run again would misplace
+ * sidecars for good (a rename, a new file of a moved sidecar's name). As
+ * cbfs_store_find_layout1, CBFS_STORE_PROBE_MAX entries at most. */
+cbfs_err cbfs_store_find_index_dir(int root_fd, bool *found, char *example, size_t cap);
+
 /* Writes the sidecar name of data file name (name + CBFS_INDEX_SUFFIX) into
  * buf: layout 1's name. @return CBFS_E_NAMETOOLONG if name is longer than
  * CBFS_STORE_NAME_MAX or the result does not fit cap (nothing written then). */

@@ -213,6 +213,20 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
         return -1;
     }
     *layout = found ? conf.layout : CBFS_LAYOUT_NEWEST;
+    if (found && conf.layout == CBFS_LAYOUT_SUFFIX) {
+        bool cut;
+        char example[PATH_MAX];
+        e = cbfs_store_find_index_dir(cbfs_store_fd(st), &cut, example, sizeof example);
+        if (e || cut) {
+            cbfs_main_error(e ? "store %s: cannot tell whether an upgrade to layout 2 was cut "
+                                "short: %s"
+                              : "store %s: an upgrade to layout 2 was cut short (%s is there, "
+                                "and store.conf still says layout 1): run cbfs fsck --upgrade "
+                                "on it again before mounting it",
+                            path, e ? cbfs_err_str(e) : example);
+            return -1;
+        }
+    }
     if (!found) {
         bool old;
         char example[PATH_MAX];

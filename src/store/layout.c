@@ -167,11 +167,18 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name)
     return e;
 }
 
-/* Depth-first below at (display: its store-relative path, "" for the
- * root); *budget: entries left to look at. */
-static cbfs_err cbfs_store_find_layout1_in(int at, const char *display, unsigned depth,
-                                          unsigned *budget, bool *found, char *example,
-                                          size_t cap)
+/* What cbfs_store_probe_in looks for, and what it found. */
+struct cbfs_store_probe {
+    bool index_dir; /* a directory CBFS_INDEX_DIR; else a sidecar of layout 1 */
+    unsigned budget; /* entries left to look at */
+    bool found;
+    char *example; /* the store-relative path of the first found */
+    size_t cap;
+};
+
+/* Depth-first below at (display: its store-relative path, "" for the root). */
+static cbfs_err cbfs_store_probe_in(struct cbfs_store_probe *p, int at, const char *display,
+                                    unsigned depth)
 {
     const int fd = openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *const d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -180,44 +187,60 @@ static cbfs_err cbfs_store_find_layout1_in(int at, const char *display, unsigned
         return cbfs_err_from_errno(errno);
     }
     cbfs_err e = CBFS_OK;
-    for (struct dirent *de; !*found && !e && *budget && (de = readdir(d)) != NULL;) {
-        (*budget)--;
+    for (struct dirent *de; !p->found && !e && p->budget && (de = readdir(d)) != NULL;) {
+        p->budget--;
         const char *const n = de->d_name;
         if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
             (depth == 0 && strcmp(n, CBFS_STORE_DIR) == 0))
             continue;
         struct stat st;
         if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* raced away */
-        if (S_ISREG(st.st_mode) && cbfs_store_is_sidecar_name(n)) {
+        const bool is_index_dir = S_ISDIR(st.st_mode) && strcmp(n, CBFS_INDEX_DIR) == 0;
+        if (p->index_dir && is_index_dir) {
+            p->found = true;
+        } else if (!p->index_dir && S_ISREG(st.st_mode) && cbfs_store_is_sidecar_name(n)) {
             /* layout 1's: its data file beside it; not a data file of layout 2
              * named so (its own sidecar in the index directory) */
             char data[NAME_MAX + 1], l2[NAME_MAX + sizeof CBFS_INDEX_DIR + 1];
             snprintf(l2, sizeof l2, "%s/%s", CBFS_INDEX_DIR, n);
-            if (cbfs_store_data_name(n, data, sizeof data) == CBFS_OK && data[0] &&
-                fstatat(dirfd(d), data, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-                fstatat(dirfd(d), l2, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-                *found = true;
-                snprintf(example, cap, "%s%s%s", display, *display ? "/" : "", n);
-            }
-        } else if (S_ISDIR(st.st_mode) && depth < 64 && strcmp(n, CBFS_INDEX_DIR) != 0) {
+            p->found = cbfs_store_data_name(n, data, sizeof data) == CBFS_OK && data[0] &&
+                       fstatat(dirfd(d), data, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                       S_ISREG(st.st_mode) &&
+                       fstatat(dirfd(d), l2, &st, AT_SYMLINK_NOFOLLOW) != 0;
+        } else if (S_ISDIR(st.st_mode) && depth < 64 && !is_index_dir) {
             const int sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) continue; /* not ours to judge */
             char path[PATH_MAX];
             snprintf(path, sizeof path, "%s%s%s", display, *display ? "/" : "", n);
-            e = cbfs_store_find_layout1_in(sub, path, depth + 1, budget, found, example, cap);
+            e = cbfs_store_probe_in(p, sub, path, depth + 1);
             close(sub);
+            continue;
         }
+        if (p->found) snprintf(p->example, p->cap, "%s%s%s", display, *display ? "/" : "", n);
     }
     closedir(d);
     return e;
 }
 
+static cbfs_err cbfs_store_probe(int root_fd, bool index_dir, bool *found, char *example,
+                                 size_t cap)
+{
+    struct cbfs_store_probe p = {
+        .index_dir = index_dir, .budget = CBFS_STORE_PROBE_MAX, .example = example, .cap = cap};
+    if (cap) example[0] = '\0';
+    const cbfs_err e = cbfs_store_probe_in(&p, root_fd, "", 0);
+    *found = p.found;
+    return e;
+}
+
 cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, char *example, size_t cap)
 {
-    unsigned budget = CBFS_STORE_PROBE_MAX;
-    *found = false;
-    if (cap) example[0] = '\0';
-    return cbfs_store_find_layout1_in(root_fd, "", 0, &budget, found, example, cap);
+    return cbfs_store_probe(root_fd, false, found, example, cap);
+}
+
+cbfs_err cbfs_store_find_index_dir(int root_fd, bool *found, char *example, size_t cap)
+{
+    return cbfs_store_probe(root_fd, true, found, example, cap);
 }
 
 cbfs_err cbfs_store_sidecar_name(const char *name, char *buf, size_t cap)

@@ -53,6 +53,11 @@ want=$(digest)
 mkdir -m 711 "$store/d/.cbfsidx"
 mv "$store/d/hard.cbfsidx" "$store/d/.cbfsidx/hard"
 : >"$store/.cbfsidx" # layout 1's sidecar of no file: an orphan, in layout 2's way
+# A mount in between would misplace sidecars for good (a rename, a new file of a moved
+# sidecar's name): it is refused until the upgrade has been run again.
+rc=0; timeout 20 "$CBFS_MOUNT_BIN" -f "$store" "$mnt" >"$T/cut.out" 2>&1 || rc=$?
+check_eq 1 "$rc" "mount of a store whose upgrade was cut short ($(cat "$T/cut.out"))"
+grep -q "upgrade to layout 2 was cut short (d/.cbfsidx" "$T/cut.out" || fail "message: $(cat "$T/cut.out")"
 cbfs_tool
 "$CBFS" fsck --upgrade "$store" >"$T/up.out" 2>&1 || fail "fsck --upgrade: $(cat "$T/up.out")"
 grep -q 'sidecar(s) moved' "$T/up.out" || fail "fsck --upgrade said: $(cat "$T/up.out")"
