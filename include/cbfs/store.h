@@ -276,6 +276,12 @@ void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_
  * .cbfs/. Requires the lock. */
 cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_conf *conf);
 
+/* Removes the store.conf a first mount wrote when that mount then failed (no
+ * /dev/fuse, say): its settings were that attempt's, not the store's, and
+ * they stayed the defaults of every later mount. Requires the lock. Best
+ * effort: @return CBFS_OK or the error of removing it. */
+cbfs_err cbfs_store_unwrite_conf(struct cbfs_store *st);
+
 /* ---- layout upgrade (upgrade.c) ---- */
 
 /* Converts a locked, unmounted store from layout 1 to CBFS_LAYOUT_NEWEST:

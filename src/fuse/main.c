@@ -167,10 +167,12 @@ out:
 
 /* Takes the store lock, reads (or on the first mount writes) store.conf and
  * merges its defaults into the options; *layout = the store's layout (a new
- * store's: the newest). @return 0, or -1 after printing why. */
+ * store's: the newest); *wrote: store.conf was written now (a first mount).
+ * @return 0, or -1 after printing why. */
 static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_options *o,
-                           unsigned *layout)
+                           unsigned *layout, bool *wrote)
 {
+    *wrote = false;
     char msg[512];
     pid_t holder;
     cbfs_err e = cbfs_store_lock(st, cbfs_options_readonly(o), &holder);
@@ -255,6 +257,7 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
                             CBFS_STORE_CONF, cbfs_err_str(e));
             return -1;
         }
+        *wrote = true;
     }
     return 0;
 }
@@ -346,6 +349,7 @@ int main(int argc, char *argv[])
     char msg[512];
     int status = 1;
     int notify_fd = -1;
+    bool wrote_conf = false; /* a first mount's store.conf: undone if it never mounts */
     char *store_path = NULL, *mnt_path = NULL, *fuse_list = NULL;
     struct cbfs_store *st = NULL;
     struct cbfs_engine *eng = NULL;
@@ -407,7 +411,7 @@ int main(int argc, char *argv[])
         cbfs_main_error("store %s: %s", store_path, cbfs_err_str(e));
         goto out;
     }
-    if (cbfs_main_store(st, store_path, &o, &layout) < 0) goto out;
+    if (cbfs_main_store(st, store_path, &o, &layout, &wrote_conf) < 0) goto out;
 
     if (!o.foreground) {
         notify_fd = cbfs_main_fork();
@@ -560,6 +564,13 @@ out:
     if (se) fuse_session_destroy(se);
     if (fs && cbfs_fs_free(fs) < 0) status = 1;
     cbfs_engine_destroy(eng);
+    /* a first mount that never mounted leaves no store.conf of its attempt:
+     * its settings would be every later mount's defaults */
+    const cbfs_err ue = wrote_conf && !mounted ? cbfs_store_unwrite_conf(st) : CBFS_OK;
+    if (ue)
+        cbfs_main_error("store %s: the %s/%s of this failed first mount stays (%s); delete it "
+                        "if its settings are not the store's",
+                        store_path, CBFS_STORE_DIR, CBFS_STORE_CONF, cbfs_err_str(ue));
     cbfs_store_close(st);
     if (mounted) cbfs_log_info("unmounted %s", mnt_path);
     fuse_opt_free_args(&args);

@@ -52,6 +52,13 @@ int cbfs_store_fd(const struct cbfs_store *st)
     return st->root_fd;
 }
 
+cbfs_err cbfs_store_unwrite_conf(struct cbfs_store *st)
+{
+    if (st->meta_fd < 0) return CBFS_E_INVAL;
+    if (unlinkat(st->meta_fd, CBFS_STORE_CONF, 0) != 0) return cbfs_err_from_errno(errno);
+    return fsync(st->meta_fd) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
+}
+
 bool cbfs_store_enclosing(const char *abs, char *root, size_t cap)
 {
     char dir[PATH_MAX];

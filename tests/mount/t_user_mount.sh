@@ -45,5 +45,18 @@ kill -TERM "$upid"
 wait "$upid" || fail "the user's daemon exited $? on SIGTERM: $(cat "$T/user2.log")"
 upid=
 grep -q " $u/m " /proc/mounts && fail "still mounted after SIGTERM: $(cat "$T/user2.log")"
+# A first mount that fails (here fusermount3 refuses allow_other to a user) leaves no
+# store.conf: its settings stayed every later mount's defaults.
+if grep -qs '^[[:space:]]*user_allow_other' /etc/fuse.conf; then
+    note "user_allow_other is set in /etc/fuse.conf: the failed first mount is not tried"
+else
+    mkdir -p "$u/s2" && chown nobody: "$u/s2"
+    rc=0
+    (umask 022; exec setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- \
+        timeout 20 "$CBFS_MOUNT_BIN" -f -o allow_other,codec=zstd:9 "$u/s2" "$u/m") \
+        >"$T/user3.log" 2>&1 || rc=$?
+    [[ $rc != 0 && $rc != 124 ]] || fail "the user's allow_other mount did not fail (exit $rc): $(cat "$T/user3.log")"
+    [[ -e $u/s2/.cbfs/store.conf ]] && fail "the failed first mount left its store.conf: $(cat "$u/s2/.cbfs/store.conf")"
+fi
 [[ $(tr '\n' ' ' <<<"$got") == "f 666 d 777 e 777 " ]] || fail "modes: $(tr '\n' ' ' <<<"$got") (want f 666 d 777 e 777)"
 pass
