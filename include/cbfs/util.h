@@ -84,6 +84,11 @@ void cbfs_dir_free_names(char **names, size_t count);
  * for a space, \011, \012, \134) in place. */
 void cbfs_mounts_unescape(char *s);
 
+/* The device (MAJ:MIN, cap bytes) of the topmost FUSE mount at mnt (an
+ * absolute path without symlinks), from /proc/self/mountinfo. @return
+ * CBFS_E_NOENT if no FUSE mount is at mnt, else 0 or the error of reading. */
+cbfs_err cbfs_mount_fuse_dev(const char *mnt, char *dev, size_t cap);
+
 /* Sets the kernel read-ahead of the mount at mnt (an absolute path without
  * symlinks) to bytes, in whole KiB: its bdi's read_ahead_kb, found through the
  * topmost FUSE mount at mnt in /proc/self/mountinfo (no request reaches the

@@ -237,26 +237,36 @@ void cbfs_mounts_unescape(char *s)
     *w = '\0';
 }
 
-cbfs_err cbfs_mount_set_read_ahead(const char *mnt, uint64_t bytes)
+cbfs_err cbfs_mount_fuse_dev(const char *mnt, char *dev, size_t cap)
 {
     FILE *mi = fopen("/proc/self/mountinfo", "re");
     if (!mi) return cbfs_err_from_errno(errno);
     /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE ..."
      * The last line at mnt is the topmost mount there. */
-    char dev[32] = "", *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, mi) > 0) {
+    char *line = NULL;
+    size_t lcap = 0;
+    bool found = false;
+    while (getline(&line, &lcap, mi) > 0) {
         char mdev[32], point[4096];
         const char *sep = strstr(line, " - ");
         if (!sep || sscanf(line, "%*s %*s %31s %*s %4095s", mdev, point) != 2) continue;
         cbfs_mounts_unescape(point);
         if (strcmp(point, mnt) == 0 && strncmp(sep + 3, "fuse", 4) == 0 &&
-            (sep[7] == ' ' || sep[7] == '.'))
-            memcpy(dev, mdev, sizeof dev);
+            (sep[7] == ' ' || sep[7] == '.')) {
+            snprintf(dev, cap, "%s", mdev);
+            found = true;
+        }
     }
     free(line);
     fclose(mi);
-    if (!dev[0]) return CBFS_E_NOENT;
+    return found ? CBFS_OK : CBFS_E_NOENT;
+}
+
+cbfs_err cbfs_mount_set_read_ahead(const char *mnt, uint64_t bytes)
+{
+    char dev[32];
+    const cbfs_err e = cbfs_mount_fuse_dev(mnt, dev, sizeof dev);
+    if (e) return e;
     char path[64], val[24];
     snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", dev);
     const int n = snprintf(val, sizeof val, "%" PRIu64 "\n", bytes >> 10);

@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -17,27 +16,6 @@
 #include "fuse/stop.h"
 
 extern char **environ;
-
-/* Is mnt still a mount point in /proc/self/mountinfo? (A user's fusermount3
- * fails alike whether the mount is busy or already gone.) */
-static bool cbfs_stop_mounted(const char *mnt)
-{
-    FILE *const f = fopen("/proc/self/mountinfo", "re");
-    if (!f) return true; /* cannot tell: as if still there */
-    char line[4096];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        /* field 5 is the mount point, octal-escaped */
-        char *save = NULL, *field = strtok_r(line, " ", &save);
-        for (int i = 1; field && i < 5; i++) field = strtok_r(NULL, " ", &save);
-        if (field) {
-            cbfs_mounts_unescape(field);
-            found = strcmp(field, mnt) == 0;
-        }
-    }
-    fclose(f);
-    return found;
-}
 
 static const int cbfs_stop_sigs[] = {SIGTERM, SIGINT, SIGHUP};
 #define CBFS_STOP_NSIGS (sizeof cbfs_stop_sigs / sizeof cbfs_stop_sigs[0])
@@ -92,7 +70,9 @@ static int cbfs_stop_detach(const char *mnt)
     while (waitpid(pid, &status, 0) == -1)
         if (errno != EINTR) return errno;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    return cbfs_stop_mounted(mnt) ? EPERM : EINVAL;
+    /* it fails alike whether the mount is busy or gone already */
+    char dev[32];
+    return cbfs_mount_fuse_dev(mnt, dev, sizeof dev) == CBFS_E_NOENT ? EINVAL : EPERM;
 }
 
 static void *cbfs_stop_main(void *arg)
