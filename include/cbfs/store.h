@@ -220,11 +220,14 @@ cbfs_err cbfs_store_open(const char *path, struct cbfs_store **out);
  * cbfs_store_close. Owned by the store. */
 int cbfs_store_fd(const struct cbfs_store *st);
 
-/* Is the directory at abs (an absolute, resolved path) inside a store: does
- * a directory above it hold CBFS_STORE_DIR/CBFS_STORE_CONF? Then *root (cap
- * bytes) is the innermost such directory. A directory of a store served as a
- * store of its own would have two daemons serve its files. */
-bool cbfs_store_enclosing(const char *abs, char *root, size_t cap);
+/* The store root of the directory at abs (an absolute, resolved path): the
+ * outermost of abs itself (with self) and the directories above it that is a
+ * store root (cbfs_store_is_root). Outermost, because below a root ".cbfs"
+ * is an ordinary name a user may have made through the mount. The tools
+ * resolve a path to its store with it; the daemon refuses a directory with a
+ * root above it (two daemons would serve its files). @return false if there
+ * is none, else true with the root's length (a prefix of abs) in *root_len. */
+bool cbfs_store_root_of(const char *abs, bool self, size_t *root_len);
 
 /* fsyncs the directory name in dirfd (any fd on it; "." for dirfd itself,
  * symlinks not followed): a real descriptor, since O_PATH ones cannot be

@@ -387,11 +387,11 @@ int main(int argc, char *argv[])
     mnt_path = cbfs_main_dir(o.mountpoint, "mount point", &mnt_sb);
     if (!mnt_path) goto out;
     const bool in_place = store_sb.st_dev == mnt_sb.st_dev && store_sb.st_ino == mnt_sb.st_ino;
-    char outer[PATH_MAX];
-    if (cbfs_store_enclosing(store_path, outer, sizeof outer)) {
-        cbfs_main_error("store %s is a directory of the store %s: mount that one (two daemons "
-                        "would serve the same files)",
-                        store_path, outer);
+    size_t outer;
+    if (cbfs_store_root_of(store_path, false, &outer)) {
+        cbfs_main_error("store %s is a directory of the store %.*s: mount that one (two "
+                        "daemons would serve the same files)",
+                        store_path, (int)outer, store_path);
         goto out;
     }
     const size_t slen = strlen(store_path);

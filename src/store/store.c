@@ -59,25 +59,26 @@ cbfs_err cbfs_store_unwrite_conf(struct cbfs_store *st)
     return fsync(st->meta_fd) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
 }
 
-bool cbfs_store_enclosing(const char *abs, char *root, size_t cap)
+bool cbfs_store_root_of(const char *abs, bool self, size_t *root_len)
 {
     char dir[PATH_MAX];
+    bool found = false;
     snprintf(dir, sizeof dir, "%s", abs);
-    for (;;) {
+    for (bool look = self;; look = true) {
+        const int fd = look ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (fd >= 0) {
+            if (cbfs_store_is_root(fd)) {
+                found = true;
+                *root_len = strlen(dir);
+            }
+            close(fd);
+        }
         char *const slash = strrchr(dir, '/');
-        if (!slash || strcmp(dir, "/") == 0) return false;
+        if (!slash || strcmp(dir, "/") == 0) return found;
         if (slash == dir)
             dir[1] = '\0';
         else
             *slash = '\0';
-        char conf[PATH_MAX + sizeof CBFS_STORE_DIR + sizeof CBFS_STORE_CONF + 2];
-        snprintf(conf, sizeof conf, "%s%s%s/%s", dir, strcmp(dir, "/") == 0 ? "" : "/",
-                 CBFS_STORE_DIR, CBFS_STORE_CONF);
-        struct stat st;
-        if (lstat(conf, &st) == 0 && S_ISREG(st.st_mode)) {
-            snprintf(root, cap, "%s", dir);
-            return true;
-        }
     }
 }
 

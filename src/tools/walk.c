@@ -92,34 +92,6 @@ static cbfs_err tool_map_mount(const char *abs, char **out, size_t *root_len, ch
     return CBFS_OK;
 }
 
-/* Finds the store root of absolute path p: the outermost of p and the
- * directories above it that is a store root (cbfs_store_is_root). Outermost,
- * because below the root ".cbfs" is an ordinary name that a user may have
- * created through the mount. @return false if there is none, else true with
- * the root's length in *root_len. */
-static bool tool_store_root(const char *p, size_t *root_len)
-{
-    char dir[PATH_MAX];
-    bool found = false;
-    snprintf(dir, sizeof dir, "%s", p);
-    for (;;) {
-        const int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (cbfs_store_is_root(fd)) {
-                found = true;
-                *root_len = strlen(dir);
-            }
-            close(fd);
-        }
-        char *const slash = strrchr(dir, '/');
-        if (!slash || strcmp(dir, "/") == 0) return found;
-        if (slash == dir)
-            dir[1] = '\0';
-        else
-            *slash = '\0';
-    }
-}
-
 bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbfs_files)
 {
     if (cbfs_files || loc->in_store) return false;
@@ -151,7 +123,7 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
         goto fail;
     }
     loc->via_mount = mapped != NULL;
-    loc->in_store = loc->via_mount || tool_store_root(p, &root_len);
+    loc->in_store = loc->via_mount || cbfs_store_root_of(p, true, &root_len);
     loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
     loc->store.layout = CBFS_LAYOUT_SUFFIX;
     if (loc->in_store) {
