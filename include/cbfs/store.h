@@ -151,6 +151,11 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name);
  * is walked no further). @return CBFS_OK with *found (and the store-relative
  * path of one in example), or an I/O error. */
 #define CBFS_STORE_PROBE_MAX 10000u
+
+/* Directories below its start a walk of a store's whole tree goes into at
+ * most (the tools' walk, fsck --upgrade): a deeper tree is an error, not a
+ * stack overflow (each level holds a frame and an fd). */
+#define CBFS_STORE_DEPTH_MAX 4096u
 cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, char *example, size_t cap);
 
 /* For a store of layout 1: does the tree hold a directory CBFS_INDEX_DIR?

@@ -22,10 +22,6 @@ struct cbfs_upgrade {
     unsigned depth; /* directories below the root being converted now */
 };
 
-/* Directories below the root the conversion goes into at most: a deeper tree
- * is an error, not a stack overflow (each level holds a frame and an fd). */
-#define CBFS_UPGRADE_DEPTH_MAX 4096
-
 static cbfs_err cbfs_upgrade_dir(struct cbfs_upgrade *u, int dirfd, const char *display,
                                  bool in_root);
 
@@ -81,9 +77,9 @@ static cbfs_err cbfs_upgrade_entry(struct cbfs_upgrade *u, int dirfd, const char
     if (!sub) return CBFS_E_NOMEM;
     snprintf(sub, len, "%s/%s", display, name);
     cbfs_err e;
-    if (u->depth >= CBFS_UPGRADE_DEPTH_MAX) {
+    if (u->depth >= CBFS_STORE_DEPTH_MAX) {
         snprintf(u->msg, u->cap, "%s: more than %u directories deep", sub,
-                 CBFS_UPGRADE_DEPTH_MAX);
+                 CBFS_STORE_DEPTH_MAX);
         e = CBFS_E_INVAL;
     } else {
         const int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

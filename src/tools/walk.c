@@ -230,19 +230,15 @@ static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *d
     return rc;
 }
 
-/* Directories below the walk's start it goes into at most: a deeper tree is
- * an error, not a stack overflow (each level holds a frame and an fd). */
-#define TOOL_WALK_DEPTH_MAX 4096
-
 /* in_root: dirfd is the store root, where the store's metadata is hidden;
  * depth: directories above dirfd in the walk. The path of an entry is on the
  * heap: PATH_MAX bytes on the stack per level overflowed it in a deep tree. */
 static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *display,
                          bool in_root, unsigned depth)
 {
-    if (depth > TOOL_WALK_DEPTH_MAX) {
+    if (depth > CBFS_STORE_DEPTH_MAX) {
         tool_err(w->sub, "%s: more than %u directories deep: not walked", display,
-                 TOOL_WALK_DEPTH_MAX);
+                 CBFS_STORE_DEPTH_MAX);
         (*w->errors)++;
         return 0;
     }
