@@ -178,9 +178,11 @@ cbfs_err cbfs_store_data_name(const char *sidecar, char *buf, size_t cap);
 
 /* Reads the start of the file open at fd (readable): *framed = whether it
  * starts with a frame envelope (cbfs_frame_is_envelope); a file shorter than
- * one is not framed. @return a read error (then *framed is false): the caller
- * decides, never a guess here. */
-cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed);
+ * one is not framed. *damaged (if not NULL) = whether it starts with a damaged
+ * one instead (cbfs_frame_envelope_damaged: what the tools report of a plain
+ * file). @return a read error (then both are false): the caller decides,
+ * never a guess here. */
+cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed, bool *damaged);
 
 /* @return true if dirfd is a store root: it holds a CBFS_STORE_DIR directory
  * (not a symlink). */

@@ -397,7 +397,7 @@ static int cbfs_inode_framed(struct cbfs_fs *fs, int fd, bool *framed)
     /* cbfs_fs_openat drops O_NOATIME itself where the daemon may not use it */
     const int rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
     if (rfd == -1) return errno;
-    const cbfs_err e = cbfs_store_has_frame_envelope(rfd, framed);
+    const cbfs_err e = cbfs_store_has_frame_envelope(rfd, framed, NULL);
     close(rfd);
     return cbfs_err_errno(e);
 }

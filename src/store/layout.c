@@ -262,11 +262,12 @@ cbfs_err cbfs_store_data_name(const char *sidecar, char *buf, size_t cap)
     return CBFS_OK;
 }
 
-cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed)
+cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed, bool *damaged)
 {
     uint8_t head[CBFS_FRAME_ENVELOPE_SIZE];
     const cbfs_err e = cbfs_pread_full(fd, head, sizeof head, 0);
     *framed = e == CBFS_OK && cbfs_frame_is_envelope(head, sizeof head);
+    if (damaged) *damaged = e == CBFS_OK && cbfs_frame_envelope_damaged(head, sizeof head);
     return e == CBFS_E_TRUNCATED ? CBFS_OK : e;
 }
 

@@ -357,16 +357,11 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
         goto fail;
     }
     bool framed = false;
-    if (tf->idx_fd < 0 && (e = cbfs_store_has_frame_envelope(tf->data_fd, &framed)) != CBFS_OK)
+    if (tf->idx_fd < 0 && (e = cbfs_store_has_frame_envelope(tf->data_fd, &framed,
+                                                             &tf->envelope_damaged)) != CBFS_OK)
         goto fail;
     tf->is_cbfs = tf->idx_fd >= 0 || framed;
-    if (!tf->is_cbfs) {
-        uint8_t head[CBFS_FRAME_ENVELOPE_SIZE];
-        e = cbfs_pread_full(tf->data_fd, head, sizeof head, 0);
-        if (e && e != CBFS_E_TRUNCATED) goto fail;
-        tf->envelope_damaged = !e && cbfs_frame_envelope_damaged(head, sizeof head);
-        return CBFS_OK;
-    }
+    if (!tf->is_cbfs) return CBFS_OK;
     tf->load_err = load == TOOL_LOAD_FULL
                        ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &store->bs, &tf->idx,
                                          &tf->rep)

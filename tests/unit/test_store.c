@@ -281,21 +281,21 @@ Test(store_layout, file_with_envelope, .init = st_setup, .fini = st_teardown)
         const int fd = open(st_path(cases[i].name), O_RDONLY);
         cr_assert(fd >= 0);
         bool framed = !cases[i].framed;
-        cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed), CBFS_OK);
+        cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed, NULL), CBFS_OK);
         cr_assert_eq(framed, cases[i].framed, "%s", cases[i].name);
         close(fd);
     }
     st_write("plain", "hello, world, plain text", 24);
     const int fd = open(st_path("plain"), O_RDONLY);
     bool framed = true;
-    cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed), CBFS_OK);
+    cr_assert_eq(cbfs_store_has_frame_envelope(fd, &framed, NULL), CBFS_OK);
     cr_assert_not(framed);
     close(fd);
     /* An error is reported, not taken for "plain". */
-    cr_assert_eq(cbfs_store_has_frame_envelope(-1, &framed), CBFS_E_BADF);
+    cr_assert_eq(cbfs_store_has_frame_envelope(-1, &framed, NULL), CBFS_E_BADF);
     cr_assert_not(framed);
     const int dir = open(st_dir, O_RDONLY | O_DIRECTORY);
-    cr_assert_neq(cbfs_store_has_frame_envelope(dir, &framed), CBFS_OK);
+    cr_assert_neq(cbfs_store_has_frame_envelope(dir, &framed, NULL), CBFS_OK);
     close(dir);
 }
 
