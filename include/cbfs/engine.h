@@ -125,15 +125,15 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
  * of and is moved up, so every handle open then hears of it once. With NULL,
  * only the failures this call finds. */
 cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen);
-/* cbfs_file_flush for fsync(2): the data file's and the sidecar's metadata
- * (mode, owner, times) are made durable too (fsync, not fdatasync), also when
- * nothing was written since the last sync. settle (if not NULL) runs once
+/* cbfs_file_flush with two more things to say. settle (if not NULL) runs once
  * what was written is stored and before the syncs, without the file's lock:
- * the caller's last change of that metadata (the daemon puts back the times
- * the kernel set), which the syncs then cover. @return as cbfs_file_flush,
- * else settle's error. */
-cbfs_err cbfs_file_fsync(struct cbfs_file *f, uint64_t *seen, cbfs_err (*settle)(void *arg),
-                         void *arg);
+ * the caller's last change of the files' metadata (the daemon puts back the
+ * times the kernel set), which the syncs then cover. With meta (fsync(2),
+ * not fdatasync) that metadata (mode, owner, times) is made durable too:
+ * fsync instead of fdatasync, also when nothing was written since the last
+ * sync. @return as cbfs_file_flush, else settle's error. */
+cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
+                        cbfs_err (*settle)(void *arg), void *arg);
 
 /* A new handle's seen for cbfs_file_flush: the file's failure count now, less
  * the newest failure if no flush has reported it to anyone yet (as the

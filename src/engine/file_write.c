@@ -587,11 +587,11 @@ uint64_t cbfs_file_err_seq(struct cbfs_file *f)
     return seq;
 }
 
-/* cbfs_file_flush, and with meta cbfs_file_fsync: settle (if not NULL) runs
- * once what was written is stored, without the file's lock (its caller takes
- * its own: the inode's, which is taken before this one), before the syncs. */
-static cbfs_err cbfs_file_flush_impl(struct cbfs_file *f, uint64_t *seen, bool meta,
-                                     cbfs_err (*settle)(void *arg), void *arg)
+/* settle (if not NULL) runs once what was written is stored, without the
+ * file's lock (its caller takes its own: the inode's, which is taken before
+ * this one), before the syncs. */
+cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
+                        cbfs_err (*settle)(void *arg), void *arg)
 {
     cbfs_mutex_lock(&f->lock);
     const cbfs_err serr = cbfs_file_seal_all(f, true); /* what it did seal is drained below */
@@ -659,13 +659,7 @@ static cbfs_err cbfs_file_flush_impl(struct cbfs_file *f, uint64_t *seen, bool m
 
 cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
 {
-    return cbfs_file_flush_impl(f, seen, false, NULL, NULL);
-}
-
-cbfs_err cbfs_file_fsync(struct cbfs_file *f, uint64_t *seen, cbfs_err (*settle)(void *arg),
-                         void *arg)
-{
-    return cbfs_file_flush_impl(f, seen, true, settle, arg);
+    return cbfs_file_sync(f, seen, false, NULL, NULL);
 }
 
 /* One frame of a store that is all or nothing (cbfs_file_store_frames). */

@@ -307,15 +307,30 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
         fuse_reply_write(req, size);
 }
 
-/* flush and fsync of a COMPRESSED file: everything written reaches the store
- * durably, then the times the kernel set are put back. Every handle hears of
- * a failure once (cbfs_file_flush), the one that wrote or not. @return 0 or
- * errno. */
-static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h)
+/* What a flush's settle (cbfs_file_sync) puts back: the inode's times. */
+struct cbfs_flush_settle {
+    struct cbfs_fs *fs;
+    struct cbfs_inode *inode;
+};
+
+static cbfs_err cbfs_flush_settle(void *arg)
 {
-    const cbfs_err e = cbfs_file_flush(h->file, &h->err_seen);
-    if (e) return cbfs_err_errno(e);
-    return cbfs_inode_restore_times(fs, h->inode);
+    const struct cbfs_flush_settle *const s = arg;
+    const int err = cbfs_inode_restore_times(s->fs, s->inode);
+    return err ? cbfs_err_from_errno(err) : CBFS_OK;
+}
+
+/* flush and fsync of a COMPRESSED file: everything written reaches the store
+ * durably, the times the kernel set put back before the syncs; with meta
+ * (fsync, not fdatasync or close) the metadata too (a chmod, chown or utimes
+ * before it), which an fdatasync leaves to the store's next journal commit: a
+ * power cut could bring back the old mode. Every handle hears of a failure
+ * once (cbfs_file_flush), the one that wrote or not. @return 0 or errno. */
+static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h, bool meta)
+{
+    struct cbfs_flush_settle s = {.fs = fs, .inode = h->inode};
+    const cbfs_err e = cbfs_file_sync(h->file, &h->err_seen, meta, cbfs_flush_settle, &s);
+    return e ? cbfs_err_errno(e) : 0;
 }
 
 /* flush of a PLAIN file: close(2) of a dup reports what the store's close
@@ -355,25 +370,9 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, 0);
         return;
     }
-    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h));
+    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, false));
 }
 
-/* What an fsync's settle (cbfs_file_fsync) puts back: the inode's times. */
-struct cbfs_fsync_settle {
-    struct cbfs_fs *fs;
-    struct cbfs_inode *inode;
-};
-
-static cbfs_err cbfs_fsync_settle(void *arg)
-{
-    const struct cbfs_fsync_settle *const s = arg;
-    const int err = cbfs_inode_restore_times(s->fs, s->inode);
-    return err ? cbfs_err_from_errno(err) : CBFS_OK;
-}
-
-/* fdatasync: as a flush. fsync: the metadata too (a chmod, chown or utimes
- * before it, the times put back), which an fdatasync left to the store's
- * next journal commit: a power cut could bring back the old mode. */
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
@@ -383,14 +382,7 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
         fuse_reply_err(req, r == -1 ? errno : 0);
         return;
     }
-    struct cbfs_fs *const fs = cbfs_req_fs(req);
-    if (datasync) {
-        fuse_reply_err(req, cbfs_handle_flush(fs, h));
-        return;
-    }
-    struct cbfs_fsync_settle s = {.fs = fs, .inode = h->inode};
-    const cbfs_err e = cbfs_file_fsync(h->file, &h->err_seen, cbfs_fsync_settle, &s);
-    fuse_reply_err(req, e ? cbfs_err_errno(e) : 0);
+    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, !datasync));
 }
 
 void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
