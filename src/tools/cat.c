@@ -66,34 +66,13 @@ static void tool_cat_block(void *arg, unsigned slot, size_t i)
         memset(out + e->ulen, 0, idx->block_size - e->ulen);
 }
 
-/* The errno of the first failed write to stdout (0: none): an error on the
- * output side (a full disk, a closed pipe), which the exit message must not
- * blame on the store. */
-static int tool_cat_out_errno;
-
-static cbfs_err tool_cat_write(const void *p, size_t len)
-{
-    const uint8_t *b = p;
-    while (len) {
-        const ssize_t n = write(STDOUT_FILENO, b, len);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            tool_cat_out_errno = errno;
-            return cbfs_err_from_errno(errno);
-        }
-        b += n;
-        len -= (size_t)n;
-    }
-    return CBFS_OK;
-}
-
 static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_t end)
 {
     static uint8_t buf[1u << 20];
     while (off < end) {
         const size_t n = end - off < sizeof buf ? (size_t)(end - off) : sizeof buf;
         cbfs_err e = cbfs_pread_full(tf->data_fd, buf, n, off);
-        if (!e) e = tool_cat_write(buf, n);
+        if (!e) e = tool_out_write(buf, n);
         if (e) return e;
         off += n;
     }
@@ -141,7 +120,7 @@ static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf,
             }
             const uint64_t lo = b * bs > off ? b * bs : off;
             const uint64_t hi = (b + 1) * bs < end ? (b + 1) * bs : end;
-            e = tool_cat_write(c.buf + i * bs + (lo - b * bs), (size_t)(hi - lo));
+            e = tool_out_write(c.buf + i * bs + (lo - b * bs), (size_t)(hi - lo));
         }
     }
 out:
@@ -287,8 +266,8 @@ int tool_cat_main(int argc, char **argv)
                      : tool_cat_plain(&tf, off, end);
     /* an error (the output is short) outranks damage; it is said even after
      * damage was */
-    if (e && tool_cat_out_errno)
-        tool_err("cat", "%s: writing to stdout: %s", loc.display, strerror(tool_cat_out_errno));
+    if (e && tool_out_errno())
+        tool_err("cat", "%s: writing to stdout: %s", loc.display, strerror(tool_out_errno()));
     else if (e)
         tool_err("cat", "%s: %s", loc.display, cbfs_err_str(e));
     rc = e ? TOOL_EXIT_USAGE : damaged ? TOOL_EXIT_PROBLEMS : TOOL_EXIT_OK;

@@ -44,9 +44,10 @@ static int tool_main_usage(FILE *f, int rc)
  * never exit 0: the caller would install an empty or cut report. */
 static int tool_main_flushed(const char *sub, int rc)
 {
-    const int e = fflush(stdout) == 0 ? EIO : errno; /* ferror alone: an earlier write */
+    if (tool_out_flush()) return rc;
+    /* said already by one that wrote past stdio (cat, with its file's name) */
     if (!ferror(stdout)) return rc;
-    tool_err(sub, "writing to stdout: %s", strerror(e)); /* not the store's error */
+    tool_err(sub, "writing to stdout: %s", strerror(tool_out_errno())); /* not the store's */
     return strcmp(sub, "fsck") == 0 ? FSCK_ERROR : TOOL_EXIT_USAGE;
 }
 

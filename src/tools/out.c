@@ -20,6 +20,36 @@ void tool_err(const char *sub, const char *fmt, ...)
     va_end(ap);
 }
 
+static int tool_out_err; /* the first failure writing stdout: its errno */
+
+bool tool_out_flush(void)
+{
+    if (fflush(stdout) != 0 && !tool_out_err) tool_out_err = errno;
+    if (ferror(stdout) && !tool_out_err) tool_out_err = EIO; /* an earlier write's */
+    return !tool_out_err;
+}
+
+cbfs_err tool_out_write(const void *p, size_t len)
+{
+    const uint8_t *b = p;
+    while (len) {
+        const ssize_t n = write(STDOUT_FILENO, b, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (!tool_out_err) tool_out_err = errno;
+            return cbfs_err_from_errno(errno);
+        }
+        b += n;
+        len -= (size_t)n;
+    }
+    return CBFS_OK;
+}
+
+int tool_out_errno(void)
+{
+    return tool_out_err;
+}
+
 size_t tool_utf8_len(const unsigned char *p)
 {
     if (p[0] < 0x80) return 1;

@@ -330,11 +330,7 @@ int tool_stats_main(int argc, char **argv)
             tool_stats_json(&cur, &v);
         else
             tool_stats_text(mnt, &cur, &v, have_prev);
-        if (fflush(stdout) != 0 || ferror(stdout)) { /* a closed pipe: no one reads on */
-            tool_err("stats", "writing to stdout: %s", strerror(errno));
-            clearerr(stdout); /* said: main's check of stdout would say it again */
-            return TOOL_EXIT_USAGE;
-        }
+        if (!tool_out_flush()) return TOOL_EXIT_USAGE; /* no one reads on: main says so */
         if (!watch) break;
         const struct timespec ts = {.tv_sec = (time_t)secs,
                                     .tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9)};

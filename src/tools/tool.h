@@ -42,6 +42,16 @@ void tool_stats_prometheus(char *const *mnts, const struct cbfs_stats *s, size_t
 
 /* "cbfs SUB: message\n" on stderr. */
 void tool_err(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Output to stdout whose failure (a full disk, a closed pipe) is remembered
+ * with its errno, for the one word on it: stdio drops a failed buffer and
+ * the errno with it, so a later fflush could only say EIO. tool_out_flush
+ * flushes stdio's stdout; tool_out_write writes len bytes past stdio (cat).
+ * @return true / CBFS_OK while nothing failed. */
+bool tool_out_flush(void);
+cbfs_err tool_out_write(const void *p, size_t len);
+/* The errno of the first failure writing stdout; 0 if none. */
+int tool_out_errno(void);
 /* Writes s as a JSON string literal (quotes included). */
 void tool_json_str(FILE *f, const char *s);
 /* The length of the valid UTF-8 sequence at p (1 to 4), 0 if none starts there. */
