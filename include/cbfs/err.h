@@ -41,7 +41,10 @@
     X(CODEC_MISSING, EOPNOTSUPP, "codec not built into this cbfs")                      \
     X(CODEC_FAIL, EIO, "codec reported an internal failure")                            \
     X(DST_SMALL, EIO, "output buffer too small (internal error)")                       \
-    X(SHUTDOWN, EIO, "cbfs is shutting down")
+    X(SHUTDOWN, EIO, "cbfs is shutting down")                                           \
+    X(PLAIN_FRAMED, EINVAL,                                                             \
+      "a plain (codec=none) file cannot start with a cbfs frame header: it would read "  \
+      "back as a compressed file")
 
 typedef enum cbfs_err {
 #define CBFS_ERR_ENUM_(name, eno, msg) CBFS_E_##name,

@@ -184,6 +184,16 @@ cbfs_err cbfs_store_data_name(const char *sidecar, char *buf, size_t cap);
  * never a guess here. */
 cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed, bool *damaged);
 
+/* May buf[0, size) be written at off into the plain file open (readable) at
+ * fd? Not if the file would then start with a frame envelope: the layout
+ * (FORMAT.md 1) would take it for a compressed file whose sidecar is lost,
+ * and read its bytes back decoded. The bytes the write leaves as they are
+ * come from fd; a write at or past the envelope's end reads nothing. The
+ * caller keeps other writes into [0, CBFS_FRAME_ENVELOPE_SIZE) of the file
+ * out until its own write is done. @return CBFS_OK, CBFS_E_PLAIN_FRAMED, or
+ * a read error (never a guess). */
+cbfs_err cbfs_store_plain_write_ok(int fd, const void *buf, size_t size, uint64_t off);
+
 /* @return true if dirfd is a store root: it holds a CBFS_STORE_DIR directory
  * (not a symlink). */
 bool cbfs_store_is_root(int dirfd);

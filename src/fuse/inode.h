@@ -8,12 +8,14 @@
  *
  *     inode->lock  ->  fs->names_lock  ->  fs->lock  ->  fs->fdc.lock
  *     inode->lock  ->  engine locks (file->lock, cache, pool; see cbfs/engine.h)
+ *     fs->plain_head_lock  ->  fs->lock  ->  fs->fdc.lock
  *
  * Each field says which lock protects it: inode->lock the per-inode state,
  * fs->lock the table, refs and locations and the open-handles list
  * (handle.h), fs->fdc.lock the fd cache's LRU (fdcache.h). fs->names_lock
  * keeps the names of regular files still while a sidecar is created for one
- * (see its field). All four are
+ * (see its field), fs->plain_head_lock the start of plain files (its
+ * field). All five are
  * struct cbfs_mutex: a function documented "X held" checks it with
  * cbfs_assert_held() (live in test builds: CBFS_ASSERTS).
  *
@@ -136,6 +138,13 @@ struct cbfs_fs {
      * sidecar is never created at a name its data file no longer has. Does
      * store I/O; taken with no inode lock or under one (order above). */
     struct cbfs_mutex names_lock;
+
+    /* Held by a write into a plain file's first CBFS_FRAME_ENVELOPE_SIZE
+     * bytes (or an append the daemon cannot place) from its check of what
+     * the file would start with to its pwrite (cbfs_store_plain_write_ok), so
+     * that two such writes cannot each pass with the other's bytes not yet
+     * there. Taken with no inode lock; rare (writes at a file's start). */
+    struct cbfs_mutex plain_head_lock;
 
     struct cbfs_mutex lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */

@@ -284,15 +284,67 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     cbfs_read_vec_free(&v);
 }
 
+/* A write into a plain file whose bytes could land in its first
+ * CBFS_FRAME_ENVELOPE_SIZE: checked first (cbfs_store_plain_write_ok) under
+ * fs->plain_head_lock. The check reads the file's start, through h->fd or,
+ * where that is write-only, a read-only open of the same file. @return the
+ * bytes written, or -1 with *err set. */
+static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino,
+                                     const struct cbfs_handle *h, const char *buf, size_t size,
+                                     off_t off, int *err)
+{
+    struct stat st;
+    ssize_t n = -1;
+    int rfd = h->fd;
+
+    cbfs_mutex_lock(&fs->plain_head_lock);
+    const int fl = fcntl(h->fd, F_GETFL);
+    if (fl == -1 || ((fl & O_APPEND) && fstat(h->fd, &st) == -1)) {
+        *err = errno;
+        goto out;
+    }
+    const uint64_t at = (fl & O_APPEND) ? (uint64_t)st.st_size : (uint64_t)off; /* where it lands */
+    if (at < CBFS_FRAME_ENVELOPE_SIZE && (fl & O_ACCMODE) == O_WRONLY) {
+        char path[CBFS_PROCFD_MAX];
+        cbfs_procfd(path, h->fd);
+        rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
+        if (rfd == -1) {
+            *err = errno;
+            goto out;
+        }
+    }
+    const cbfs_err e = cbfs_store_plain_write_ok(rfd, buf, size, at);
+    if (e) {
+        if (e == CBFS_E_PLAIN_FRAMED)
+            cbfs_log_warn("refused a write at offset %llu of plain file (node %llu): %s",
+                          (unsigned long long)at, (unsigned long long)ino, cbfs_err_str(e));
+        *err = cbfs_err_errno(e);
+        goto out;
+    }
+    n = pwrite(h->fd, buf, size, off);
+    if (n == -1) *err = errno;
+out:
+    if (rfd != h->fd && rfd != -1) close(rfd);
+    cbfs_mutex_unlock(&fs->plain_head_lock);
+    return n;
+}
+
 void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                    struct fuse_file_info *fi)
 {
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
     if (cbfs_chan_take_kill() && cbfs_reply_kill_failed(req, ino, h->inode)) return;
     if (!h->file) {
-        const ssize_t n = pwrite(h->fd, buf, size, off);
+        /* O_APPEND reaches the store's fd only without the writeback cache
+         * (cbfs_store_flags); it writes at the end, wherever off says */
+        struct cbfs_fs *const fs = cbfs_req_fs(req);
+        int err = 0;
+        const bool head =
+            off < CBFS_FRAME_ENVELOPE_SIZE || ((h->flags & O_APPEND) && !fs->writeback);
+        const ssize_t n = head ? cbfs_plain_write_head(fs, ino, h, buf, size, off, &err)
+                               : pwrite(h->fd, buf, size, off);
         if (n == -1)
-            fuse_reply_err(req, errno);
+            fuse_reply_err(req, head ? err : errno);
         else
             fuse_reply_write(req, (size_t)n);
         return;

@@ -271,6 +271,27 @@ cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed, bool *damaged)
     return e == CBFS_E_TRUNCATED ? CBFS_OK : e;
 }
 
+cbfs_err cbfs_store_plain_write_ok(int fd, const void *buf, size_t size, uint64_t off)
+{
+    uint8_t head[CBFS_FRAME_ENVELOPE_SIZE] = {0};
+    if (off >= sizeof head || size == 0) return CBFS_OK;
+    const size_t end = off + size < sizeof head ? (size_t)off + size : sizeof head;
+    size_t have = end; /* how long the file's start is after the write */
+    if (off > 0 || end < sizeof head) {
+        size_t got = 0;
+        while (got < sizeof head) { /* what the write leaves; a hole reads as zeros */
+            const ssize_t n = pread(fd, head + got, sizeof head - got, (off_t)got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return cbfs_err_from_errno(errno);
+            if (n == 0) break;
+            got += (size_t)n;
+        }
+        if (got > have) have = got;
+    }
+    memcpy(head + off, buf, end - (size_t)off);
+    return cbfs_frame_is_envelope(head, have) ? CBFS_E_PLAIN_FRAMED : CBFS_OK;
+}
+
 bool cbfs_store_is_root(int dirfd)
 {
     struct stat st;
