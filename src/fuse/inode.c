@@ -389,15 +389,16 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
 }
 
 /* Does the data of the regular file fd (O_PATH) start with the frame
- * envelope? @return 0 or errno. */
-static int cbfs_inode_framed(struct cbfs_fs *fs, int fd, bool *framed)
+ * envelope, or with a damaged one (cbfs_store_has_frame_envelope)? @return 0
+ * or errno. */
+static int cbfs_inode_framed(struct cbfs_fs *fs, int fd, bool *framed, bool *damaged)
 {
     char path[CBFS_PROCFD_MAX];
     cbfs_procfd(path, fd);
     /* cbfs_fs_openat drops O_NOATIME itself where the daemon may not use it */
     const int rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
     if (rfd == -1) return errno;
-    const cbfs_err e = cbfs_store_has_frame_envelope(rfd, framed, NULL);
+    const cbfs_err e = cbfs_store_has_frame_envelope(rfd, framed, damaged);
     close(rfd);
     return cbfs_err_errno(e);
 }
@@ -445,10 +446,17 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
             close(ifd); /* not a sidecar: a directory or the like of that name */
         }
     }
-    bool framed;
-    err = cbfs_inode_framed(fs, fd, &framed);
+    bool framed, damaged;
+    err = cbfs_inode_framed(fs, fd, &framed, &damaged);
     if (err) return err;
-    if (framed) *kind = CBFS_KIND_COMPRESSED;
+    /* Reached by id alone, a file whose first frame lost part of its
+     * envelope may have its sidecar under the name not known here: taken for
+     * plain, its raw frames would be served and a write would land in them.
+     * As a nameless COMPRESSED file it is read-only until a lookup names it
+     * and finds the sidecar (cbfs_inode_attach_idx). The price: a plain file
+     * that only looks so, reached by handle first, fails its reads (EIO)
+     * while the kernel holds its inode. */
+    if (framed || (!name && damaged)) *kind = CBFS_KIND_COMPRESSED;
     return 0;
 }
 

@@ -525,6 +525,37 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
     cbfs_reply_new(req, fs, err, inode, &st);
 }
 
+/* Before a compressed file gets another name: its sidecar must be known, so
+ * that the new name links that one (all names of a file share one index).
+ * Where it is not (lost, or the file was reached by file handle alone), the
+ * engine state is opened once, which finds or rebuilds it under the file's
+ * name. A new name without it would get an index of its own at its first
+ * open: rebuilt from frames that may not prove the block size, and out of
+ * step with the other name's after the next write. A file reached by handle
+ * alone stays without one (its name is not known: "Nameless files",
+ * inode.h), so it is refused as its writes are, until a lookup names it.
+ * @return 0 or errno. */
+static int cbfs_link_sidecar_known(struct cbfs_fs *fs, struct cbfs_inode *inode)
+{
+    struct cbfs_file *file;
+    cbfs_mutex_lock(&inode->lock);
+    bool known = inode->has_idx;
+    cbfs_mutex_unlock(&inode->lock);
+    if (known) return 0;
+    int err = cbfs_inode_file_get(fs, inode, &file);
+    if (err) return err;
+    cbfs_mutex_lock(&inode->lock);
+    known = inode->has_idx;
+    cbfs_mutex_unlock(&inode->lock);
+    err = cbfs_inode_file_put(fs, inode);
+    if (err) return err;
+    if (known) return 0;
+    cbfs_log_info("link of inode %llu refused: its name and sidecar are not known (it was "
+                  "reached by file handle): read-only until a lookup names it",
+                  (unsigned long long)inode->ino);
+    return EROFS;
+}
+
 /* Links inode's data file (fd: pinned) and, for a compressed file, its
  * sidecar as newname in dirfd. @return 0 or errno (nothing left behind). */
 static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, int dirfd,
@@ -534,7 +565,8 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     int err, ifd;
     const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
     if (compressed && ((err = cbfs_sidecar_path(fs, newname, sc, sizeof sc)) != 0 ||
-                       (err = cbfs_sidecar_dir(fs, dirfd)) != 0))
+                       (err = cbfs_sidecar_dir(fs, dirfd)) != 0 ||
+                       (err = cbfs_link_sidecar_known(fs, inode)) != 0))
         return err;
     if (!compressed && inode->type == S_IFREG && (err = cbfs_sidecar_clear(fs, dirfd, newname)) != 0)
         return err;
@@ -549,8 +581,6 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
         (void)unlinkat(dirfd, sc, 0); /* stale leftover of a lost file */
         if (linkat(AT_FDCWD, path, dirfd, sc, AT_SYMLINK_FOLLOW) == -1) err = errno;
         cbfs_inode_idx_unpin(fs, inode);
-    } else if (err == ENOENT) {
-        err = 0; /* no sidecar (lost): rebuilt from the frames at the next open */
     }
     cbfs_mutex_unlock(&inode->lock);
     if (err) (void)unlinkat(dirfd, newname, 0);

@@ -71,10 +71,46 @@ doomed=err:ESTALE
 drop_caches
 check_handles "a deleted file"
 
+# d/rot: its first frame's envelope damaged in the store (the frame magic);
+# d/lost: its sidecar removed there
+cp "$src/small" "$mnt/d/rot"
+cp "$src/small" "$mnt/d/lost"
+cp "$src/small" "$mnt/keep/lk"
+python3 "$FH" save "$mnt" "$T/handles3" d/rot keep/lk
+
 # daemon restart: a new daemon knows the ids only from the store
 cbfs_umount "$mnt"
+printf X | dd of="$fs/d/rot" bs=1 seek=9 conv=notrunc status=none
+rm "$fs/d/.cbfsidx/lost"
+cbfs_expect_log_errors 'rot|frame'
 cbfs_mount "$fs" "$mnt" codec=zstd
+# Reached by handle alone, a file whose envelope is damaged is still a
+# compressed one (read-only until named), never plain: its raw frames are
+# not served and a write does not land in them. (Before check_handles: the
+# kernel's reconnect of the directory handles reads d with readdirplus,
+# which looks every name in it up.)
+r=$(python3 "$FH" open "$mnt" "$T/handles3" | grep '^d/rot ')
+[[ $r == "d/rot err:"* ]] || fail "a damaged compressed file read by handle alone: $r"
+r=$(python3 "$FH" append "$mnt" "$T/handles3" d/rot tail)
+[[ $r == err:* ]] || fail "a damaged compressed file appended to by handle alone: $r"
+# A new name for a file reached by handle alone (nfsd's LINK) would have no
+# sidecar: refused until a lookup names the file; then it shares the sidecar.
+check_eq err:EROFS "$(python3 "$FH" link "$mnt" "$T/handles3" keep/lk "$mnt/keep/lk2")" \
+    "link of a compressed file by handle alone"
+[[ ! -e $fs/keep/lk2 ]] || fail "the refused link left a name"
 check_handles "after a remount"
+stat "$mnt/keep/lk" >/dev/null
+check_eq ok "$(python3 "$FH" link "$mnt" "$T/handles3" keep/lk "$mnt/keep/lk2")" \
+    "link by handle once the name was looked up"
+check_eq "$(stat -c %i "$fs/keep/.cbfsidx/lk")" "$(stat -c %i "$fs/keep/.cbfsidx/lk2")" \
+    "the new name's sidecar is the file's"
+# A file whose sidecar is lost: a new name gets the rebuilt one, not none.
+ln "$mnt/d/lost" "$mnt/d/lost2"
+[[ -f $fs/d/.cbfsidx/lost2 ]] || fail "a link of a file whose sidecar is lost has no sidecar"
+check_eq "$(stat -c %i "$fs/d/.cbfsidx/lost")" "$(stat -c %i "$fs/d/.cbfsidx/lost2")" \
+    "the names of a file whose sidecar was lost share the rebuilt one"
+same_file "$src/small" "$mnt/d/lost2"
+rm "$mnt/keep/lk" "$mnt/keep/lk2" "$mnt/d/lost" "$mnt/d/lost2" "$mnt/d/rot"
 
 # Writes by handle alone. (Opening the directory handles above looked up names
 # in / and d, not in d/e, d/raw or keep.) A plain file needs no sidecar; a

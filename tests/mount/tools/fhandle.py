@@ -12,6 +12,8 @@ needs CAP_DAC_READ_SEARCH).
   fhandle.py append MNT IN PATH TEXT
                                     opens PATH's handle O_WRONLY|O_APPEND and
                                     writes TEXT; prints ok or err:ENAME
+  fhandle.py link MNT IN PATH NEW   links PATH's handle (an O_PATH open) as NEW,
+                                    as nfsd's LINK does; prints ok or err:ENAME
 """
 import ctypes
 import errno
@@ -22,6 +24,8 @@ import sys
 
 MAX_HANDLE_SZ = 128
 AT_EMPTY_PATH = 0x1000
+AT_FDCWD = -100
+AT_SYMLINK_FOLLOW = 0x400
 libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -103,6 +107,21 @@ def main():
             fd = open_handle(mnt_fd, raw, os.O_WRONLY | os.O_APPEND)
             try:
                 os.write(fd, sys.argv[5].encode())
+            finally:
+                os.close(fd)
+            print("ok")
+        except OSError as e:
+            print(err(e))
+    elif cmd == "link":
+        raw = dict((p, r) for r, p in load(sys.argv[3]))[sys.argv[4]]
+        try:
+            fd = open_handle(mnt_fd, raw, os.O_PATH)
+            try:
+                # linkat with AT_SYMLINK_FOLLOW: os.link calls link(2), which
+                # would link the /proc symlink itself
+                if libc.linkat(AT_FDCWD, f"/proc/self/fd/{fd}".encode(), AT_FDCWD,
+                               sys.argv[5].encode(), AT_SYMLINK_FOLLOW) != 0:
+                    raise OSError(ctypes.get_errno(), "linkat")
             finally:
                 os.close(fd)
             print("ok")
