@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "cbfs/codec.h"
@@ -128,6 +129,25 @@ cbfs_err cbfs_store_sidecar_path(unsigned layout, const char *name, char *buf, s
  * taken by something that is not a directory). */
 cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd);
 
+/* The *at calls for a path in dirfd that is a name or "DIR/NAME" (a sidecar
+ * path of layout 2, an aside path in the store root): DIR is opened with
+ * O_NOFOLLOW | O_DIRECTORY, never through a symlink. Whoever can write the
+ * store directly (a group-writable store, a user's own directory in a store
+ * others can reach, an in-place store) could otherwise make an index
+ * directory or .cbfs a symlink, and the daemon (root) would open, chown,
+ * rename or unlink files outside the store. A symlink there fails ENOTDIR.
+ * The last name is used as the call uses it (openat: pass O_NOFOLLOW).
+ * @return as the system call, -1 with errno set on failure. */
+int cbfs_store_openat(int dirfd, const char *path, int flags, mode_t mode);
+int cbfs_store_fstatat(int dirfd, const char *path, struct stat *st, int flags);
+int cbfs_store_unlinkat(int dirfd, const char *path, int flags);
+int cbfs_store_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+                         unsigned int flags);
+/* linkat(olddirfd, oldpath, ...): only newpath is split (oldpath is taken
+ * as given, e.g. a /proc/self/fd path with AT_SYMLINK_FOLLOW). */
+int cbfs_store_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+                      int flags);
+
 /* rmdir of name in dirfd with ext4's answer for a directory that looks empty
  * through the mount: one that holds only sidecars whose data files are gone
  * (layout 1: beside them; layout 2: in its index directory, which goes too)
@@ -210,7 +230,12 @@ bool cbfs_store_is_root(int dirfd);
  * sidecar idx_fd from the data file data_fd (either may be an O_PATH fd). A
  * store without ACLs keeps owner and mode only. @return CBFS_OK or the error
  * of the first step that failed. */
-cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd);
+cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *owner);
+/* owner: NULL for a sidecar this process has just created (O_CREAT |
+ * O_EXCL); else the stat of the data file as it was before the change being
+ * followed (its owner is the one the sidecar must have now). A sidecar owned
+ * by anyone else is not a sidecar cbfs made for this file (a user who can
+ * write the store moved another's file there): CBFS_E_PERM, nothing changed. */
 
 /* ---- metadata (store.c) ---- */
 

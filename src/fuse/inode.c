@@ -291,8 +291,13 @@ void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode)
 static int cbfs_fs_openat_once(struct cbfs_fs *fs, int dirfd, const char *name, int flags,
                                mode_t mode)
 {
-    int fd = openat(dirfd, name, flags, mode);
-    if (fd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) fd = openat(dirfd, name, flags, mode);
+    /* a sidecar path's index directory is never reached through a symlink
+     * (cbfs_store_openat); AT_FDCWD paths are /proc/self/fd magic links */
+    int fd = dirfd == AT_FDCWD ? openat(dirfd, name, flags, mode)
+                               : cbfs_store_openat(dirfd, name, flags, mode);
+    if (fd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno))
+        fd = dirfd == AT_FDCWD ? openat(dirfd, name, flags, mode)
+                               : cbfs_store_openat(dirfd, name, flags, mode);
     return fd;
 }
 

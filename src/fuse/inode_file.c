@@ -196,7 +196,29 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     int err, dirfd;
 
     cbfs_assert_held(&inode->lock);
-    if (inode->has_idx) return cbfs_inode_idx_open(fs, inode, writable ? O_RDWR : O_RDONLY, ifd);
+    if (inode->has_idx) {
+        /* The engine writes its index into the sidecar: only into one that
+         * has the data file's owner (cbfs_store_sidecar_match), never into
+         * someone else's file that a user who can write the store put at
+         * the sidecar's name. EACCES: the caller opens read-only. */
+        struct stat dst, ist;
+        int pfd;
+        if (writable) {
+            if (fstatat(fd, "", &dst, AT_EMPTY_PATH) == -1) return errno;
+            if ((err = cbfs_inode_idx_pin(fs, inode, &pfd)) != 0) return err;
+            err = fstat(pfd, &ist) == -1 ? errno : 0;
+            cbfs_inode_idx_unpin(fs, inode);
+            if (err) return err;
+            if (ist.st_uid != dst.st_uid) {
+                cbfs_log_warn("inode %llu: its sidecar is owned by uid %u, the data file by "
+                              "%u: not writing into it",
+                              (unsigned long long)inode->ino, (unsigned)ist.st_uid,
+                              (unsigned)dst.st_uid);
+                return EACCES;
+            }
+        }
+        return cbfs_inode_idx_open(fs, inode, writable ? O_RDWR : O_RDONLY, ifd);
+    }
     *ifd = -1;
     if (!writable) return 0;
     /* until the sidecar is in place: a rename or unlink must not take the
@@ -220,13 +242,16 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     if (err) goto out;
     err = cbfs_sidecar_dir(fs, dirfd);
     if (err) goto out_unpin;
-    *ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* O_EXCL: a sidecar that appeared since the lookup is not ours to
+     * chown (cbfs_store_sidecar_match); it is found at the next lookup */
+    *ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                          0600);
     if (*ifd == -1) {
-        err = errno;
+        err = errno == EEXIST ? EAGAIN : errno;
         goto out_unpin;
     }
     cbfs_log_info("index sidecar of '%s' is missing: rebuilding it from the frames", name);
-    const cbfs_err e = cbfs_store_sidecar_match(fd, *ifd);
+    const cbfs_err e = cbfs_store_sidecar_match(fd, *ifd, NULL);
     if (e)
         cbfs_log_warn("cannot give the new sidecar of '%s' the owner, mode and ACL of its data "
                       "file: %s",

@@ -38,7 +38,8 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
  * (cbfs_store_sidecar_match; ops_entry.c). Failures are logged, not returned:
  * the data file already changed and the sidecar is invisible. Takes
  * inode->lock. */
-void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd);
+void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
+                       const struct stat *was);
 
 /* Before a regular file without a sidecar takes name in dirfd
  * by create or link: if name is free, removes a sidecar left there (a lost

@@ -80,14 +80,15 @@ void cbfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     fuse_reply_attr(req, &st, fs->opt.attr_timeout);
 }
 
-void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd)
+void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
+                       const struct stat *was)
 {
     int ifd;
     if (inode->kind != CBFS_KIND_COMPRESSED) return;
     cbfs_mutex_lock(&inode->lock);
     int err = cbfs_inode_idx_pin(fs, inode, &ifd);
     if (err == 0) {
-        const cbfs_err e = cbfs_store_sidecar_match(fd, ifd);
+        const cbfs_err e = cbfs_store_sidecar_match(fd, ifd, was);
         if (e) err = cbfs_err_errno(e);
         cbfs_inode_idx_unpin(fs, inode);
     }
@@ -153,6 +154,13 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         return;
     }
     cbfs_procfd(path, fd);
+    /* the owner the sidecar has until it follows this change */
+    struct stat was;
+    if ((valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+        fstatat(fd, "", &was, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
+        err = errno;
+        goto reply;
+    }
     /* KILLPRIV_V2: an unprivileged write, truncate or fallocate clears set-id
      * bits, which the store would not do for the daemon (it has CAP_FSETID) */
     bool changed; /* the attr reply below carries the new mode */
@@ -174,7 +182,7 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         }
     }
     if (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
-        cbfs_sidecar_sync(fs, inode, fd);
+        cbfs_sidecar_sync(fs, inode, fd, &was);
     if (valid & FUSE_SET_ATTR_SIZE) {
         if (inode->type != S_IFREG) {
             err = inode->type == S_IFDIR ? EISDIR : EINVAL;
@@ -314,7 +322,7 @@ static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name, 
     char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     if (removed) *removed = false;
     if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
-    if (unlinkat(dirfd, sc, 0) == -1) return errno == ENOENT ? 0 : errno;
+    if (cbfs_store_unlinkat(dirfd, sc, 0) == -1) return errno == ENOENT ? 0 : errno;
     if (removed) *removed = true;
     return 0;
 }
@@ -346,9 +354,9 @@ static int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, cha
     do { /* never over another: one a crash left, in the 2^-64 case */
         snprintf(path, CBFS_STORE_ASIDE_MAX, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
                  (unsigned long long)cbfs_random64());
-        r = renameat2(dirfd, sc, fs->opt.store_fd, path, RENAME_NOREPLACE);
+        r = cbfs_store_renameat2(dirfd, sc, fs->opt.store_fd, path, RENAME_NOREPLACE);
         if (r == -1 && errno == EINVAL) /* a store filesystem without it */
-            r = renameat(dirfd, sc, fs->opt.store_fd, path);
+            r = cbfs_store_renameat2(dirfd, sc, fs->opt.store_fd, path, 0);
     } while (r == -1 && errno == EEXIST);
     if (r == 0) *aside = true;
     return r == 0 || errno == ENOENT ? 0 : errno;
@@ -359,7 +367,7 @@ static int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, cha
 static void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd, const char *sc,
                                  const char *op, const char *name, int err)
 {
-    if (renameat(fs->opt.store_fd, path, dirfd, sc) == -1)
+    if (cbfs_store_renameat2(fs->opt.store_fd, path, dirfd, sc, 0) == -1)
         cbfs_log_err("%s of '%s' failed (%s), and its sidecar cannot be put back from %s "
                      "(%s): '%s' gets an index from its frames at its next open, if they prove "
                      "one; move it back by hand",
@@ -371,7 +379,7 @@ static void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd
 static void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
                               const char *name)
 {
-    if (unlinkat(fs->opt.store_fd, path, 0) == -1)
+    if (cbfs_store_unlinkat(fs->opt.store_fd, path, 0) == -1)
         cbfs_log_warn("%s of '%s': cannot remove %s, the index of contents that are gone: %s "
                       "(safe to delete)",
                       op, name, path, strerror(errno));
@@ -578,8 +586,8 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     err = cbfs_inode_idx_pin(fs, inode, &ifd);
     if (err == 0) {
         cbfs_procfd(path, ifd);
-        (void)unlinkat(dirfd, sc, 0); /* stale leftover of a lost file */
-        if (linkat(AT_FDCWD, path, dirfd, sc, AT_SYMLINK_FOLLOW) == -1) err = errno;
+        (void)cbfs_store_unlinkat(dirfd, sc, 0); /* stale leftover of a lost file */
+        if (cbfs_store_linkat(AT_FDCWD, path, dirfd, sc, AT_SYMLINK_FOLLOW) == -1) err = errno;
         cbfs_inode_idx_unpin(fs, inode);
     }
     cbfs_mutex_unlock(&inode->lock);
@@ -660,7 +668,7 @@ static int cbfs_rename_probe(struct cbfs_fs *fs, struct cbfs_rename_side *s)
     if (cbfs_sidecar_path(fs, s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
     s->has_sc = false;
     if (s->reg && s->sc[0]) {
-        if (fstatat(s->fd, s->sc, &sst, AT_SYMLINK_NOFOLLOW) == 0)
+        if (cbfs_store_fstatat(s->fd, s->sc, &sst, AT_SYMLINK_NOFOLLOW) == 0)
             s->has_sc = S_ISREG(sst.st_mode);
         else if (errno != ENOENT)
             return errno;
@@ -779,13 +787,13 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     int r = 0;
     if (flags & RENAME_EXCHANGE) {
         if (a->has_sc && b->has_sc)
-            r = renameat2(a->fd, a->sc, b->fd, b->sc, RENAME_EXCHANGE);
+            r = cbfs_store_renameat2(a->fd, a->sc, b->fd, b->sc, RENAME_EXCHANGE);
         else if (a->has_sc)
-            r = renameat(a->fd, a->sc, b->fd, b->sc);
+            r = cbfs_store_renameat2(a->fd, a->sc, b->fd, b->sc, 0);
         else if (b->has_sc)
-            r = renameat(b->fd, b->sc, a->fd, a->sc);
+            r = cbfs_store_renameat2(b->fd, b->sc, a->fd, a->sc, 0);
     } else if (a->has_sc) {
-        r = renameat(a->fd, a->sc, b->fd, b->sc); /* the target's went first */
+        r = cbfs_store_renameat2(a->fd, a->sc, b->fd, b->sc, 0); /* the target's went first */
     }
     /* The rename has happened (the replaced file is gone, the names moved):
      * it succeeds, as the caller and the kernel's dentries must see it. */

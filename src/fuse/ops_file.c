@@ -106,7 +106,7 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
     if (compressed) {
         /* We own the name now (O_EXCL), so any sidecar there is a stale
          * leftover of a lost data file. */
-        if (unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) {
+        if (cbfs_store_unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) {
             err = errno;
             goto fail;
         }
@@ -115,14 +115,38 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
             err = errno;
             goto fail;
         }
-        const cbfs_err e = cbfs_store_sidecar_match(fd, ifd);
+        const cbfs_err e = cbfs_store_sidecar_match(fd, ifd, NULL); /* just made, O_EXCL */
         if (e) {
             err = cbfs_err_errno(e);
             goto fail;
         }
     }
+    struct stat made;
+    if (fstat(fd, &made) == -1) {
+        err = errno;
+        goto fail;
+    }
     err = cbfs_inode_lookup(fs, dir, name, inode, st);
     if (err) goto fail;
+    /* The lookup goes by name: whoever writes the store directly can have
+     * put another file there since the openat. The handle and the engine
+     * state made for our file must not go to that one's inode (its opener
+     * would read and write our fds), nor is it ours to remove. */
+    if ((*inode)->dev != made.st_dev || (*inode)->ino != made.st_ino) {
+        cbfs_log_err("'%s' was replaced in the store while being created", name);
+        cbfs_inode_unref(fs, *inode, 1);
+        *inode = NULL;
+        if (ifd >= 0) { /* our sidecar (O_EXCL) would pair with that file: it goes */
+            struct stat ist, sst;
+            if (fstat(ifd, &ist) == 0 &&
+                cbfs_store_fstatat(dirfd, sc, &sst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                sst.st_dev == ist.st_dev && sst.st_ino == ist.st_ino)
+                (void)cbfs_store_unlinkat(dirfd, sc, 0);
+            close(ifd);
+        }
+        close(fd);
+        return EIO;
+    }
     if ((*inode)->kind != (compressed ? CBFS_KIND_COMPRESSED : CBFS_KIND_PLAIN)) {
         cbfs_log_err("'%s' changed in the store while being created", name);
         err = EIO;
@@ -152,7 +176,7 @@ fail:
     if (fd >= 0) close(fd);
     if (*inode) cbfs_inode_unref(fs, *inode, 1);
     *inode = NULL;
-    if (compressed) (void)unlinkat(dirfd, sc, 0);
+    if (compressed) (void)cbfs_store_unlinkat(dirfd, sc, 0);
     (void)unlinkat(dirfd, name, 0);
     return err;
 }
@@ -179,18 +203,15 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, cbfs_store_flags(fs, fi->flags),
                               &inode, &st, &fd);
     cbfs_inode_unpin(fs, dir);
-    if (err == EEXIST && !(fi->flags & O_EXCL)) {
-        /* lost a race with another creator: open what is there */
-        err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
-        if (err) goto reply_err;
-        if (inode->type != S_IFREG)
-            err = inode->type == S_IFDIR ? EISDIR : EEXIST;
-        else
-            err = cbfs_handle_open(fs, inode, fi->flags, &h);
-        bool changed; /* the create reply below carries the new attributes */
-        if (err == 0 && kill) err = cbfs_inode_kill_suidgid(fs, inode, &changed);
-        if (err == 0 && (fi->flags & O_TRUNC)) err = cbfs_inode_stat(fs, inode, &st);
-        if (err) goto reply_err;
+    if (err == EEXIST) {
+        /* The kernel sends CREATE only for a name it found missing, with the
+         * directory locked against every other creator through the mount:
+         * what is there now was put in the store directly, and the kernel
+         * has checked no permission on it. Opening it here (as root) would
+         * hand the caller a file it may not open, and O_TRUNC would empty
+         * it. EEXIST; the caller's next open finds it and is checked. */
+        (void)kill;
+        goto reply_err;
     } else if (err) {
         goto reply_err;
     } else {

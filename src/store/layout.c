@@ -86,13 +86,108 @@ cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd)
     if (errno != ENOENT) return cbfs_err_from_errno(errno);
     if (mkdirat(dirfd, CBFS_INDEX_DIR, CBFS_INDEX_DIR_MODE) == -1)
         return errno == EEXIST ? CBFS_OK : cbfs_err_from_errno(errno); /* a racing creator */
-    if (fchmodat(dirfd, CBFS_INDEX_DIR, CBFS_INDEX_DIR_MODE, 0) == -1) /* not the umask's */
-        return cbfs_err_from_errno(errno);
+    /* mode and owner through an fd opened without following: the name may
+     * have become a symlink since the mkdirat (a user writing the store) */
+    const int fd = openat(dirfd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd == -1) return cbfs_err_from_errno(errno);
+    cbfs_err e = CBFS_OK;
+    if (fchmod(fd, CBFS_INDEX_DIR_MODE) == -1) /* not the umask's */
+        e = cbfs_err_from_errno(errno);
     /* the directory's owner: whoever may list the directory owns its index */
-    if (geteuid() == 0 && fstatat(dirfd, "", &st, AT_EMPTY_PATH) == 0 &&
-        fchownat(dirfd, CBFS_INDEX_DIR, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) == -1)
-        return cbfs_err_from_errno(errno);
-    return CBFS_OK;
+    else if (geteuid() == 0 && fstatat(dirfd, "", &st, AT_EMPTY_PATH) == 0 &&
+             fchown(fd, st.st_uid, st.st_gid) == -1)
+        e = cbfs_err_from_errno(errno);
+    close(fd);
+    return e;
+}
+
+/* Splits path in dirfd into the directory holding its last name (*at:
+ * dirfd itself, or an fd of the one directory component opened without
+ * following a symlink, for cbfs_store_at_done to close) and that name.
+ * @return 0 or -1 (errno). */
+static int cbfs_store_at_split(int dirfd, const char *path, int *at, const char **leaf)
+{
+    const char *const slash = strchr(path, '/');
+    char dir[NAME_MAX + 1];
+    *at = dirfd;
+    *leaf = path;
+    if (!slash) return 0;
+    const size_t n = (size_t)(slash - path);
+    if (n == 0 || n > NAME_MAX || strchr(slash + 1, '/') || slash[1] == '\0') {
+        errno = EINVAL; /* only the paths cbfs makes: one directory, one name */
+        return -1;
+    }
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    const int fd = openat(dirfd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd == -1) return -1;
+    *at = fd;
+    *leaf = slash + 1;
+    return 0;
+}
+
+static void cbfs_store_at_done(int dirfd, int at)
+{
+    if (at != dirfd) {
+        const int saved = errno;
+        close(at);
+        errno = saved;
+    }
+}
+
+int cbfs_store_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+    int at;
+    const char *leaf;
+    if (cbfs_store_at_split(dirfd, path, &at, &leaf) == -1) return -1;
+    const int fd = openat(at, leaf, flags, mode);
+    cbfs_store_at_done(dirfd, at);
+    return fd;
+}
+
+int cbfs_store_fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+    int at;
+    const char *leaf;
+    if (cbfs_store_at_split(dirfd, path, &at, &leaf) == -1) return -1;
+    const int r = fstatat(at, leaf, st, flags);
+    cbfs_store_at_done(dirfd, at);
+    return r;
+}
+
+int cbfs_store_unlinkat(int dirfd, const char *path, int flags)
+{
+    int at;
+    const char *leaf;
+    if (cbfs_store_at_split(dirfd, path, &at, &leaf) == -1) return -1;
+    const int r = unlinkat(at, leaf, flags);
+    cbfs_store_at_done(dirfd, at);
+    return r;
+}
+
+int cbfs_store_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+                         unsigned int flags)
+{
+    int oat, nat, r = -1;
+    const char *oleaf, *nleaf;
+    if (cbfs_store_at_split(olddirfd, oldpath, &oat, &oleaf) == -1) return -1;
+    if (cbfs_store_at_split(newdirfd, newpath, &nat, &nleaf) == 0) {
+        r = renameat2(oat, oleaf, nat, nleaf, flags);
+        cbfs_store_at_done(newdirfd, nat);
+    }
+    cbfs_store_at_done(olddirfd, oat);
+    return r;
+}
+
+int cbfs_store_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+                      int flags)
+{
+    int at;
+    const char *leaf;
+    if (cbfs_store_at_split(newdirfd, newpath, &at, &leaf) == -1) return -1;
+    const int r = linkat(olddirfd, oldpath, at, leaf, flags);
+    cbfs_store_at_done(newdirfd, at);
+    return r;
 }
 
 /* Unlinks the entries of directory fd (consumed): every one, or only those
@@ -328,11 +423,14 @@ static int cbfs_store_sidecar_acl(const char *dpath, const char *ipath)
     return err;
 }
 
-cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd)
+cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *owner)
 {
     char dpath[32], ipath[32];
-    struct stat st;
+    struct stat st, ist;
     if (fstat(data_fd, &st) == -1) return cbfs_err_from_errno(errno);
+    if (fstat(idx_fd, &ist) == -1) return cbfs_err_from_errno(errno);
+    if (!S_ISREG(ist.st_mode) || ist.st_uid != (owner ? owner->st_uid : geteuid()))
+        return CBFS_E_PERM;
     if (geteuid() == 0 && fchownat(idx_fd, "", st.st_uid, st.st_gid, AT_EMPTY_PATH) == -1)
         return cbfs_err_from_errno(errno);
     cbfs_store_fdpath(dpath, sizeof dpath, data_fd);

@@ -50,7 +50,7 @@ __attribute__((noinline)) static cbfs_err cbfs_upgrade_file(struct cbfs_upgrade 
         return e;
     }
     /* replaces a copy an earlier run moved, if the daemon made this one since */
-    if (renameat(dirfd, name, dirfd, to) != 0) goto fail;
+    if (cbfs_store_renameat2(dirfd, name, dirfd, to, 0) != 0) goto fail; /* no symlink */
     u->moved++;
     return CBFS_OK;
 fail:

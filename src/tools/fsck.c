@@ -83,15 +83,16 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
         e = cbfs_index_load(data_fd, -1, false, &tf->store.bs, &idx, &rep);
         if (e) goto out;
         cbfs_index_free(&idx);
-        if (unlinkat(dirfd, side, 0) != 0) {
+        if (cbfs_store_unlinkat(dirfd, side, 0) != 0) {
             e = cbfs_err_from_errno(errno);
             goto out;
         }
     }
-    idx_fd = openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    idx_fd = cbfs_store_openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (idx_fd < 0 && errno == ENOENT) {
-        idx_fd = openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (idx_fd >= 0) e = cbfs_store_sidecar_match(data_fd, idx_fd);
+        idx_fd = cbfs_store_openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                   0600);
+        if (idx_fd >= 0) e = cbfs_store_sidecar_match(data_fd, idx_fd, NULL);
     }
     if (idx_fd < 0) {
         e = cbfs_err_from_errno(errno);
@@ -152,7 +153,7 @@ static bool tool_fsck_leftover(struct tool_fsck *f, int dirfd, const char *name,
         return true;
     }
     e = cbfs_store_sidecar_path(tf->store.layout, name, path, sizeof path);
-    if (!e && unlinkat(dirfd, path, 0) != 0) e = cbfs_err_from_errno(errno);
+    if (!e && cbfs_store_unlinkat(dirfd, path, 0) != 0) e = cbfs_err_from_errno(errno);
     if (e) {
         printf("\n");
         tool_err("fsck", "%s: cannot remove the leftover sidecar %s: %s", display, side,

@@ -347,7 +347,7 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
         e = CBFS_E_INVAL;
         goto fail;
     }
-    tf->idx_fd = openat(dirfd, side, flags);
+    tf->idx_fd = cbfs_store_openat(dirfd, side, flags, 0);
     if (tf->idx_fd < 0 && errno != ENOENT) {
         e = cbfs_err_from_errno(errno);
         goto fail;

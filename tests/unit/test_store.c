@@ -371,7 +371,7 @@ Test(store_layout, sidecar_gets_the_data_files_mode_and_acl, .init = st_setup, .
     const int dfd = open(st_path("f"), O_PATH);
     const int ifd = open(st_path("f" CBFS_INDEX_SUFFIX), O_PATH);
     cr_assert(dfd >= 0 && ifd >= 0);
-    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd), CBFS_OK);
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd, NULL), CBFS_OK);
     cr_assert_eq(stat(st_path("f" CBFS_INDEX_SUFFIX), &st), 0);
     cr_assert_eq(st.st_mode & 07777, 0750, "mode %o: the data file's, without set-id bits",
                  st.st_mode & 07777);
@@ -379,7 +379,7 @@ Test(store_layout, sidecar_gets_the_data_files_mode_and_acl, .init = st_setup, .
     if (setxattr(st_path("f"), CBFS_STORE_XATTR_ACL, st_acl, sizeof st_acl, 0) == -1 &&
         errno == ENOTSUP)
         cr_skip_test("/tmp keeps no POSIX ACLs");
-    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd), CBFS_OK);
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd, NULL), CBFS_OK);
     const char *const side = st_path("f" CBFS_INDEX_SUFFIX);
     const ssize_t n = getxattr(side, CBFS_STORE_XATTR_ACL, got, sizeof got);
     cr_assert_eq(n, (ssize_t)sizeof st_acl, "the sidecar's ACL: %zd bytes", n);
@@ -390,7 +390,7 @@ Test(store_layout, sidecar_gets_the_data_files_mode_and_acl, .init = st_setup, .
 
     /* the data file's ACL goes: so does the sidecar's */
     cr_assert_eq(removexattr(st_path("f"), CBFS_STORE_XATTR_ACL), 0);
-    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd), CBFS_OK);
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd, NULL), CBFS_OK);
     cr_assert_eq(getxattr(st_path("f" CBFS_INDEX_SUFFIX), CBFS_STORE_XATTR_ACL, got, sizeof got),
                  -1);
     cr_assert_eq(errno, ENODATA);
@@ -595,4 +595,53 @@ Test(util_mounts, unescapes_octal_escapes_only)
     char s[] = "/a\\040b\\011c\\012d\\134e\\0f\\999";
     cbfs_mounts_unescape(s);
     cr_assert_str_eq(s, "/a b\tc\nd\\e\\0f\\999");
+}
+
+/* A sidecar path never leads out through a symlink at the index directory:
+ * whoever can write the store could otherwise point it at /etc. */
+Test(store_layout, sidecar_path_does_not_follow_an_index_dir_symlink, .init = st_setup,
+     .fini = st_teardown)
+{
+    struct stat st;
+    char target[128];
+    snprintf(target, sizeof target, "%s/elsewhere", st_dir);
+    cr_assert_eq(mkdir(target, 0755), 0);
+    st_write("elsewhere/f", "x", 1);
+    cr_assert_eq(symlink(target, st_path(CBFS_INDEX_DIR)), 0);
+    const int dfd = open(st_dir, O_PATH | O_DIRECTORY);
+    cr_assert(dfd >= 0);
+    cr_assert_eq(cbfs_store_openat(dfd, CBFS_INDEX_DIR "/f", O_RDONLY | O_NOFOLLOW, 0), -1);
+    cr_assert_eq(errno, ENOTDIR);
+    cr_assert_eq(cbfs_store_fstatat(dfd, CBFS_INDEX_DIR "/f", &st, AT_SYMLINK_NOFOLLOW), -1);
+    cr_assert_eq(cbfs_store_unlinkat(dfd, CBFS_INDEX_DIR "/f", 0), -1);
+    cr_assert_eq(cbfs_store_renameat2(dfd, CBFS_INDEX_DIR "/f", dfd, "g", 0), -1);
+    cr_assert_eq(stat(st_path("elsewhere/f"), &st), 0, "the file outside stays");
+    cr_assert_eq(cbfs_store_sidecar_dir(L2, dfd), CBFS_E_EXIST);
+    /* a real index directory works as before */
+    cr_assert_eq(unlink(st_path(CBFS_INDEX_DIR)), 0);
+    cr_assert_eq(cbfs_store_sidecar_dir(L2, dfd), CBFS_OK);
+    const int fd = cbfs_store_openat(dfd, CBFS_INDEX_DIR "/n", O_RDWR | O_CREAT | O_EXCL, 0600);
+    cr_assert(fd >= 0);
+    close(fd);
+    cr_assert_eq(cbfs_store_renameat2(dfd, CBFS_INDEX_DIR "/n", dfd, CBFS_INDEX_DIR "/m", 0), 0);
+    cr_assert_eq(cbfs_store_fstatat(dfd, CBFS_INDEX_DIR "/m", &st, 0), 0);
+    cr_assert_eq(cbfs_store_unlinkat(dfd, CBFS_INDEX_DIR "/m", 0), 0);
+    close(dfd);
+}
+
+/* An existing sidecar is matched only if it has the owner it should. */
+Test(store_layout, sidecar_match_refuses_a_foreign_owner, .init = st_setup, .fini = st_teardown)
+{
+    struct stat was;
+    st_write("f", "data", 4);
+    st_write("f" CBFS_INDEX_SUFFIX, "", 0);
+    const int dfd = open(st_path("f"), O_PATH);
+    const int ifd = open(st_path("f" CBFS_INDEX_SUFFIX), O_PATH);
+    cr_assert(dfd >= 0 && ifd >= 0);
+    cr_assert_eq(fstat(dfd, &was), 0);
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd, &was), CBFS_OK);
+    was.st_uid += 1; /* the data file's owner was someone else */
+    cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd, &was), CBFS_E_PERM);
+    close(dfd);
+    close(ifd);
 }
