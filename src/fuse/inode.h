@@ -102,6 +102,9 @@ struct cbfs_inode {
     unsigned opens;          /* open references on file */
     bool writable;           /* file was opened read-write: set with file (lock); as file,
                                 stable for holders of an open reference */
+    int ro_errno;            /* !writable: what a write open gets (EROFS; ENOSPC or
+                                EDQUOT where the store had no room for the sidecar
+                                or the index's repair); as writable */
     bool size_valid;         /* size and block_size cache the logical size and the
                                 file's block size (file == NULL only) */
     uint64_t size;

@@ -304,7 +304,7 @@ static int cbfs_inode_own_codec(int dfd, const struct cbfs_codec_ops **codec, in
 static int cbfs_inode_file_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd)
 {
     char path[CBFS_PROCFD_MAX], logname[PATH_MAX];
-    int err, dfd, ifd = -1;
+    int err, dfd, ifd = -1, ro_errno = EROFS;
     bool writable = !fs->opt.readonly;
 
     cbfs_assert_held(&inode->lock);
@@ -323,7 +323,10 @@ retry:
     err = cbfs_inode_open_sidecar(fs, inode, fd, writable, &ifd);
     if (err) {
         close(dfd);
-        if (writable && (err == EROFS || err == EACCES)) {
+        /* ENOSPC, EDQUOT: no room for a missing sidecar; the file is still
+         * served for reading (its index rebuilt in memory) */
+        if (writable && (err == EROFS || err == EACCES || err == ENOSPC || err == EDQUOT)) {
+            if (err == ENOSPC || err == EDQUOT) ro_errno = err;
             writable = false;
             goto retry;
         }
@@ -341,6 +344,17 @@ retry:
     /* dfd and ifd belong to the engine from here on, also on failure */
     const cbfs_err e = cbfs_file_open(fs->opt.eng, dfd, ifd, false, writable, codec, level, &f);
     cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
+    if (e && writable && (e == CBFS_E_NOSPC || e == CBFS_E_DQUOT)) {
+        /* the repair a writable open does (a torn tail cut, records the
+         * sidecar lacks) found no room: a full store must not make its
+         * files unreadable, so load it read-only, repairing nothing */
+        cbfs_log_warn("'%s': no room on the store to repair its index (%s): read-only until "
+                      "it is reopened with space free",
+                      logname, cbfs_err_str(e));
+        ro_errno = cbfs_err_errno(e);
+        writable = false;
+        goto retry;
+    }
     if (e) {
         cbfs_log_err("cannot open '%s': %s%s", logname, cbfs_err_str(e),
                      cbfs_inode_load_advice(e));
@@ -350,6 +364,7 @@ retry:
     inode->file = f;
     inode->opens = 1;
     inode->writable = writable;
+    inode->ro_errno = writable ? 0 : ro_errno;
     inode->size_valid = false;
     return 0;
 }
@@ -472,6 +487,7 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file)
     inode->file = file;
     inode->opens = 1;
     inode->writable = true;
+    inode->ro_errno = 0;
     inode->size_valid = false;
     cbfs_mutex_unlock(&inode->lock);
 }

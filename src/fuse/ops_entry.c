@@ -554,10 +554,12 @@ static int cbfs_link_sidecar_known(struct cbfs_fs *fs, struct cbfs_inode *inode)
     if (err) return err;
     cbfs_mutex_lock(&inode->lock);
     known = inode->has_idx;
+    const int ro_errno = inode->ro_errno;
     cbfs_mutex_unlock(&inode->lock);
     err = cbfs_inode_file_put(fs, inode);
     if (err) return err;
     if (known) return 0;
+    if (ro_errno == ENOSPC || ro_errno == EDQUOT) return ro_errno; /* no room to make it */
     cbfs_log_info("link of inode %llu refused: its name and sidecar are not known (it was "
                   "reached by file handle): read-only until a lookup names it",
                   (unsigned long long)inode->ino);
@@ -725,6 +727,32 @@ static int cbfs_rename_drop_leftover(struct cbfs_fs *fs, const struct cbfs_renam
     return err;
 }
 
+/* Before a's data file moves to the free name b: room for its sidecar's
+ * entry at b's sidecar name, made by a link of the sidecar there, removed
+ * again at once (a directory keeps the block it grew by, and the sidecar's
+ * rename takes the same name). On a full store the rename then fails here,
+ * with nothing moved, instead of succeeding with the sidecar left behind
+ * (the file rebuilt from its frames, EIO where they do not prove its block
+ * size). fs->names_lock held. @return 0, or ENOSPC/EDQUOT; other failures
+ * of the link (EXDEV, EMLINK, a store without hard links) are left to the
+ * renames to report. */
+static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_side *a,
+                                 const struct cbfs_rename_side *b)
+{
+    char path[CBFS_PROCFD_MAX];
+    cbfs_assert_held(&fs->names_lock);
+    const int fd = cbfs_fs_openat(fs, a->fd, a->sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd == -1) return 0; /* the sidecar's rename reports it */
+    cbfs_procfd(path, fd);
+    int err = 0;
+    if (cbfs_store_linkat(AT_FDCWD, path, b->fd, b->sc, AT_SYMLINK_FOLLOW) == 0)
+        (void)cbfs_store_unlinkat(b->fd, b->sc, 0);
+    else if (errno == ENOSPC || errno == EDQUOT)
+        err = errno;
+    close(fd);
+    return err;
+}
+
 /* rename with both directories pinned, fs->names_lock held. @return 0 or errno. */
 static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
                           struct cbfs_rename_side *b, unsigned int flags)
@@ -769,6 +797,11 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     if ((flags & RENAME_EXCHANGE) && ((err = cbfs_rename_drop_leftover(fs, a)) != 0 ||
                                       (err = cbfs_rename_drop_leftover(fs, b)) != 0))
         return err;
+    if (a->has_sc && !same && !b->exists && !(flags & RENAME_EXCHANGE) &&
+        (err = cbfs_rename_make_room(fs, a, b)) != 0) {
+        if (aside) cbfs_sidecar_restore(fs, aside_path, b->fd, b->sc, "rename to", b->name, err);
+        return err;
+    }
     int moved = renameat2(a->fd, a->name, b->fd, b->name, flags);
     if (moved == -1 && (errno == ENOTEMPTY || errno == EEXIST) && S_ISDIR(a->st.st_mode) &&
         b->exists && S_ISDIR(b->st.st_mode) && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {

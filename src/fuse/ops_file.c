@@ -50,7 +50,7 @@ static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fl
     err = cbfs_inode_file_get(fs, inode, &file);
     if (err) return err;
     if (((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) && !inode->writable) {
-        err = EROFS;
+        err = inode->ro_errno;
         goto fail;
     }
     if (flags & O_TRUNC) {

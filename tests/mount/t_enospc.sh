@@ -97,6 +97,57 @@ cbfs_mount "$store" "$mnt"
 drop_caches
 for f in a.csv b.bin c.rnd; do same_file "$T/$f" "$mnt/$f"; done
 same_file "$T/new.src" "$mnt/new"
+
+# (4) a frame that ENOSPC cut short is cut off the data file again: after a
+# clean unmount the store holds only what was stored, and verify finds no torn
+# tail (which only a crash may leave; before, every fill level left one)
+head -c 300000 /dev/urandom >"$T/k1"
+head -c 748576 /dev/urandom >"$T/k2"
+cp "$T/k1" "$mnt/kept"
+sync "$mnt/kept"
+avail=$(df -B1 --output=avail "$fs" | tail -n 1)
+fallocate -l $((avail - (120 << 10))) "$fs/filler" || fail "cannot fill the tmpfs"
+where=$(python3 - "$mnt/kept" "$T/k2" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+step = "write"
+try:
+    os.write(fd, open(sys.argv[2], "rb").read())
+    step = "fsync"
+    os.fsync(fd)
+    print("no error")
+except OSError as e:
+    print("%s: %s" % (step, e.strerror))
+finally:
+    os.close(fd)
+PY
+)
+note "append of 748576 bytes with 120 KiB free: $where"
+[[ $where == @(write|fsync)": No space left on device" ]] || fail "append on a full store: $where"
 cbfs_umount "$mnt"
+rm "$fs/filler"
+cbfs_tool
+"$CBFS" verify "$store" >"$T/verify.out" 2>&1 || fail "verify after ENOSPC and a clean unmount: $(cat "$T/verify.out")"
+cbfs_mount "$store" "$mnt"
+drop_caches
+cmp -n 300000 "$T/k1" "$mnt/kept" >/dev/null || fail "what an fsync acknowledged before the store filled is lost"
+cbfs_umount "$mnt"
+
+# (5) a full store does not make a file unreadable whose index its open must
+# repair (here: rebuild a lost sidecar); a write open says ENOSPC, not EROFS
+rm "$store/.cbfsidx/kept"
+avail=$(df -B1 --output=avail "$fs" | tail -n 1)
+fallocate -l "$avail" "$fs/filler" || fail "cannot fill the tmpfs"
+cbfs_mount "$store" "$mnt"
+drop_caches
+cmp -n 300000 "$T/k1" "$mnt/kept" >/dev/null || fail "a file whose sidecar is lost, on a full store: $(cmp -n 300000 "$T/k1" "$mnt/kept" 2>&1)"
+where=$(python3 -c 'import os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)); print("no error")
+except OSError as e:
+    print(e.strerror)' "$mnt/kept")
+check_eq "No space left on device" "$where" "a write open of it"
+cbfs_umount "$mnt"
+rm "$fs/filler"
 umount "$fs" || fail "cannot unmount the tmpfs"
 pass
