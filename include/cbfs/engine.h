@@ -145,6 +145,11 @@ uint64_t cbfs_file_err_seq(struct cbfs_file *f);
  * that come meanwhile wait for it. */
 cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size);
 
+/* cbfs_file_truncate for a size that may only grow (fallocate without
+ * KEEP_SIZE): a file already that long, also by a write that came after the
+ * caller looked at the size, is left as it is. */
+cbfs_err cbfs_file_extend(struct cbfs_file *f, uint64_t size);
+
 uint64_t cbfs_file_size(struct cbfs_file *f);
 
 /* This file's block size (from its index; new files get the engine's). */

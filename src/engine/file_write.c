@@ -714,7 +714,7 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
     return e;
 }
 
-cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
+static cbfs_err cbfs_file_resize(struct cbfs_file *f, uint64_t size, bool grow_only)
 {
     if (!f->writable) return CBFS_E_BADF;
     if (!cbfs_size_fits(size, f->bs)) return CBFS_E_FBIG;
@@ -729,7 +729,11 @@ cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
     while (f->truncating) cbfs_mutex_wait(&f->lock, &f->cond);
     f->truncating = true;
     while (f->in_write) cbfs_mutex_wait(&f->lock, &f->cond);
-    cbfs_err err = cbfs_file_seal_all(f, false);
+    cbfs_err err = CBFS_OK;
+    /* grow_only: decided here, under the lock, not by the caller's look at
+     * the size (a write may have extended the file past it since) */
+    if (grow_only && size <= f->size) goto out;
+    err = cbfs_file_seal_all(f, false);
     cbfs_file_drain(f);
     assert(err || (f->nopen == 0 && !f->pend_head)); /* nothing opened behind the gate */
     if (err || (err = f->err)) goto out;
@@ -781,6 +785,16 @@ out:
     pthread_cond_broadcast(&f->cond);
     cbfs_mutex_unlock(&f->lock);
     return err;
+}
+
+cbfs_err cbfs_file_truncate(struct cbfs_file *f, uint64_t size)
+{
+    return cbfs_file_resize(f, size, false);
+}
+
+cbfs_err cbfs_file_extend(struct cbfs_file *f, uint64_t size)
+{
+    return cbfs_file_resize(f, size, true);
 }
 
 cbfs_err cbfs_file_punch(struct cbfs_file *f, uint64_t off, uint64_t len)

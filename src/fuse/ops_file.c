@@ -307,27 +307,26 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* A write into a plain file whose bytes could land in its first
  * CBFS_FRAME_ENVELOPE_SIZE: checked first (cbfs_store_plain_write_ok) under
- * fs->plain_head_lock. The check reads the file's start, through h->fd or,
+ * fs->plain_head_lock. The check reads the file's start, through wfd or,
  * where that is write-only, a read-only open of the same file. @return the
  * bytes written, or -1 with *err set. */
-static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino,
-                                     const struct cbfs_handle *h, const char *buf, size_t size,
-                                     off_t off, int *err)
+static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino, int wfd,
+                                     const char *buf, size_t size, off_t off, int *err)
 {
     struct stat st;
     ssize_t n = -1;
-    int rfd = h->fd;
+    int rfd = wfd;
 
     cbfs_mutex_lock(&fs->plain_head_lock);
-    const int fl = fcntl(h->fd, F_GETFL);
-    if (fl == -1 || ((fl & O_APPEND) && fstat(h->fd, &st) == -1)) {
+    const int fl = fcntl(wfd, F_GETFL);
+    if (fl == -1 || ((fl & O_APPEND) && fstat(wfd, &st) == -1)) {
         *err = errno;
         goto out;
     }
     const uint64_t at = (fl & O_APPEND) ? (uint64_t)st.st_size : (uint64_t)off; /* where it lands */
     if (at < CBFS_FRAME_ENVELOPE_SIZE && (fl & O_ACCMODE) == O_WRONLY) {
         char path[CBFS_PROCFD_MAX];
-        cbfs_procfd(path, h->fd);
+        cbfs_procfd(path, wfd);
         rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
         if (rfd == -1) {
             *err = errno;
@@ -342,11 +341,40 @@ static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino,
         *err = cbfs_err_errno(e);
         goto out;
     }
-    n = pwrite(h->fd, buf, size, off);
+    n = pwrite(wfd, buf, size, off);
     if (n == -1) *err = errno;
 out:
-    if (rfd != h->fd && rfd != -1) close(rfd);
+    if (rfd != wfd && rfd != -1) close(rfd);
     cbfs_mutex_unlock(&fs->plain_head_lock);
+    return n;
+}
+
+/* A PLAIN file's write. O_APPEND reaches the store's fd only without the
+ * writeback cache (cbfs_store_flags), and writes at the end wherever off
+ * says; a shared mapping's page that the kernel writes back through such a
+ * handle (writepage) belongs at off, so it gets a descriptor of its own
+ * without O_APPEND. @return the bytes written, or -1 with *err set. */
+static ssize_t cbfs_plain_write(struct cbfs_fs *fs, fuse_ino_t ino, const struct cbfs_handle *h,
+                                bool writepage, const char *buf, size_t size, off_t off,
+                                int *err)
+{
+    const bool store_append = (h->flags & O_APPEND) && !fs->writeback;
+    int wfd = h->fd;
+    if (store_append && writepage) {
+        char path[CBFS_PROCFD_MAX];
+        cbfs_procfd(path, h->fd);
+        wfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_WRONLY | O_CLOEXEC, 0);
+        if (wfd == -1) {
+            *err = errno;
+            return -1;
+        }
+    }
+    ssize_t n;
+    if (off < CBFS_FRAME_ENVELOPE_SIZE || (store_append && wfd == h->fd))
+        n = cbfs_plain_write_head(fs, ino, wfd, buf, size, off, err);
+    else if ((n = pwrite(wfd, buf, size, off)) == -1)
+        *err = errno;
+    if (wfd != h->fd) close(wfd);
     return n;
 }
 
@@ -356,23 +384,20 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
     if (cbfs_chan_take_kill() && cbfs_reply_kill_failed(req, ino, h->inode)) return;
     if (!h->file) {
-        /* O_APPEND reaches the store's fd only without the writeback cache
-         * (cbfs_store_flags); it writes at the end, wherever off says */
-        struct cbfs_fs *const fs = cbfs_req_fs(req);
         int err = 0;
-        const bool head =
-            off < CBFS_FRAME_ENVELOPE_SIZE || ((h->flags & O_APPEND) && !fs->writeback);
-        const ssize_t n = head ? cbfs_plain_write_head(fs, ino, h, buf, size, off, &err)
-                               : pwrite(h->fd, buf, size, off);
+        const ssize_t n =
+            cbfs_plain_write(cbfs_req_fs(req), ino, h, fi->writepage, buf, size, off, &err);
         if (n == -1)
-            fuse_reply_err(req, head ? err : errno);
+            fuse_reply_err(req, err);
         else
             fuse_reply_write(req, (size_t)n);
         return;
     }
     /* O_APPEND without the writeback cache: the kernel leaves it to us.
-     * (Appends from several handles at once are not atomic.) */
-    const uint64_t at = h->append ? cbfs_file_size(h->file) : (uint64_t)off;
+     * (Appends from several handles at once are not atomic.) Not for a page
+     * the kernel writes back (a shared mapping's, through whichever handle
+     * it picks): that one belongs at off. */
+    const uint64_t at = h->append && !fi->writepage ? cbfs_file_size(h->file) : (uint64_t)off;
     const cbfs_err e = cbfs_file_write(h->file, buf, size, at);
     if (e)
         fuse_reply_err(req, cbfs_err_errno(e));

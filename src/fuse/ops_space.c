@@ -73,8 +73,12 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
         fuse_reply_err(req, EOPNOTSUPP);
         return;
     }
+    /* fallocate never shrinks: with the writeback cache the kernel's
+     * writeback may extend the file past off + len between the look at the
+     * size here and the resize, which then cut what it had stored; so the
+     * look here only spares the drain, cbfs_file_extend decides */
     if (!e && !keep && off + len > cbfs_file_size(h->file))
-        e = cbfs_file_truncate(h->file, off + len);
+        e = cbfs_file_extend(h->file, off + len);
     fuse_reply_err(req, cbfs_err_errno(e));
 }
 

@@ -1353,6 +1353,26 @@ Test(engine, truncate_is_one_store)
     eng_truncate_fails_whole(62);
 }
 
+/* fallocate's extension only grows: a size the file already has (a write
+ * extended it after the caller looked) is left as it is, never cut back. */
+Test(engine, extend_never_shrinks)
+{
+    const size_t len = 200000;
+    unsigned char *data = calloc(1, 300000);
+    cbfs_td_random(data, len, 63);
+    struct cbfs_file *f = eng_open("extend", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, len, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_extend(f, 4096), CBFS_OK);
+    eng_check(f, data, len);
+    cr_assert_eq(cbfs_file_extend(f, 300000), CBFS_OK);
+    eng_check(f, data, 300000); /* zeros past the data */
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("extend", false, "lz4");
+    eng_check(f, data, 300000);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
+
 /* Errors as errseq reports them: a failure reaches every handle that was open
  * when it happened, once each, whichever flush found it; a handle opened
  * after it hears nothing. (The first flush to find it took it for all: a
