@@ -91,6 +91,18 @@ void cbfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
         fuse_reply_err(req, EINVAL); /* the kernel handles the others itself */
         return;
     }
+    /* With the writeback cache the kernel sends FUSE_LSEEK without writing
+     * back its dirty pages first, and its i_size leads ours: data written and
+     * not yet flushed would read as a hole, or lie past our EOF (ENXIO), and a
+     * sparse-aware copy would skip it. ENOSYS makes the kernel answer every
+     * later seek itself from its own size (all data, the hole at EOF): no
+     * holes reported, never data reported as one. Having the kernel write
+     * the pages back first (an inode invalidation from this request) hung
+     * the mount for good when every FUSE thread waited in one (tried). */
+    if (cbfs_req_fs(req)->writeback) {
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
     if (!h->file) {
         const off_t r = lseek(h->fd, off, whence);
         if (r == -1)

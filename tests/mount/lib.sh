@@ -209,16 +209,16 @@ cbfs_codecs() {
 }
 
 # cbfs_codec_variants: the mount options the POSIX tests run under, one word each:
-# codec=C for each codec, then zstd with the kernel's writeback_cache (which changes
-# the requests the daemon sees).
+# codec=C for each codec (with the kernel's writeback cache, the default), then zstd
+# without it (which changes the requests the daemon sees).
 cbfs_codec_variants() {
     local c
     for c in $(cbfs_codecs); do printf 'codec=%s ' "$c"; done
-    echo codec=zstd,writeback_cache
+    echo codec=zstd,writeback_cache=off
 }
 
 # cbfs_mount_fresh OPTS [MORE_OPTS]: a new store per variant: sets tag (OPTS as a
-# name: codec=zstd,writeback_cache -> zstd_writeback_cache), store=$T/store-$tag and
+# name: codec=zstd,writeback_cache=off -> zstd_writeback_cache_off), store=$T/store-$tag and
 # mnt=$T/mnt, creates the store and mounts it on mnt with OPTS(,MORE_OPTS).
 cbfs_mount_fresh() {
     tag=${1#codec=}

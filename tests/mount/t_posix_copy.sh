@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # copy_file_range(2) (tools/posix_copy.py): mount -> mount, within one file, local <-> mount,
 # unaligned ranges, into data and past EOF; compared again after a remount; every codec,
-# and zstd with writeback_cache. Across filesystems the kernel answers EXDEV (since 5.19);
+# and zstd without the writeback cache. Across filesystems the kernel answers EXDEV (since 5.19);
 # the helper then falls back to read/write as cp does, and cp itself is checked too.
 . "$(dirname "$0")/lib.sh"
 

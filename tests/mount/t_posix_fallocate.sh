@@ -2,7 +2,7 @@
 # fallocate(2) through the mount, mirrored on a local ext4 file (tools/posix_fallocate.py):
 # default mode extends, KEEP_SIZE keeps, PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE zero,
 # COLLAPSE/INSERT_RANGE fail with EOPNOTSUPP; content compared again after a remount;
-# every codec, and zstd with writeback_cache.
+# every codec, and zstd without the writeback cache.
 . "$(dirname "$0")/lib.sh"
 
 mkdir -p "$T/shadow"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mmap (tools/posix_mmap.py): shared writable mappings of a closed file and of a file being
 # written, msync(MS_SYNC) + munmap, then after a remount the content is right and read-only
-# and private mappings read it; every codec, and once with writeback_cache.
+# and private mappings read it; every codec, and once without the writeback cache.
 . "$(dirname "$0")/lib.sh"
 
 for opts in $(cbfs_codec_variants); do

@@ -2,7 +2,7 @@
 # O_APPEND from one handle while another extends/shrinks, O_TRUNC on open (also while
 # another handle has unflushed data), O_DIRECT writes and reads mixed with buffered I/O
 # (tools/posix_open.py, against the same steps on ext4), and dd oflag=direct/iflag=direct;
-# everything compared again after a remount; every codec, and zstd with writeback_cache.
+# everything compared again after a remount; every codec, and zstd without the writeback cache.
 . "$(dirname "$0")/lib.sh"
 
 python3 "$CBFS_TOOLS/gendata.py" mixed 3M "$T/src.bin" 9

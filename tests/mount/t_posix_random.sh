@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Random writes against a model (tools/posix_random.py): partial-block overwrites anywhere,
 # writes past EOF leaving holes, truncate/ftruncate shrinking and growing, through two
-# handles; per codec (and once with writeback_cache), checked live, after a cache drop,
+# handles; per codec (and once without the writeback cache), checked live, after a cache drop,
 # and after a remount.
 . "$(dirname "$0")/lib.sh"
 
