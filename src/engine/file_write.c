@@ -48,12 +48,7 @@ static void cbfs_file_write_behind(struct cbfs_file *f)
  * go back over them). Committer role. */
 static void cbfs_file_unstore(struct cbfs_file *f, uint64_t start)
 {
-    if (f->idx.torn) {
-        /* frames before append_off stay; a torn one past it has no record */
-        (void)ftruncate(f->data_fd, (off_t)f->append_off);
-        return;
-    }
-    if (ftruncate(f->data_fd, (off_t)start) == 0) {
+    if (!f->idx.torn && ftruncate(f->data_fd, (off_t)start) == 0) {
         f->append_off = start;
         if (f->behind_off > start) f->behind_off = start;
     }
@@ -85,7 +80,9 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
              * a torn tail that verify and fsck report as a crash's (and, if
              * the lost bytes hold the frame magic, one that is never cut). If
              * the cut fails, the next frame overwrites the torn one. */
-            (void)ftruncate(f->data_fd, (off_t)f->append_off);
+            if (ftruncate(f->data_fd, (off_t)f->append_off) == -1)
+                cbfs_log_warn("%s: cannot cut off a frame cut short at store offset %llu: %s",
+                              f->name, (unsigned long long)f->append_off, strerror(errno));
             continue; /* append_off unchanged */
         }
         cbfs_index_rec_from_frame(&j->hdr, f->append_off, &recs[(*nrecs)++]);
