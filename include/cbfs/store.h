@@ -212,7 +212,7 @@ cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed, bool *damaged);
  * caller keeps other writes into [0, CBFS_FRAME_ENVELOPE_SIZE) of the file
  * out until its own write is done. @return CBFS_OK, CBFS_E_PLAIN_FRAMED, or
  * a read error (never a guess). */
-cbfs_err cbfs_store_plain_write_ok(int fd, const void *buf, size_t size, uint64_t off);
+cbfs_err cbfs_store_check_plain_write(int fd, const void *buf, size_t size, uint64_t off);
 
 /* @return true if dirfd is a store root: it holds a CBFS_STORE_DIR directory
  * (not a symlink). */
@@ -228,14 +228,23 @@ bool cbfs_store_is_root(int dirfd);
  * set-id bits) and the POSIX access ACL of its data file, so that the store
  * lets nobody read an index whose data it refuses them. Gives them to the
  * sidecar idx_fd from the data file data_fd (either may be an O_PATH fd). A
- * store without ACLs keeps owner and mode only. @return CBFS_OK or the error
- * of the first step that failed. */
+ * store without ACLs keeps owner and mode only. owner: NULL for a sidecar
+ * this process has just created (O_CREAT | O_EXCL); else the stat of the
+ * data file as it was before the change being followed, whose owner the
+ * sidecar must have (cbfs_store_sidecar_owned's rule), or CBFS_E_PERM with
+ * nothing changed. @return CBFS_OK or the error of the first step that
+ * failed. */
 cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *owner);
-/* owner: NULL for a sidecar this process has just created (O_CREAT |
- * O_EXCL); else the stat of the data file as it was before the change being
- * followed (its owner is the one the sidecar must have now). A sidecar owned
- * by anyone else is not a sidecar cbfs made for this file (a user who can
- * write the store moved another's file there): CBFS_E_PERM, nothing changed. */
+
+/* May cbfs write into the existing sidecar idx_fd of the data file data_fd
+ * (either may be an O_PATH fd), or change its owner and mode? Only if it is a
+ * regular file with the data file's owner, or (cbfs not running as root,
+ * which cannot give the sidecars it makes away) cbfs's own. Anything else at
+ * a sidecar's name was put there by someone who writes the store directly
+ * (another's file moved to it): cbfs run as root would write into a file
+ * that is not this one's index. The daemon then serves the file read-only,
+ * fsck leaves it. @return CBFS_OK, CBFS_E_PERM, or the error of a stat. */
+cbfs_err cbfs_store_sidecar_owned(int data_fd, int idx_fd);
 
 /* ---- metadata (store.c) ---- */
 

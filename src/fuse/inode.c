@@ -459,8 +459,8 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
      * plain, its raw frames would be served and a write would land in them.
      * As a nameless COMPRESSED file it is read-only until a lookup names it
      * and finds the sidecar (cbfs_inode_attach_idx). The price: a plain file
-     * that only looks so, reached by handle first, fails its reads (EIO)
-     * while the kernel holds its inode. */
+     * that only looks so, reached by handle first, does not open (no frames
+     * index it) while the kernel holds its inode. */
     if (framed || (!name && damaged)) *kind = CBFS_KIND_COMPRESSED;
     return 0;
 }

@@ -50,8 +50,9 @@
  *
  * Nameless files: a regular file reached by id alone (export.h) has no
  * location, so its sidecar is unknown until a lookup names it. Its kind then
- * comes from its data: framed or empty is COMPRESSED (an empty file may have a
- * sidecar), anything else PLAIN. Such a COMPRESSED file opens read-only (the
+ * comes from its data: framed, empty (it may have a sidecar) or starting with
+ * a damaged envelope (a compressed file with a bad first header) is
+ * COMPRESSED, anything else PLAIN. Such a COMPRESSED file opens read-only (the
  * index rebuilt from the frames in memory): writing without the sidecar would
  * leave it stale, and writing raw bytes into what may be a compressed file
  * would lose them at its next open. */
@@ -104,7 +105,9 @@ struct cbfs_inode {
                                 stable for holders of an open reference */
     int ro_errno;            /* !writable: what a write open gets (EROFS; ENOSPC or
                                 EDQUOT where the store had no room for the sidecar
-                                or the index's repair); as writable */
+                                or the index's repair, EACCES where the sidecar is
+                                not the file's: cbfs_store_sidecar_owned); as
+                                writable */
     bool size_valid;         /* size and block_size cache the logical size and the
                                 file's block size (file == NULL only) */
     uint64_t size;
@@ -143,10 +146,12 @@ struct cbfs_fs {
     struct cbfs_mutex names_lock;
 
     /* Held by a write into a plain file's first CBFS_FRAME_ENVELOPE_SIZE
-     * bytes (or an append the daemon cannot place) from its check of what
-     * the file would start with to its pwrite (cbfs_store_plain_write_ok), so
-     * that two such writes cannot each pass with the other's bytes not yet
-     * there. Taken with no inode lock; rare (writes at a file's start). */
+     * bytes (or an append to a file shorter than that) from its check of
+     * what the file would start with to its pwrite
+     * (cbfs_store_check_plain_write), so that two such writes cannot each
+     * pass with the other's bytes not yet there. Taken with no inode lock;
+     * rare (writes at a file's start). A truncate does not take it: it can
+     * only cut or zero bytes, and no envelope is zeros. */
     struct cbfs_mutex plain_head_lock;
 
     struct cbfs_mutex lock;
@@ -185,7 +190,10 @@ void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
  * cache's idle ones and tries once more; on noatime (nodiratime: for
  * O_DIRECTORY) mounts it adds O_NOATIME, as may callers that only peek, and
  * where the kernel refuses that (EPERM: not the owner, no CAP_FOWNER) opens
- * without it. @return the fd, or -1 with errno set. */
+ * without it. A "DIR/NAME" name (a sidecar's in layout 2) is opened through
+ * DIR without following a symlink there (cbfs_store_openat: ENOTDIR);
+ * AT_FDCWD names are /proc/self/fd paths. @return the fd, or -1 with errno
+ * set. */
 int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
 
 /* Looks up name in dir in the store and returns its inode with one more ref

@@ -185,9 +185,12 @@ static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inod
 /* inode->lock held; fd: inode's pinned O_PATH fd. Opens (creating if lost)
  * the sidecar for the engine. On success *ifd is open with the given access
  * mode, or -1 if the sidecar is missing and cannot be created on a read-only
- * store (the engine then rebuilds the index in memory). EROFS where the
- * sidecar and the file's name are both unknown and writable is asked: the
- * engine must not write without its sidecar ("Nameless files", inode.h). */
+ * store (the engine then rebuilds the index in memory). Where writable is
+ * asked and cannot be had, the caller opens read-only: EROFS where the
+ * sidecar and the file's name are both unknown (the engine must not write
+ * without its sidecar: "Nameless files", inode.h), EACCES where the sidecar
+ * is not this file's to write (cbfs_store_sidecar_owned), EEXIST where one
+ * appeared at the name since the lookup (not ours to take over). */
 static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
                                    bool writable, int *ifd)
 {
@@ -198,24 +201,23 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     cbfs_assert_held(&inode->lock);
     if (inode->has_idx) {
         /* The engine writes its index into the sidecar: only into one that
-         * has the data file's owner (cbfs_store_sidecar_match), never into
-         * someone else's file that a user who can write the store put at
-         * the sidecar's name. EACCES: the caller opens read-only. */
-        struct stat dst, ist;
-        int pfd;
+         * is this file's (cbfs_store_sidecar_owned), never into someone
+         * else's file that a user who can write the store put at the
+         * sidecar's name. EACCES: the caller opens read-only. */
         if (writable) {
-            if (fstatat(fd, "", &dst, AT_EMPTY_PATH) == -1) return errno;
+            int pfd;
             if ((err = cbfs_inode_idx_pin(fs, inode, &pfd)) != 0) return err;
-            err = fstat(pfd, &ist) == -1 ? errno : 0;
+            const cbfs_err e = cbfs_store_sidecar_owned(fd, pfd);
             cbfs_inode_idx_unpin(fs, inode);
-            if (err) return err;
-            if (ist.st_uid != dst.st_uid) {
-                cbfs_log_warn("inode %llu: its sidecar is owned by uid %u, the data file by "
-                              "%u: not writing into it",
-                              (unsigned long long)inode->ino, (unsigned)ist.st_uid,
-                              (unsigned)dst.st_uid);
+            if (e == CBFS_E_PERM) {
+                char logname[PATH_MAX];
+                cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
+                cbfs_log_warn("'%s': its sidecar is not owned as the file is (if it is the "
+                              "file's index, chown it to the file's owner): read-only",
+                              logname);
                 return EACCES;
             }
+            if (e) return cbfs_err_errno(e);
         }
         return cbfs_inode_idx_open(fs, inode, writable ? O_RDWR : O_RDONLY, ifd);
     }
@@ -247,7 +249,7 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     *ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                           0600);
     if (*ifd == -1) {
-        err = errno == EEXIST ? EAGAIN : errno;
+        err = errno;
         goto out_unpin;
     }
     cbfs_log_info("index sidecar of '%s' is missing: rebuilding it from the frames", name);
@@ -323,10 +325,12 @@ retry:
     err = cbfs_inode_open_sidecar(fs, inode, fd, writable, &ifd);
     if (err) {
         close(dfd);
-        /* ENOSPC, EDQUOT: no room for a missing sidecar; the file is still
-         * served for reading (its index rebuilt in memory) */
-        if (writable && (err == EROFS || err == EACCES || err == ENOSPC || err == EDQUOT)) {
-            if (err == ENOSPC || err == EDQUOT) ro_errno = err;
+        /* (cbfs_inode_open_sidecar's cases) and ENOSPC, EDQUOT: no room for
+         * a missing sidecar; the file is still served for reading (its index
+         * rebuilt in memory where there is no sidecar to read) */
+        if (writable && (err == EROFS || err == EACCES || err == EEXIST || err == ENOSPC ||
+                         err == EDQUOT)) {
+            if (err == EACCES || err == ENOSPC || err == EDQUOT) ro_errno = err;
             writable = false;
             goto retry;
         }

@@ -35,9 +35,10 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
 
 /* Gives the sidecar of a COMPRESSED inode (fd: its pinned data fd) the
  * owner, mode and access ACL of the data file after they changed
- * (cbfs_store_sidecar_match; ops_entry.c). Failures are logged, not returned:
- * the data file already changed and the sidecar is invisible. Takes
- * inode->lock. */
+ * (cbfs_store_sidecar_match; ops_entry.c); was: the data file's stat before
+ * the change (a sidecar not owned as it was is not touched). Failures are
+ * logged, not returned: the data file already changed and the sidecar is
+ * invisible. Takes inode->lock. */
 void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
                        const struct stat *was);
 

@@ -543,7 +543,7 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
  * alone stays without one (its name is not known: "Nameless files",
  * inode.h), so it is refused as its writes are, until a lookup names it.
  * @return 0 or errno. */
-static int cbfs_link_sidecar_known(struct cbfs_fs *fs, struct cbfs_inode *inode)
+static int cbfs_link_find_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     struct cbfs_file *file;
     cbfs_mutex_lock(&inode->lock);
@@ -576,7 +576,7 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
     if (compressed && ((err = cbfs_sidecar_path(fs, newname, sc, sizeof sc)) != 0 ||
                        (err = cbfs_sidecar_dir(fs, dirfd)) != 0 ||
-                       (err = cbfs_link_sidecar_known(fs, inode)) != 0))
+                       (err = cbfs_link_find_sidecar(fs, inode)) != 0))
         return err;
     if (!compressed && inode->type == S_IFREG && (err = cbfs_sidecar_clear(fs, dirfd, newname)) != 0)
         return err;
@@ -727,15 +727,15 @@ static int cbfs_rename_drop_leftover(struct cbfs_fs *fs, const struct cbfs_renam
     return err;
 }
 
-/* Before a's data file moves to the free name b: room for its sidecar's
- * entry at b's sidecar name, made by a link of the sidecar there, removed
- * again at once (a directory keeps the block it grew by, and the sidecar's
- * rename takes the same name). On a full store the rename then fails here,
+/* Before a's data file moves to b's name: room for a's sidecar's entry at
+ * b's sidecar name, made by a link of the sidecar there, removed again at
+ * once (a directory keeps the block it grew by, and the sidecar's rename
+ * takes the same name). On a full store the rename then fails here,
  * with nothing moved, instead of succeeding with the sidecar left behind
  * (the file rebuilt from its frames, EIO where they do not prove its block
- * size). fs->names_lock held. @return 0, or ENOSPC/EDQUOT; other failures
- * of the link (EXDEV, EMLINK, a store without hard links) are left to the
- * renames to report. */
+ * size). fs->names_lock held. @return 0, ENOSPC/EDQUOT, or the errno of
+ * removing the link again; other failures of the link (EXDEV, EMLINK, a store
+ * without hard links) are left to the renames to report. */
 static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_side *a,
                                  const struct cbfs_rename_side *b)
 {
@@ -745,10 +745,13 @@ static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_si
     if (fd == -1) return 0; /* the sidecar's rename reports it */
     cbfs_procfd(path, fd);
     int err = 0;
-    if (cbfs_store_linkat(AT_FDCWD, path, b->fd, b->sc, AT_SYMLINK_FOLLOW) == 0)
-        (void)cbfs_store_unlinkat(b->fd, b->sc, 0);
-    else if (errno == ENOSPC || errno == EDQUOT)
+    if (cbfs_store_linkat(AT_FDCWD, path, b->fd, b->sc, AT_SYMLINK_FOLLOW) == 0) {
+        /* a link left there would make the sidecar's rename a no-op (both
+         * names one file): the rename fails instead */
+        if (cbfs_store_unlinkat(b->fd, b->sc, 0) == -1) err = errno;
+    } else if (errno == ENOSPC || errno == EDQUOT) {
         err = errno;
+    }
     close(fd);
     return err;
 }
@@ -797,11 +800,15 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     if ((flags & RENAME_EXCHANGE) && ((err = cbfs_rename_drop_leftover(fs, a)) != 0 ||
                                       (err = cbfs_rename_drop_leftover(fs, b)) != 0))
         return err;
-    if (a->has_sc && !same && !b->exists && !(flags & RENAME_EXCHANGE) &&
-        (err = cbfs_rename_make_room(fs, a, b)) != 0) {
-        if (aside) cbfs_sidecar_restore(fs, aside_path, b->fd, b->sc, "rename to", b->name, err);
+    /* A sidecar that goes to a name where none was moved away (a free name, a
+     * plain file's, an exchange with a side that has none) needs an entry
+     * no removal frees: room for it first. */
+    const bool xchg = flags & RENAME_EXCHANGE;
+    if (!same && !aside && a->has_sc && !(xchg && b->has_sc) &&
+        (err = cbfs_rename_make_room(fs, a, b)) != 0)
         return err;
-    }
+    if (!same && xchg && b->has_sc && !a->has_sc && (err = cbfs_rename_make_room(fs, b, a)) != 0)
+        return err;
     int moved = renameat2(a->fd, a->name, b->fd, b->name, flags);
     if (moved == -1 && (errno == ENOTEMPTY || errno == EEXIST) && S_ISDIR(a->st.st_mode) &&
         b->exists && S_ISDIR(b->st.st_mode) && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {

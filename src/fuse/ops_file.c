@@ -96,7 +96,7 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
     if (!compressed && (err = cbfs_sidecar_clear(fs, dirfd, name)) != 0) return err;
 
     const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
-    bool inherit;
+    bool inherit, made_sc = false;
     mode = cbfs_new_mode(req, dirfd, mode, &inherit);
     int fd = cbfs_fs_openat(fs, dirfd, name, oflags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                             mode & 07777);
@@ -112,9 +112,10 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
         }
         ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (ifd == -1) {
-            err = errno;
+            err = errno; /* EEXIST: another's, raced in since the unlink: left */
             goto fail;
         }
+        made_sc = true;
         const cbfs_err e = cbfs_store_sidecar_match(fd, ifd, NULL); /* just made, O_EXCL */
         if (e) {
             err = cbfs_err_errno(e);
@@ -176,7 +177,7 @@ fail:
     if (fd >= 0) close(fd);
     if (*inode) cbfs_inode_unref(fs, *inode, 1);
     *inode = NULL;
-    if (compressed) (void)cbfs_store_unlinkat(dirfd, sc, 0);
+    if (made_sc) (void)cbfs_store_unlinkat(dirfd, sc, 0);
     (void)unlinkat(dirfd, name, 0);
     return err;
 }
@@ -192,7 +193,9 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     struct stat st;
     int fd = -1;
 
-    const bool kill = cbfs_chan_take_kill(); /* O_TRUNC of an existing set-id file */
+    /* a CREATE only makes a new file (EEXIST below): no set-id bits to
+     * kill, but the channel's flag is this request's and must be cleared */
+    (void)cbfs_chan_take_kill();
     int dirfd, err = cbfs_name_check(fs, dir, name, "create");
     if (err) {
         fuse_reply_err(req, err);
@@ -203,22 +206,16 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, cbfs_store_flags(fs, fi->flags),
                               &inode, &st, &fd);
     cbfs_inode_unpin(fs, dir);
-    if (err == EEXIST) {
-        /* The kernel sends CREATE only for a name it found missing, with the
-         * directory locked against every other creator through the mount:
-         * what is there now was put in the store directly, and the kernel
-         * has checked no permission on it. Opening it here (as root) would
-         * hand the caller a file it may not open, and O_TRUNC would empty
-         * it. EEXIST; the caller's next open finds it and is checked. */
-        (void)kill;
-        goto reply_err;
-    } else if (err) {
-        goto reply_err;
-    } else {
-        struct cbfs_file *const file = inode->kind == CBFS_KIND_COMPRESSED ? inode->file : NULL;
-        err = cbfs_handle_new(fs, inode, fi->flags, fd, file, NULL, &h);
-        if (err) goto reply_err;
-    }
+    /* EEXIST: the kernel sends CREATE only for a name it found missing,
+     * with the directory locked against every other creator through the
+     * mount, so what is there now was put in the store directly, and the
+     * kernel has checked no permission on it. Opening it here (as root)
+     * would hand the caller a file it may not open, and O_TRUNC would empty
+     * it; the caller's next open finds it and is checked. */
+    if (err) goto reply_err;
+    struct cbfs_file *const file = inode->kind == CBFS_KIND_COMPRESSED ? inode->file : NULL;
+    err = cbfs_handle_new(fs, inode, fi->flags, fd, file, NULL, &h);
+    if (err) goto reply_err;
     fi->fh = (uint64_t)(uintptr_t)h;
     cbfs_fill_entry(fs, inode, &st, &e);
     if (fuse_reply_create(req, &e, fi) != 0) {
@@ -306,7 +303,7 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* A write into a plain file whose bytes could land in its first
- * CBFS_FRAME_ENVELOPE_SIZE: checked first (cbfs_store_plain_write_ok) under
+ * CBFS_FRAME_ENVELOPE_SIZE: checked first (cbfs_store_check_plain_write) under
  * fs->plain_head_lock. The check reads the file's start, through wfd or,
  * where that is write-only, a read-only open of the same file. @return the
  * bytes written, or -1 with *err set. */
@@ -333,7 +330,7 @@ static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino, int wfd
             goto out;
         }
     }
-    const cbfs_err e = cbfs_store_plain_write_ok(rfd, buf, size, at);
+    const cbfs_err e = cbfs_store_check_plain_write(rfd, buf, size, at);
     if (e) {
         if (e == CBFS_E_PLAIN_FRAMED)
             cbfs_log_warn("refused a write at offset %llu of plain file (node %llu): %s",
@@ -369,8 +366,14 @@ static ssize_t cbfs_plain_write(struct cbfs_fs *fs, fuse_ino_t ino, const struct
             return -1;
         }
     }
+    /* where an append lands: the end, which only a short file has in its
+     * first bytes (looked at again under the lock if so) */
+    struct stat st;
+    bool head = off < CBFS_FRAME_ENVELOPE_SIZE;
+    if (store_append && wfd == h->fd)
+        head = fstat(wfd, &st) == -1 || st.st_size < CBFS_FRAME_ENVELOPE_SIZE;
     ssize_t n;
-    if (off < CBFS_FRAME_ENVELOPE_SIZE || (store_append && wfd == h->fd))
+    if (head)
         n = cbfs_plain_write_head(fs, ino, wfd, buf, size, off, err);
     else if ((n = pwrite(wfd, buf, size, off)) == -1)
         *err = errno;

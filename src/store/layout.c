@@ -301,7 +301,7 @@ static cbfs_err cbfs_store_probe_in(struct cbfs_store_probe *p, int at, const ch
             p->found = cbfs_store_data_name(n, data, sizeof data) == CBFS_OK && data[0] &&
                        fstatat(dirfd(d), data, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                        S_ISREG(st.st_mode) &&
-                       fstatat(dirfd(d), l2, &st, AT_SYMLINK_NOFOLLOW) != 0;
+                       cbfs_store_fstatat(dirfd(d), l2, &st, AT_SYMLINK_NOFOLLOW) != 0;
         } else if (S_ISDIR(st.st_mode) && depth < 64 && !is_index_dir) {
             const int sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) continue; /* not ours to judge */
@@ -366,7 +366,7 @@ cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed, bool *damaged)
     return e == CBFS_E_TRUNCATED ? CBFS_OK : e;
 }
 
-cbfs_err cbfs_store_plain_write_ok(int fd, const void *buf, size_t size, uint64_t off)
+cbfs_err cbfs_store_check_plain_write(int fd, const void *buf, size_t size, uint64_t off)
 {
     uint8_t head[CBFS_FRAME_ENVELOPE_SIZE] = {0};
     if (off >= sizeof head || size == 0) return CBFS_OK;
@@ -423,14 +423,29 @@ static int cbfs_store_sidecar_acl(const char *dpath, const char *ipath)
     return err;
 }
 
+/* The one rule of cbfs_store_sidecar_owned: a regular file owned by uid
+ * (the data file's owner) or, where cbfs does not run as root and so cannot
+ * give the sidecars it makes away, by cbfs's own uid. */
+static bool cbfs_store_owned_by(const struct stat *ist, uid_t uid)
+{
+    const uid_t self = geteuid();
+    return S_ISREG(ist->st_mode) && (ist->st_uid == uid || (self != 0 && ist->st_uid == self));
+}
+
+cbfs_err cbfs_store_sidecar_owned(int data_fd, int idx_fd)
+{
+    struct stat st, ist;
+    if (fstat(data_fd, &st) == -1 || fstat(idx_fd, &ist) == -1) return cbfs_err_from_errno(errno);
+    return cbfs_store_owned_by(&ist, st.st_uid) ? CBFS_OK : CBFS_E_PERM;
+}
+
 cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *owner)
 {
     char dpath[32], ipath[32];
     struct stat st, ist;
     if (fstat(data_fd, &st) == -1) return cbfs_err_from_errno(errno);
     if (fstat(idx_fd, &ist) == -1) return cbfs_err_from_errno(errno);
-    if (!S_ISREG(ist.st_mode) || ist.st_uid != (owner ? owner->st_uid : geteuid()))
-        return CBFS_E_PERM;
+    if (owner && !cbfs_store_owned_by(&ist, owner->st_uid)) return CBFS_E_PERM;
     if (geteuid() == 0 && fchownat(idx_fd, "", st.st_uid, st.st_gid, AT_EMPTY_PATH) == -1)
         return cbfs_err_from_errno(errno);
     cbfs_store_fdpath(dpath, sizeof dpath, data_fd);

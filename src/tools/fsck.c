@@ -89,7 +89,9 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
         }
     }
     idx_fd = cbfs_store_openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (idx_fd < 0 && errno == ENOENT) {
+    if (idx_fd >= 0) {
+        e = cbfs_store_sidecar_owned(data_fd, idx_fd); /* only this file's index is written */
+    } else if (errno == ENOENT) {
         idx_fd = cbfs_store_openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                                    0600);
         if (idx_fd >= 0) e = cbfs_store_sidecar_match(data_fd, idx_fd, NULL);

@@ -21,30 +21,53 @@ chown -R nobody: "$u"
 chmod 755 "$T" "$u"
 python3 "$CBFS_TOOLS/gendata.py" csv 3M "$T/src" 1
 chmod 644 "$T/src"
-(umask 022; exec setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- \
-    "$CBFS_MOUNT_BIN" -f -o codec=lz4 "$u/s" "$u/m") >"$T/user.log" 2>&1 &
-upid=$!
-for _ in $(seq 50); do grep -q " $u/m " /proc/mounts && break; sleep 0.1; done
-grep -q " $u/m " /proc/mounts || fail "the user's mount did not come up: $(cat "$T/user.log")"
+# user_mount LOG: the user's daemon on $u/s at $u/m (upid)
+user_mount() {
+    (umask 022; exec setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- \
+        "$CBFS_MOUNT_BIN" -f -o codec=lz4 "$u/s" "$u/m") >"$1" 2>&1 &
+    upid=$!
+    for _ in $(seq 50); do grep -q " $u/m " /proc/mounts && break; sleep 0.1; done
+    grep -q " $u/m " /proc/mounts || fail "the user's mount did not come up: $(cat "$1")"
+}
+# user_umount LOG: unmounted by the user, the daemon exits 0
+user_umount() {
+    as_nobody fusermount3 -u "$u/m" || fail "the user could not unmount"
+    wait "$upid" || fail "the user's daemon exited $?: $(cat "$1")"
+    upid=
+}
+user_mount "$T/user.log"
 as_nobody sh -c "umask 0; : >'$u/m/f'; mkdir -m 777 '$u/m/d'; mkdir '$u/m/e'; cp '$T/src' '$u/m/c'" ||
     fail "creating as the user failed"
 got=$(as_nobody stat -c '%n %a' "$u/m/f" "$u/m/d" "$u/m/e" | sed "s|$u/m/||")
 as_nobody cmp "$T/src" "$u/m/c" || fail "the user's compressed file reads back other bytes"
-as_nobody fusermount3 -u "$u/m" || fail "the user could not unmount"
-wait "$upid" || fail "the user's daemon exited $?: $(cat "$T/user.log")"
-upid=
+user_umount "$T/user.log"
 [[ -e $u/s/.cbfsidx/c || -e $u/s/c.cbfsidx ]] || fail "c was not stored compressed"
 # SIGTERM stops a user's daemon through fusermount3 -u -z (stop.h): exit 0, nothing mounted
-(umask 022; exec setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- \
-    "$CBFS_MOUNT_BIN" -f -o codec=lz4 "$u/s" "$u/m") >"$T/user2.log" 2>&1 &
-upid=$!
-for _ in $(seq 50); do grep -q " $u/m " /proc/mounts && break; sleep 0.1; done
-grep -q " $u/m " /proc/mounts || fail "the user's mount did not come up again: $(cat "$T/user2.log")"
+user_mount "$T/user2.log"
 as_nobody cmp "$T/src" "$u/m/c" || fail "c after a remount"
 kill -TERM "$upid"
 wait "$upid" || fail "the user's daemon exited $? on SIGTERM: $(cat "$T/user2.log")"
 upid=
 grep -q " $u/m " /proc/mounts && fail "still mounted after SIGTERM: $(cat "$T/user2.log")"
+# A file the user may write but does not own (root's, 0666) whose sidecar is
+# lost: the user's daemon rebuilds it as its own (it cannot give it away), and
+# takes it as the file's index from then on: every later write open works.
+[[ -f $u/s/.cbfsidx/c ]] || fail "c has no sidecar"
+chown root "$u/s/c"
+chmod 666 "$u/s/c"
+rm "$u/s/.cbfsidx/c"
+cp "$T/src" "$T/want"
+for i in 1 2; do
+    user_mount "$T/user4.log"
+    as_nobody sh -c "echo line$i >>'$u/m/c'" 2>"$T/append.err" ||
+        fail "append $i to root's 0666 file by the user's daemon: $(cat "$T/append.err")"
+    echo "line$i" >>"$T/want"
+    user_umount "$T/user4.log"
+done
+[[ -f $u/s/.cbfsidx/c ]] || fail "c's sidecar was not rebuilt"
+user_mount "$T/user4.log"
+as_nobody cmp "$T/want" "$u/m/c" || fail "c after the appends"
+user_umount "$T/user4.log"
 # A first mount that fails (here fusermount3 refuses allow_other to a user) leaves no
 # store.conf: its settings stayed every later mount's defaults.
 if grep -qs '^[[:space:]]*user_allow_other' /etc/fuse.conf; then

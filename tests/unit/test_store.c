@@ -310,25 +310,25 @@ Test(store_layout, plain_write_may_not_start_a_file_with_an_envelope, .init = st
     st_write("f", "", 0);
     int fd = open(st_path("f"), O_RDWR);
     cr_assert(fd >= 0);
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h, sizeof h, 0), CBFS_E_PLAIN_FRAMED);
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h, E, 0), CBFS_E_PLAIN_FRAMED);
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h, E - 1, 0), CBFS_OK, "too short to be one");
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h, sizeof h, 1), CBFS_OK, "not at the start");
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h + E, 4, E), CBFS_OK, "past the envelope");
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h, sizeof h, 0), CBFS_E_PLAIN_FRAMED);
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h, E, 0), CBFS_E_PLAIN_FRAMED);
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h, E - 1, 0), CBFS_OK, "too short to be one");
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h, sizeof h, 1), CBFS_OK, "not at the start");
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h + E, 4, E), CBFS_OK, "past the envelope");
     /* the tail first, then the piece that completes it */
     cr_assert_eq(pwrite(fd, h + 3, sizeof h - 3, 3), (ssize_t)(sizeof h - 3));
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h, 3, 0), CBFS_E_PLAIN_FRAMED);
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, "abc", 3, 0), CBFS_OK);
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h, 3, 0), CBFS_E_PLAIN_FRAMED);
+    cr_assert_eq(cbfs_store_check_plain_write(fd, "abc", 3, 0), CBFS_OK);
     /* the head first: the rest of it comes later, into a short file */
     cr_assert_eq(ftruncate(fd, 0), 0);
     cr_assert_eq(pwrite(fd, h, 4, 0), 4);
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h + 4, E - 4, 4), CBFS_E_PLAIN_FRAMED);
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h + 4, E - 5, 4), CBFS_OK, "still short");
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h + 4, E - 4, 4), CBFS_E_PLAIN_FRAMED);
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h + 4, E - 5, 4), CBFS_OK, "still short");
     /* a write past the end leaves zeros between: never an envelope */
-    cr_assert_eq(cbfs_store_plain_write_ok(fd, h + 8, 4, 8), CBFS_OK);
+    cr_assert_eq(cbfs_store_check_plain_write(fd, h + 8, 4, 8), CBFS_OK);
     close(fd);
     /* an error is reported, not taken for "allowed" */
-    cr_assert_eq(cbfs_store_plain_write_ok(-1, h + 1, 4, 1), CBFS_E_BADF);
+    cr_assert_eq(cbfs_store_check_plain_write(-1, h + 1, 4, 1), CBFS_E_BADF);
 }
 
 Test(store_layout, store_root_holds_a_metadata_directory, .init = st_setup, .fini = st_teardown)
