@@ -195,6 +195,17 @@ void cbfs_inode_unpin(struct cbfs_fs *fs, struct cbfs_inode *inode);
  * AT_FDCWD names are /proc/self/fd paths. @return the fd, or -1 with errno
  * set. */
 int cbfs_fs_openat(struct cbfs_fs *fs, int dirfd, const char *name, int flags, mode_t mode);
+/* The store's calls on a name or a "DIR/NAME" sidecar or aside path, which
+ * follow no symlink at DIR (cbfs_store_unlinkat, _renameat2, _fstatat with
+ * AT_SYMLINK_NOFOLLOW; link: of the object fd, as linkat of its /proc/self/fd
+ * path with AT_SYMLINK_FOLLOW), tried once more after the fd cache let go of
+ * idle fds where the daemon is out of them (DIR's fd). @return as the call:
+ * 0, or -1 with errno set. */
+int cbfs_fs_unlinkat(struct cbfs_fs *fs, int dirfd, const char *path);
+int cbfs_fs_renameat2(struct cbfs_fs *fs, int olddirfd, const char *oldpath, int newdirfd,
+                      const char *newpath, unsigned flags);
+int cbfs_fs_link_fd(struct cbfs_fs *fs, int fd, int newdirfd, const char *newpath);
+int cbfs_fs_fstatat(struct cbfs_fs *fs, int dirfd, const char *path, struct stat *st);
 
 /* Looks up name in dir in the store and returns its inode with one more ref
  * (the caller hands it to the kernel in an entry reply, or drops it) and its

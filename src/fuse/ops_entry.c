@@ -322,7 +322,7 @@ static int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name, 
     char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     if (removed) *removed = false;
     if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
-    if (cbfs_store_unlinkat(dirfd, sc, 0) == -1) return errno == ENOENT ? 0 : errno;
+    if (cbfs_fs_unlinkat(fs, dirfd, sc) == -1) return errno == ENOENT ? 0 : errno;
     if (removed) *removed = true;
     return 0;
 }
@@ -354,9 +354,9 @@ static int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, cha
     do { /* never over another: one a crash left, in the 2^-64 case */
         snprintf(path, CBFS_STORE_ASIDE_MAX, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
                  (unsigned long long)cbfs_random64());
-        r = cbfs_store_renameat2(dirfd, sc, fs->opt.store_fd, path, RENAME_NOREPLACE);
+        r = cbfs_fs_renameat2(fs, dirfd, sc, fs->opt.store_fd, path, RENAME_NOREPLACE);
         if (r == -1 && errno == EINVAL) /* a store filesystem without it */
-            r = cbfs_store_renameat2(dirfd, sc, fs->opt.store_fd, path, 0);
+            r = cbfs_fs_renameat2(fs, dirfd, sc, fs->opt.store_fd, path, 0);
     } while (r == -1 && errno == EEXIST);
     if (r == 0) *aside = true;
     return r == 0 || errno == ENOENT ? 0 : errno;
@@ -367,7 +367,7 @@ static int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, cha
 static void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd, const char *sc,
                                  const char *op, const char *name, int err)
 {
-    if (cbfs_store_renameat2(fs->opt.store_fd, path, dirfd, sc, 0) == -1)
+    if (cbfs_fs_renameat2(fs, fs->opt.store_fd, path, dirfd, sc, 0) == -1)
         cbfs_log_err("%s of '%s' failed (%s), and its sidecar cannot be put back from %s "
                      "(%s): '%s' gets an index from its frames at its next open, if they prove "
                      "one; move it back by hand",
@@ -379,7 +379,7 @@ static void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd
 static void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
                               const char *name)
 {
-    if (cbfs_store_unlinkat(fs->opt.store_fd, path, 0) == -1)
+    if (cbfs_fs_unlinkat(fs, fs->opt.store_fd, path) == -1)
         cbfs_log_warn("%s of '%s': cannot remove %s, the index of contents that are gone: %s "
                       "(safe to delete)",
                       op, name, path, strerror(errno));
@@ -571,7 +571,7 @@ static int cbfs_link_find_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode)
 static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, int dirfd,
                         const char *newname)
 {
-    char path[CBFS_PROCFD_MAX], sc[CBFS_STORE_SIDECAR_PATH_MAX];
+    char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     int err, ifd;
     const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
     if (compressed && ((err = cbfs_sidecar_path(fs, newname, sc, sizeof sc)) != 0 ||
@@ -580,16 +580,14 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
         return err;
     if (!compressed && inode->type == S_IFREG && (err = cbfs_sidecar_clear(fs, dirfd, newname)) != 0)
         return err;
-    cbfs_procfd(path, fd);
-    if (linkat(AT_FDCWD, path, dirfd, newname, AT_SYMLINK_FOLLOW) == -1) return errno;
+    if (cbfs_fs_link_fd(fs, fd, dirfd, newname) == -1) return errno;
     if (!compressed) return 0;
     /* hard links share one sidecar, so the file works under any name */
     cbfs_mutex_lock(&inode->lock);
     err = cbfs_inode_idx_pin(fs, inode, &ifd);
     if (err == 0) {
-        cbfs_procfd(path, ifd);
-        (void)cbfs_store_unlinkat(dirfd, sc, 0); /* stale leftover of a lost file */
-        if (cbfs_store_linkat(AT_FDCWD, path, dirfd, sc, AT_SYMLINK_FOLLOW) == -1) err = errno;
+        (void)cbfs_fs_unlinkat(fs, dirfd, sc); /* stale leftover of a lost file */
+        if (cbfs_fs_link_fd(fs, ifd, dirfd, sc) == -1) err = errno;
         cbfs_inode_idx_unpin(fs, inode);
     }
     cbfs_mutex_unlock(&inode->lock);
@@ -670,7 +668,7 @@ static int cbfs_rename_probe(struct cbfs_fs *fs, struct cbfs_rename_side *s)
     if (cbfs_sidecar_path(fs, s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
     s->has_sc = false;
     if (s->reg && s->sc[0]) {
-        if (cbfs_store_fstatat(s->fd, s->sc, &sst, AT_SYMLINK_NOFOLLOW) == 0)
+        if (cbfs_fs_fstatat(fs, s->fd, s->sc, &sst) == 0)
             s->has_sc = S_ISREG(sst.st_mode);
         else if (errno != ENOENT)
             return errno;
@@ -739,16 +737,14 @@ static int cbfs_rename_drop_leftover(struct cbfs_fs *fs, const struct cbfs_renam
 static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_side *a,
                                  const struct cbfs_rename_side *b)
 {
-    char path[CBFS_PROCFD_MAX];
     cbfs_assert_held(&fs->names_lock);
     const int fd = cbfs_fs_openat(fs, a->fd, a->sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd == -1) return 0; /* the sidecar's rename reports it */
-    cbfs_procfd(path, fd);
     int err = 0;
-    if (cbfs_store_linkat(AT_FDCWD, path, b->fd, b->sc, AT_SYMLINK_FOLLOW) == 0) {
+    if (cbfs_fs_link_fd(fs, fd, b->fd, b->sc) == 0) {
         /* a link left there would make the sidecar's rename a no-op (both
          * names one file): the rename fails instead */
-        if (cbfs_store_unlinkat(b->fd, b->sc, 0) == -1) err = errno;
+        if (cbfs_fs_unlinkat(fs, b->fd, b->sc) == -1) err = errno;
     } else if (errno == ENOSPC || errno == EDQUOT) {
         err = errno;
     }
@@ -827,13 +823,13 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     int r = 0;
     if (flags & RENAME_EXCHANGE) {
         if (a->has_sc && b->has_sc)
-            r = cbfs_store_renameat2(a->fd, a->sc, b->fd, b->sc, RENAME_EXCHANGE);
+            r = cbfs_fs_renameat2(fs, a->fd, a->sc, b->fd, b->sc, RENAME_EXCHANGE);
         else if (a->has_sc)
-            r = cbfs_store_renameat2(a->fd, a->sc, b->fd, b->sc, 0);
+            r = cbfs_fs_renameat2(fs, a->fd, a->sc, b->fd, b->sc, 0);
         else if (b->has_sc)
-            r = cbfs_store_renameat2(b->fd, b->sc, a->fd, a->sc, 0);
+            r = cbfs_fs_renameat2(fs, b->fd, b->sc, a->fd, a->sc, 0);
     } else if (a->has_sc) {
-        r = cbfs_store_renameat2(a->fd, a->sc, b->fd, b->sc, 0); /* the target's went first */
+        r = cbfs_fs_renameat2(fs, a->fd, a->sc, b->fd, b->sc, 0); /* the target's went first */
     }
     /* The rename has happened (the replaced file is gone, the names moved):
      * it succeeds, as the caller and the kernel's dentries must see it. */

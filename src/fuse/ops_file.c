@@ -106,7 +106,7 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
     if (compressed) {
         /* We own the name now (O_EXCL), so any sidecar there is a stale
          * leftover of a lost data file. */
-        if (cbfs_store_unlinkat(dirfd, sc, 0) == -1 && errno != ENOENT) {
+        if (cbfs_fs_unlinkat(fs, dirfd, sc) == -1 && errno != ENOENT) {
             err = errno;
             goto fail;
         }
@@ -140,9 +140,9 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
         if (ifd >= 0) { /* our sidecar (O_EXCL) would pair with that file: it goes */
             struct stat ist, sst;
             if (fstat(ifd, &ist) == 0 &&
-                cbfs_store_fstatat(dirfd, sc, &sst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                cbfs_fs_fstatat(fs, dirfd, sc, &sst) == 0 &&
                 sst.st_dev == ist.st_dev && sst.st_ino == ist.st_ino)
-                (void)cbfs_store_unlinkat(dirfd, sc, 0);
+                (void)cbfs_fs_unlinkat(fs, dirfd, sc);
             close(ifd);
         }
         close(fd);
@@ -177,7 +177,7 @@ fail:
     if (fd >= 0) close(fd);
     if (*inode) cbfs_inode_unref(fs, *inode, 1);
     *inode = NULL;
-    if (made_sc) (void)cbfs_store_unlinkat(dirfd, sc, 0);
+    if (made_sc) (void)cbfs_fs_unlinkat(fs, dirfd, sc);
     (void)unlinkat(dirfd, name, 0);
     return err;
 }
