@@ -77,8 +77,8 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
     cbfs_err e = cbfs_store_sidecar_path(tf->store.layout, name, side, sizeof side);
     if (e == CBFS_OK) e = cbfs_store_sidecar_dir(tf->store.layout, dirfd);
     if (e) return e;
-    const int data_fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (data_fd < 0) return cbfs_err_from_errno(errno);
+    int data_fd;
+    if ((e = tool_open_regular(dirfd, name, O_RDWR, &data_fd)) != CBFS_OK) return e;
     if (tf->load_err == CBFS_E_WRONG_FILE) {
         e = cbfs_index_load(data_fd, -1, false, &tf->store.bs, &idx, &rep);
         if (e) goto out;
@@ -88,17 +88,14 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
             goto out;
         }
     }
-    idx_fd = cbfs_store_openat(dirfd, side, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (idx_fd >= 0) {
+    e = tool_open_regular(dirfd, side, O_RDWR, &idx_fd);
+    if (e == CBFS_OK) {
         e = cbfs_store_sidecar_owned(data_fd, idx_fd); /* only this file's index is written */
-    } else if (errno == ENOENT) {
+    } else if (e == CBFS_E_NOENT) {
         idx_fd = cbfs_store_openat(dirfd, side, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                                    0600);
-        if (idx_fd >= 0) e = cbfs_store_sidecar_match(data_fd, idx_fd, NULL);
-    }
-    if (idx_fd < 0) {
-        e = cbfs_err_from_errno(errno);
-        goto out;
+        e = idx_fd < 0 ? cbfs_err_from_errno(errno)
+                       : cbfs_store_sidecar_match(data_fd, idx_fd, NULL);
     }
     if (e) goto out;
     e = cbfs_index_load(data_fd, idx_fd, true, &tf->store.bs, &idx, &rep);

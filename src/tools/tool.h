@@ -168,6 +168,12 @@ enum tool_load { TOOL_LOAD_FULL, TOOL_LOAD_FAST };
  * problems land in tf->load_err (CBFS_E_BLOCK_SIZE: see tool_hint_block_size). */
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf);
+/* Opens path in dirfd (a name, or a sidecar path: cbfs_store_openat) with
+ * flags into *fd only if it is a regular file, never following a symlink and
+ * never opening anything else (a FIFO there would block the open). @return
+ * CBFS_OK, CBFS_E_NOT_REGULAR, or the error of the open (CBFS_E_NOENT: no
+ * such name); *fd is -1 on failure. */
+cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd);
 /* tool_file_open for a walk callback: on failure prints
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
 bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char *name,

@@ -327,6 +327,32 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
     return errors;
 }
 
+cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd)
+{
+    /* O_PATH opens nothing: a FIFO at the name would block an open(2) for
+     * reading until a writer comes (the store's user decides when), and a
+     * device's open has effects of its own. Only a regular file is reopened,
+     * through its fd, so the name cannot be swapped in between. */
+    *fd = -1;
+    const int pfd = cbfs_store_openat(dirfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (pfd < 0) return cbfs_err_from_errno(errno);
+    struct stat st;
+    cbfs_err e = CBFS_OK;
+    if (fstat(pfd, &st) != 0) {
+        e = cbfs_err_from_errno(errno);
+    } else if (!S_ISREG(st.st_mode)) {
+        e = CBFS_E_NOT_REGULAR;
+    } else {
+        char proc[32];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
+        *fd = open(proc, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_TRUNC)) | O_NONBLOCK |
+                             O_NOCTTY | O_CLOEXEC);
+        if (*fd < 0) e = cbfs_err_from_errno(errno);
+    }
+    close(pfd);
+    return e;
+}
+
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf)
 {
@@ -337,21 +363,14 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
     cbfs_err e = cbfs_store_sidecar_path(store->layout, name, side, sizeof side);
     if (e) return e;
     const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
-    tf->data_fd = openat(dirfd, name, flags);
-    if (tf->data_fd < 0) return cbfs_err_from_errno(errno);
+    if ((e = tool_open_regular(dirfd, name, flags, &tf->data_fd)) != CBFS_OK) return e;
     if (fstat(tf->data_fd, &tf->data_st) != 0) {
         e = cbfs_err_from_errno(errno);
         goto fail;
     }
-    if (!S_ISREG(tf->data_st.st_mode)) {
-        e = CBFS_E_INVAL;
-        goto fail;
-    }
-    tf->idx_fd = cbfs_store_openat(dirfd, side, flags, 0);
-    if (tf->idx_fd < 0 && errno != ENOENT) {
-        e = cbfs_err_from_errno(errno);
-        goto fail;
-    }
+    e = tool_open_regular(dirfd, side, flags, &tf->idx_fd);
+    if (e == CBFS_E_NOENT) e = CBFS_OK;
+    if (e) goto fail;
     if (tf->idx_fd >= 0 && fstat(tf->idx_fd, &tf->idx_st) != 0) {
         e = cbfs_err_from_errno(errno);
         goto fail;
