@@ -198,6 +198,37 @@ struct tool_walker {
     unsigned *errors;
 };
 
+/* dir "/" name into buf, as the tools print it: a control character of name
+ * (a newline, an escape sequence) and a backslash written as \n, \t, \\
+ * or \xNN, as ls -b does, so that a name cannot end the line and fake
+ * another file's result, nor drive the terminal. @return false if it did
+ * not fit (buf then holds a cut display). */
+static bool tool_display_join(char *buf, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(buf, cap, "%s/", dir);
+    if (n < 0 || (size_t)n >= cap) return false;
+    size_t at = (size_t)n;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        char esc[5];
+        const char *put = esc;
+        if (*c == '\\')
+            put = "\\\\";
+        else if (*c == '\n')
+            put = "\\n";
+        else if (*c == '\t')
+            put = "\\t";
+        else if (*c < 0x20 || *c == 0x7f)
+            snprintf(esc, sizeof esc, "\\x%02x", *c);
+        else
+            esc[0] = (char)*c, esc[1] = '\0';
+        const size_t len = strlen(put);
+        if (at + len >= cap) return false;
+        memcpy(buf + at, put, len + 1);
+        at += len;
+    }
+    return true;
+}
+
 /* Layout 2: reports the sidecars in dirfd's index directory (display: its
  * path) whose data file is not in dirfd. */
 static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *display)
@@ -219,7 +250,7 @@ static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *d
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s/%s", display, names[i]) >= (int)sizeof path)
+        if (!tool_display_join(path, sizeof path, display, names[i]))
             continue; /* beyond PATH_MAX: no tool could name it */
         if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
             fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
@@ -261,7 +292,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
         const char *const name = names[i];
         const bool sidecar =
             w->store->layout == CBFS_LAYOUT_SUFFIX && cbfs_store_is_sidecar_name(name);
-        snprintf(path, PATH_MAX, "%s/%s", display, name);
+        (void)tool_display_join(path, PATH_MAX, display, name); /* cut: shown cut */
         if (w->store->layout == CBFS_LAYOUT_INDEXDIR && strcmp(name, CBFS_INDEX_DIR) == 0) {
             rc = tool_walk_index(w, dirfd, path);
             continue;

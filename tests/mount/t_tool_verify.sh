@@ -77,6 +77,21 @@ rc=0
 check_eq 1 "$rc" "missing sidecar: exit status"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any("d/.cbfsidx/other.bin" in p["file"] and "missing" in p["what"] for p in d["problems"]), d' "$T/ns.json" ||
     fail "missing sidecar not reported: $(cat "$T/ns.json")"
+# A name with a newline cannot fake another file's line: it is printed escaped.
+# (A damaged file in a directory whose name holds a line that reads as the
+# result of $store/d/other.bin.)
+fake=$'n\n'"$store/d/other.bin: offset 0: block 0: corrupt"$'\nx'
+mkdir -p "$T/named"
+cbfs_mount "$T/named" "$mnt" codec=lz4
+mkdir -p "$mnt/$fake"
+seq 1 2000 >"$mnt/$fake/f"
+cbfs_umount "$mnt"
+printf Q | dd of="$T/named/$fake/f" bs=1 seek=200 conv=notrunc status=none
+rc=0
+"$CBFS" verify "$T/named" >"$T/named.out" 2>&1 || rc=$?
+check_eq 1 "$rc" "verify of a damaged file in a directory with a newline in its name"
+grep -qF 'n\n' "$T/named.out" || fail "the name is not printed escaped: $(cat "$T/named.out")"
+! grep -q "^$store/d/other.bin" "$T/named.out" || fail "a name made a line of its own: $(cat "$T/named.out")"
 # not a store
 mkdir -p "$T/plain" && echo x >"$T/plain/f"
 rc=0
