@@ -23,7 +23,8 @@
     X(NOTDIR, ENOTDIR, "not a directory")                                               \
     X(NAMETOOLONG, ENAMETOOLONG, "file name too long")                                  \
     X(BADF, EBADF, "bad file descriptor")                                               \
-    X(MFILE, EMFILE, "the cbfs daemon has too many open files (raise its LimitNOFILE)")  \
+    X(MFILE, EMFILE,                                                                    \
+      "too many open files (the daemon: raise its LimitNOFILE; the cbfs tool: ulimit -n)") \
     X(NFILE, ENFILE, "too many open files in the system")                               \
     X(STALE, ESTALE, "the object is gone from the store")                               \
     X(BUSY, EBUSY, "store is busy (another cbfs daemon holds its lock)")                \
