@@ -44,8 +44,8 @@
     X(DST_SMALL, EIO, "output buffer too small (internal error)")                       \
     X(SHUTDOWN, EIO, "cbfs is shutting down")                                           \
     X(NOT_REGULAR, EINVAL,                                                              \
-      "not a regular file where cbfs keeps one (a FIFO, device or socket put in the "    \
-      "store)")                                                                         \
+      "not a regular file where cbfs keeps one (a FIFO, device, socket, symlink or "     \
+      "directory put in the store)")                                                    \
     X(PLAIN_FRAMED, EINVAL,                                                             \
       "a plain (codec=none) file cannot start with a cbfs frame header: it would read "  \
       "back as a compressed file")

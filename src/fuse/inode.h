@@ -106,8 +106,8 @@ struct cbfs_inode {
     int ro_errno;            /* !writable: what a write open gets (EROFS; ENOSPC or
                                 EDQUOT where the store had no room for the sidecar
                                 or the index's repair, EACCES where the sidecar is
-                                not the file's: cbfs_store_sidecar_owned); as
-                                writable */
+                                not the file's, cbfs_store_sidecar_owned, or
+                                something else is at its name); as writable */
     bool size_valid;         /* size and block_size cache the logical size and the
                                 file's block size (file == NULL only) */
     uint64_t size;

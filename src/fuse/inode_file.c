@@ -189,8 +189,8 @@ static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inod
  * asked and cannot be had, the caller opens read-only: EROFS where the
  * sidecar and the file's name are both unknown (the engine must not write
  * without its sidecar: "Nameless files", inode.h), EACCES where the sidecar
- * is not this file's to write (cbfs_store_sidecar_owned), EEXIST where one
- * appeared at the name since the lookup (not ours to take over). */
+ * is not this file's to write (cbfs_store_sidecar_owned), EEXIST where
+ * something else is at the sidecar's name (logged; not ours to take over). */
 static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
                                    bool writable, int *ifd)
 {
@@ -244,12 +244,17 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
     if (err) goto out;
     err = cbfs_sidecar_dir(fs, dirfd);
     if (err) goto out_unpin;
-    /* O_EXCL: a sidecar that appeared since the lookup is not ours to
-     * chown (cbfs_store_sidecar_match); it is found at the next lookup */
+    /* O_EXCL: what is at the sidecar's name (a sidecar that appeared since
+     * the lookup, or a directory, FIFO, symlink put there in the store) is
+     * not ours to take over or chown (cbfs_store_sidecar_match) */
     *ifd = cbfs_fs_openat(fs, dirfd, sc, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                           0600);
     if (*ifd == -1) {
         err = errno;
+        if (err == EEXIST)
+            cbfs_log_warn("'%s': something that is not its sidecar is at the sidecar's name %s: "
+                          "read-only until it is removed",
+                          name, sc);
         goto out_unpin;
     }
     cbfs_log_info("index sidecar of '%s' is missing: rebuilding it from the frames", name);
@@ -331,6 +336,7 @@ retry:
         if (writable && (err == EROFS || err == EACCES || err == EEXIST || err == ENOSPC ||
                          err == EDQUOT)) {
             if (err == EACCES || err == ENOSPC || err == EDQUOT) ro_errno = err;
+            if (err == EEXIST) ro_errno = EACCES; /* logged: what is in the way */
             writable = false;
             goto retry;
         }

@@ -559,7 +559,7 @@ static int cbfs_link_find_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode)
     err = cbfs_inode_file_put(fs, inode);
     if (err) return err;
     if (known) return 0;
-    if (ro_errno == ENOSPC || ro_errno == EDQUOT) return ro_errno; /* no room to make it */
+    if (ro_errno != EROFS) return ro_errno; /* no room to make it, or it is not ours */
     cbfs_log_info("link of inode %llu refused: its name and sidecar are not known (it was "
                   "reached by file handle): read-only until a lookup names it",
                   (unsigned long long)inode->ino);

@@ -113,7 +113,10 @@ static bool tool_fsck_fix(int dirfd, const char *name, const char *display,
 {
     const cbfs_err e = tool_fsck_rebuild(dirfd, name, tf);
     if (e) {
-        tool_err("fsck", "%s: repair failed: %s", display, cbfs_err_str(e));
+        tool_err("fsck", "%s: repair failed: %s", display,
+                 e == CBFS_E_PERM ? "its sidecar is not owned as the file is (if it is the file's "
+                                    "index, chown it to the file's owner)"
+                                  : cbfs_err_str(e));
         return false;
     }
     struct tool_file again;

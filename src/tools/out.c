@@ -1,6 +1,7 @@
 /* Output helpers of the cbfs command: error lines, JSON string literals,
  * human-readable byte counts, usage text and gnuplot charts. Kept together so
  * every subcommand prints the same way. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,6 +84,76 @@ bool tool_utf8_valid(const char *s)
         p += n;
     }
     return true;
+}
+
+size_t tool_name_escape(char *buf, size_t cap, const char *name)
+{
+    size_t at = 0;
+    for (const unsigned char *p = (const unsigned char *)name; *p;) {
+        const size_t n = tool_utf8_len(p);
+        char esc[4 * 4 + 1];
+        size_t len;
+        if (n == 1 && *p == '\\') {
+            len = (size_t)snprintf(esc, sizeof esc, "\\\\");
+        } else if (n == 1 && *p == '\n') {
+            len = (size_t)snprintf(esc, sizeof esc, "\\n");
+        } else if (n == 1 && *p == '\t') {
+            len = (size_t)snprintf(esc, sizeof esc, "\\t");
+        } else if (n == 0 || (n == 1 && (*p < 0x20 || *p == 0x7f)) ||
+                   (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)) { /* C0, DEL, C1, not UTF-8 */
+            const size_t k = n ? n : 1;
+            len = 0;
+            for (size_t i = 0; i < k; i++)
+                len += (size_t)snprintf(esc + len, sizeof esc - len, "\\x%02x", p[i]);
+        } else {
+            memcpy(esc, p, n);
+            len = n;
+        }
+        if (at + len >= cap) {
+            if (cap) buf[at] = '\0';
+            return (size_t)-1;
+        }
+        memcpy(buf + at, esc, len);
+        at += len;
+        p += n ? n : 1;
+    }
+    if (cap) buf[at] = '\0';
+    return at;
+}
+
+/* Undoes tool_name_escape in place (its output only; anything else after a
+ * backslash is kept as it is). */
+static void tool_name_unescape(char *s)
+{
+    char *out = s;
+    for (const char *p = s; *p;) {
+        unsigned v;
+        if (p[0] == '\\' && p[1] == '\\') {
+            *out++ = '\\', p += 2;
+        } else if (p[0] == '\\' && p[1] == 'n') {
+            *out++ = '\n', p += 2;
+        } else if (p[0] == '\\' && p[1] == 't') {
+            *out++ = '\t', p += 2;
+        } else if (p[0] == '\\' && p[1] == 'x' && sscanf(p + 2, "%2x", &v) == 1 &&
+                   isxdigit((unsigned char)p[2]) && isxdigit((unsigned char)p[3])) {
+            *out++ = (char)v, p += 4;
+        } else {
+            *out++ = *p++;
+        }
+    }
+    *out = '\0';
+}
+
+void tool_json_path(FILE *f, const char *shown)
+{
+    char *raw = strdup(shown);
+    if (!raw) {
+        tool_json_str(f, shown); /* out of memory: the name as shown */
+        return;
+    }
+    tool_name_unescape(raw);
+    tool_json_str(f, raw);
+    free(raw);
 }
 
 /* A JSON string literal. A file name is bytes, not always UTF-8: a byte that

@@ -157,7 +157,7 @@ static void tool_stat_print(const struct tool_stat_ctx *c, const char *path, con
     const uint64_t phys = r->data_bytes + r->index_bytes;
     if (c->json) {
         printf("%s{\"path\":", c->nfiles > 1 && path ? ",\n  " : "");
-        tool_json_str(stdout, path ? path : "");
+        tool_json_path(stdout, path ? path : "");
         printf(",\"kind\":\"%s\",\"logical\":%" PRIu64 ",\"physical\":%" PRIu64
                ",\"data_bytes\":%" PRIu64 ",\"index_bytes\":%" PRIu64 ",\"ratio\":%.4f,"
                "\"codecs\":\"%s\",\"block_size\":%" PRIu32 ",\"blocks\":{\"total\":%" PRIu64

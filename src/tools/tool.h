@@ -56,6 +56,15 @@ int tool_out_errno(void);
 void tool_json_str(FILE *f, const char *s);
 /* The length of the valid UTF-8 sequence at p (1 to 4), 0 if none starts there. */
 size_t tool_utf8_len(const unsigned char *p);
+/* A file name as the tools print it, into buf: a control character (C0, DEL,
+ * C1), a byte that is not UTF-8 and a backslash written as \n, \t, \\ or
+ * \xNN (ls -b's rule), so that a name can neither end a line and fake another
+ * file's result nor drive a terminal. @return its length, or (size_t)-1 if it
+ * did not fit (buf then holds a cut, NUL-terminated name). */
+size_t tool_name_escape(char *buf, size_t cap, const char *name);
+/* A path as shown (made of tool_name_escape's names) as a JSON string of the
+ * name's own bytes (tool_json_str): JSON stays lossless. */
+void tool_json_path(FILE *f, const char *shown);
 bool tool_utf8_valid(const char *s);
 /* "1.5 GiB" style, into buf. @return buf. */
 const char *tool_fmt_bytes(uint64_t n, char *buf, size_t cap);

@@ -97,7 +97,7 @@ static void tool_verify_json(const struct tool_verify *v, double secs)
     for (size_t i = 0; i < v->chk.n; i++) {
         const struct tool_problem *const p = &v->chk.v[i];
         printf("%s\n  {\"file\":", i ? "," : "");
-        tool_json_str(stdout, p->where);
+        tool_json_path(stdout, p->where);
         if (p->offset == UINT64_MAX)
             printf(",\"offset\":null,\"what\":");
         else

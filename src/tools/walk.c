@@ -141,8 +141,11 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
             goto fail;
         }
     }
-    loc->display = strdup(path);
+    /* shown as the walk shows the names below it */
+    const size_t dcap = 4 * strlen(path) + 1;
+    loc->display = malloc(dcap);
     if (!loc->display) goto nomem;
+    (void)tool_name_escape(loc->display, dcap, path);
     if (S_ISDIR(st.st_mode)) {
         loc->is_dir = true;
         loc->name = strdup(".");
@@ -198,35 +201,13 @@ struct tool_walker {
     unsigned *errors;
 };
 
-/* dir "/" name into buf, as the tools print it: a control character of name
- * (a newline, an escape sequence) and a backslash written as \n, \t, \\
- * or \xNN, as ls -b does, so that a name cannot end the line and fake
- * another file's result, nor drive the terminal. @return false if it did
- * not fit (buf then holds a cut display). */
+/* dir "/" name into buf, name as the tools print it (tool_name_escape).
+ * @return false if it did not fit (buf then holds a cut display). */
 static bool tool_display_join(char *buf, size_t cap, const char *dir, const char *name)
 {
-    int n = snprintf(buf, cap, "%s/", dir);
+    const int n = snprintf(buf, cap, "%s/", dir);
     if (n < 0 || (size_t)n >= cap) return false;
-    size_t at = (size_t)n;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        char esc[5];
-        const char *put = esc;
-        if (*c == '\\')
-            put = "\\\\";
-        else if (*c == '\n')
-            put = "\\n";
-        else if (*c == '\t')
-            put = "\\t";
-        else if (*c < 0x20 || *c == 0x7f)
-            snprintf(esc, sizeof esc, "\\x%02x", *c);
-        else
-            esc[0] = (char)*c, esc[1] = '\0';
-        const size_t len = strlen(put);
-        if (at + len >= cap) return false;
-        memcpy(buf + at, put, len + 1);
-        at += len;
-    }
-    return true;
+    return tool_name_escape(buf + n, cap - (size_t)n, name) != (size_t)-1;
 }
 
 /* Layout 2: reports the sidecars in dirfd's index directory (display: its
@@ -363,11 +344,14 @@ cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd)
     /* O_PATH opens nothing: a FIFO at the name would block an open(2) for
      * reading until a writer comes (the store's user decides when), and a
      * device's open has effects of its own. Only a regular file is reopened,
-     * through its fd, so the name cannot be swapped in between. */
+     * through its fd, so the name cannot be swapped in between. Without
+     * /proc the name is opened again, never blocking (O_NONBLOCK), and must
+     * still be the same file. */
     *fd = -1;
+    flags &= ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_TRUNC);
     const int pfd = cbfs_store_openat(dirfd, path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
     if (pfd < 0) return cbfs_err_from_errno(errno);
-    struct stat st;
+    struct stat st, again;
     cbfs_err e = CBFS_OK;
     if (fstat(pfd, &st) != 0) {
         e = cbfs_err_from_errno(errno);
@@ -376,8 +360,17 @@ cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd)
     } else {
         char proc[32];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
-        *fd = open(proc, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_TRUNC)) | O_NONBLOCK |
-                             O_NOCTTY | O_CLOEXEC);
+        *fd = open(proc, flags | O_NOCTTY | O_CLOEXEC);
+        if (*fd < 0 && errno == ENOENT) { /* no /proc */
+            *fd = cbfs_store_openat(dirfd, path,
+                                    flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+            if (*fd >= 0 && (fstat(*fd, &again) != 0 || again.st_dev != st.st_dev ||
+                             again.st_ino != st.st_ino)) {
+                close(*fd);
+                *fd = -1;
+                errno = EAGAIN; /* swapped meanwhile */
+            }
+        }
         if (*fd < 0) e = cbfs_err_from_errno(errno);
     }
     close(pfd);

@@ -24,6 +24,11 @@ check setfattr -n user.cbfs.codec -v none "$mnt/B"
 # B/.cbfsidx's one block
 : >"$mnt/B/$(long p)"
 : >"$mnt/B/$(long q)"
+# and two placeholders, removed once the store is full: B itself keeps room
+# for a data file's new entry (a directory does not shrink; an empty file
+# frees no block), its index directory does not
+: >"$mnt/B/$(long r1)"
+: >"$mnt/B/$(long r2)"
 for i in 1 2 3; do
     head -c 5000 /dev/urandom >"$mnt/A/$(long c$i)"
     mv "$mnt/A/$(long c$i)" "$mnt/B/"
@@ -39,6 +44,7 @@ sync -f "$mnt"
 dd if=/dev/zero of="$fs/filler" bs=64K status=none 2>/dev/null || true
 dd if=/dev/zero of="$fs/filler2" bs=1K status=none 2>/dev/null || true
 sync -f "$fs"
+rm "$mnt/B/$(long r1)" "$mnt/B/$(long r2)"
 
 cbfs_expect_log_errors 'rename|sidecar'
 unchanged() { # WHAT: nothing moved

@@ -92,6 +92,14 @@ rc=0
 check_eq 1 "$rc" "verify of a damaged file in a directory with a newline in its name"
 grep -qF 'n\n' "$T/named.out" || fail "the name is not printed escaped: $(cat "$T/named.out")"
 ! grep -q "^$store/d/other.bin" "$T/named.out" || fail "a name made a line of its own: $(cat "$T/named.out")"
+# --json keeps the name's own bytes (escaped for JSON, not for the terminal)
+"$CBFS" verify --json "$T/named" >"$T/named.json" 2>&1 || true
+python3 -c 'import json, os, sys
+d = json.load(open(sys.argv[1]))
+want = os.path.join(sys.argv[2], sys.argv[3], "f")
+got = [p["file"] for p in d["problems"]]
+assert want in got, (want, got)' "$T/named.json" "$T/named" "$fake" ||
+    fail "verify --json does not give the name as it is: $(cat "$T/named.json")"
 # not a store
 mkdir -p "$T/plain" && echo x >"$T/plain/f"
 rc=0
