@@ -470,7 +470,11 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     return CBFS_OK;
 }
 
-cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint64_t off)
+/* cbfs_file_write; within: only the part of [off, off + len) below the
+ * size the file has once the write holds the lock (a punch's zeros: a
+ * truncate that came first is not undone by them). */
+static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t len, uint64_t off,
+                                   bool within)
 {
     if (!f->writable) return CBFS_E_BADF;
     if (off + len < off || !cbfs_size_fits(off + len, f->bs)) return CBFS_E_FBIG;
@@ -480,6 +484,7 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
     atomic_fetch_add(&f->writers, 1);
     cbfs_mutex_lock(&f->lock);
     while (f->truncating) cbfs_mutex_wait(&f->lock, &f->cond);
+    if (within && off + len > f->size) left = len = off >= f->size ? 0 : (size_t)(f->size - off);
     f->in_write++;
     const uint64_t resets = f->resets;
     while (left) {
@@ -526,6 +531,11 @@ out:
     CBFS_STAT_ADD(f->eng, st_logical_written, len - left);
     cbfs_engine_budget_wait(f->eng); /* backpressure, outside the file lock */
     return err;
+}
+
+cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint64_t off)
+{
+    return cbfs_file_write_at(f, buf, len, off, false);
 }
 
 void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen)
@@ -803,11 +813,14 @@ cbfs_err cbfs_file_punch(struct cbfs_file *f, uint64_t off, uint64_t len)
     if (!zeros) return CBFS_E_NOMEM;
     cbfs_err err = CBFS_OK;
     /* Writing zeros is enough: a whole zero block is stored as a hole frame,
-     * and whole-block writes skip the read-modify-write. */
+     * and whole-block writes skip the read-modify-write. Each write stays
+     * below the size the file has then: a truncate between two of them (an
+     * O_TRUNC open, which the kernel does not serialise with fallocate
+     * without the writeback cache) is not undone by zeros. */
     while (len && !err) {
         uint64_t n = f->bs - off % f->bs;
         if (n > len) n = len;
-        err = cbfs_file_write(f, zeros, (size_t)n, off);
+        err = cbfs_file_write_at(f, zeros, (size_t)n, off, true);
         off += n;
         len -= n;
     }

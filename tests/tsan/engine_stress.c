@@ -221,6 +221,36 @@ static int st_case_truncates(void)
     return ok;
 }
 
+/* One thread cuts the file to nothing and writes it whole again, 30 times;
+ * three punch all of it meanwhile. A punch's zeros stay below the size the
+ * file has when each is written (cbfs_file_punch): right after the cut,
+ * the file is empty, whatever punches were under way (their zeros grew it
+ * back before). */
+static void *st_punch_or_truncate(void *p)
+{
+    struct st_arg *a = p;
+    for (int i = 0; i < 30; i++) {
+        if (a->id == 0) {
+            ST_CHECK(cbfs_file_truncate(a->f, 0) == CBFS_OK, "truncate");
+            ST_CHECK(cbfs_file_size(a->f) == 0, "a punch's zeros grew the file after a truncate");
+            ST_CHECK(cbfs_file_write(a->f, a->data, a->size / 8, 0) == CBFS_OK, "w");
+        } else {
+            ST_CHECK(cbfs_file_punch(a->f, 0, a->size / 8) == CBFS_OK, "punch");
+        }
+    }
+    return NULL;
+}
+
+static int st_case_punches(void)
+{
+    unsigned char *data;
+    struct cbfs_file *f = st_four("punches", 6, st_punch_or_truncate, &data);
+    int ok = f && cbfs_file_size(f) <= ST_FOUR_SIZE / 8;
+    if (f) ok = cbfs_file_close(f) == CBFS_OK && ok;
+    free(data);
+    return ok;
+}
+
 int main(void)
 {
     snprintf(st_dir, sizeof st_dir, "/tmp/cbfs-stress-XXXXXX");
@@ -235,7 +265,8 @@ int main(void)
     } cases[] = {{"read_while_write", st_case_read_while_write},
                  {"shared_file_and_truncate", st_case_shared_file},
                  {"concurrent_flushes", st_case_flushes},
-                 {"writes_against_truncates", st_case_truncates}};
+                 {"writes_against_truncates", st_case_truncates},
+                 {"punches_against_truncates", st_case_punches}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int before = atomic_load(&st_failures);
         int ok = cases[i].fn() && atomic_load(&st_failures) == before;
