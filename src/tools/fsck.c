@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -241,9 +242,13 @@ static int tool_fsck_upgrade(struct cbfs_store *st, const char *path)
     uint64_t moved;
     const cbfs_err e = cbfs_store_upgrade(st, path, &moved, msg, sizeof msg);
     if (e) {
+        /* msg names a file of the store: shown as the walk shows names */
+        char *const shown = malloc(4 * sizeof msg);
+        if (shown) (void)tool_name_escape(shown, 4 * sizeof msg, msg);
         tool_err("fsck", "upgrade of %s stopped: %s; fix that and run it again (it goes on "
                  "where it stopped)",
-                 path, msg);
+                 path, shown ? shown : msg);
+        free(shown);
         return FSCK_ERROR;
     }
     printf("fsck %s: store layout %u: %" PRIu64 " sidecar(s) moved\n", path, CBFS_LAYOUT_NEWEST,
