@@ -55,11 +55,11 @@ bool cbfs_frame_is_envelope(const uint8_t *head, size_t n)
 
 bool cbfs_frame_envelope_damaged(const uint8_t *head, size_t n)
 {
-    if (n < CBFS_FRAME_ENVELOPE_SIZE || cbfs_frame_is_envelope(head, n)) return false;
+    if (n < CBFS_FRAME_ENVELOPE_SIZE) return false;
     const int fields = (cbfs_get_le32(head + FH_SKIP_MAGIC) == CBFS_SKIPPABLE_MAGIC) +
                        (cbfs_get_le32(head + FH_SKIP_SIZE) == CBFS_SKIPPABLE_CONTENT) +
                        (cbfs_get_le32(head + FH_MAGIC) == CBFS_FRAME_MAGIC);
-    return fields >= 2;
+    return fields == 2; /* all three: the envelope itself */
 }
 
 bool cbfs_frame_hdr_trace(const uint8_t *head, size_t n, uint64_t file_id)

@@ -165,11 +165,8 @@ void cbfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_
     (void)ino;
     int err = 0;
     if (fs->opt.layout == CBFS_LAYOUT_INDEXDIR) {
-        const int ifd =
-            openat(h->fd, CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (ifd == -1 && errno != ENOENT) err = errno;
-        if (ifd >= 0 && (datasync ? fdatasync(ifd) : fsync(ifd)) == -1) err = errno;
-        if (ifd >= 0) close(ifd);
+        const cbfs_err e = cbfs_store_sync_dir(h->fd, CBFS_INDEX_DIR);
+        if (e && e != CBFS_E_NOENT) err = cbfs_err_errno(e);
     }
     if (!err && (datasync ? fdatasync(h->fd) : fsync(h->fd)) == -1) err = errno;
     fuse_reply_err(req, err);

@@ -101,93 +101,74 @@ cbfs_err cbfs_store_sidecar_dir(unsigned layout, int dirfd)
     return e;
 }
 
-/* Splits path in dirfd into the directory holding its last name (*at:
- * dirfd itself, or an fd of the one directory component opened without
- * following a symlink, for cbfs_store_at_done to close) and that name.
- * @return 0 or -1 (errno). */
-static int cbfs_store_at_split(int dirfd, const char *path, int *at, const char **leaf)
+/* The directory that holds path's last name, for a call relative to it:
+ * dirfd itself for a plain name, else an fd of path's one directory
+ * component opened without following a symlink (cbfs_store_at_done closes
+ * it); *path moves on to the last name. @return the fd, or -1 (errno). */
+static int cbfs_store_at_dir(int dirfd, const char **path)
 {
-    const char *const slash = strchr(path, '/');
+    const char *const slash = strchr(*path, '/');
+    if (!slash) return dirfd;
+    const size_t n = (size_t)(slash - *path);
     char dir[NAME_MAX + 1];
-    *at = dirfd;
-    *leaf = path;
-    if (!slash) return 0;
-    const size_t n = (size_t)(slash - path);
     if (n == 0 || n > NAME_MAX || strchr(slash + 1, '/') || slash[1] == '\0') {
         errno = EINVAL; /* only the paths cbfs makes: one directory, one name */
         return -1;
     }
-    memcpy(dir, path, n);
+    memcpy(dir, *path, n);
     dir[n] = '\0';
     const int fd = openat(dirfd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd == -1) return -1;
-    *at = fd;
-    *leaf = slash + 1;
-    return 0;
+    if (fd != -1) *path = slash + 1;
+    return fd;
 }
 
-static void cbfs_store_at_done(int dirfd, int at)
+/* Closes at unless it is dirfd, keeping errno. @return r (the call's). */
+static int cbfs_store_at_done(int dirfd, int at, int r)
 {
     if (at != dirfd) {
         const int saved = errno;
         close(at);
         errno = saved;
     }
+    return r;
 }
 
 int cbfs_store_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-    int at;
-    const char *leaf;
-    if (cbfs_store_at_split(dirfd, path, &at, &leaf) == -1) return -1;
-    const int fd = openat(at, leaf, flags, mode);
-    cbfs_store_at_done(dirfd, at);
-    return fd;
+    const int at = cbfs_store_at_dir(dirfd, &path);
+    return at == -1 ? -1 : cbfs_store_at_done(dirfd, at, openat(at, path, flags, mode));
 }
 
 int cbfs_store_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-    int at;
-    const char *leaf;
-    if (cbfs_store_at_split(dirfd, path, &at, &leaf) == -1) return -1;
-    const int r = fstatat(at, leaf, st, flags);
-    cbfs_store_at_done(dirfd, at);
-    return r;
+    const int at = cbfs_store_at_dir(dirfd, &path);
+    return at == -1 ? -1 : cbfs_store_at_done(dirfd, at, fstatat(at, path, st, flags));
 }
 
 int cbfs_store_unlinkat(int dirfd, const char *path, int flags)
 {
-    int at;
-    const char *leaf;
-    if (cbfs_store_at_split(dirfd, path, &at, &leaf) == -1) return -1;
-    const int r = unlinkat(at, leaf, flags);
-    cbfs_store_at_done(dirfd, at);
-    return r;
+    const int at = cbfs_store_at_dir(dirfd, &path);
+    return at == -1 ? -1 : cbfs_store_at_done(dirfd, at, unlinkat(at, path, flags));
 }
 
 int cbfs_store_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                          unsigned int flags)
 {
-    int oat, nat, r = -1;
-    const char *oleaf, *nleaf;
-    if (cbfs_store_at_split(olddirfd, oldpath, &oat, &oleaf) == -1) return -1;
-    if (cbfs_store_at_split(newdirfd, newpath, &nat, &nleaf) == 0) {
-        r = renameat2(oat, oleaf, nat, nleaf, flags);
-        cbfs_store_at_done(newdirfd, nat);
-    }
-    cbfs_store_at_done(olddirfd, oat);
-    return r;
+    const int oat = cbfs_store_at_dir(olddirfd, &oldpath);
+    if (oat == -1) return -1;
+    const int nat = cbfs_store_at_dir(newdirfd, &newpath);
+    const int r = nat == -1 ? -1
+                            : cbfs_store_at_done(newdirfd, nat,
+                                                 renameat2(oat, oldpath, nat, newpath, flags));
+    return cbfs_store_at_done(olddirfd, oat, r);
 }
 
 int cbfs_store_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                       int flags)
 {
-    int at;
-    const char *leaf;
-    if (cbfs_store_at_split(newdirfd, newpath, &at, &leaf) == -1) return -1;
-    const int r = linkat(olddirfd, oldpath, at, leaf, flags);
-    cbfs_store_at_done(newdirfd, at);
-    return r;
+    const int at = cbfs_store_at_dir(newdirfd, &newpath);
+    if (at == -1) return -1;
+    return cbfs_store_at_done(newdirfd, at, linkat(olddirfd, oldpath, at, newpath, flags));
 }
 
 /* Unlinks the entries of directory fd (consumed): every one, or only those
@@ -368,23 +349,17 @@ cbfs_err cbfs_store_has_frame_envelope(int fd, bool *framed, bool *damaged)
 
 cbfs_err cbfs_store_check_plain_write(int fd, const void *buf, size_t size, uint64_t off)
 {
-    uint8_t head[CBFS_FRAME_ENVELOPE_SIZE] = {0};
+    uint8_t head[CBFS_FRAME_ENVELOPE_SIZE] = {0}; /* a hole, or past the end: zeros */
     if (off >= sizeof head || size == 0) return CBFS_OK;
     const size_t end = off + size < sizeof head ? (size_t)off + size : sizeof head;
-    size_t have = end; /* how long the file's start is after the write */
-    if (off > 0 || end < sizeof head) {
-        size_t got = 0;
-        while (got < sizeof head) { /* what the write leaves; a hole reads as zeros */
-            const ssize_t n = pread(fd, head + got, sizeof head - got, (off_t)got);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) return cbfs_err_from_errno(errno);
-            if (n == 0) break;
-            got += (size_t)n;
-        }
-        if (got > have) have = got;
+    if (off > 0 || end < sizeof head) { /* the file's own bytes around the write */
+        const cbfs_err e = cbfs_pread_full(fd, head, sizeof head, 0);
+        /* shorter than the envelope before the write and after it */
+        if (e == CBFS_E_TRUNCATED && end < sizeof head) return CBFS_OK;
+        if (e && e != CBFS_E_TRUNCATED) return e;
     }
     memcpy(head + off, buf, end - (size_t)off);
-    return cbfs_frame_is_envelope(head, have) ? CBFS_E_PLAIN_FRAMED : CBFS_OK;
+    return cbfs_frame_is_envelope(head, sizeof head) ? CBFS_E_PLAIN_FRAMED : CBFS_OK;
 }
 
 bool cbfs_store_is_root(int dirfd)
@@ -444,8 +419,10 @@ cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *ow
     char dpath[32], ipath[32];
     struct stat st, ist;
     if (fstat(data_fd, &st) == -1) return cbfs_err_from_errno(errno);
-    if (fstat(idx_fd, &ist) == -1) return cbfs_err_from_errno(errno);
-    if (owner && !cbfs_store_owned_by(&ist, owner->st_uid)) return CBFS_E_PERM;
+    if (owner) {
+        if (fstat(idx_fd, &ist) == -1) return cbfs_err_from_errno(errno);
+        if (!cbfs_store_owned_by(&ist, owner->st_uid)) return CBFS_E_PERM;
+    }
     if (geteuid() == 0 && fchownat(idx_fd, "", st.st_uid, st.st_gid, AT_EMPTY_PATH) == -1)
         return cbfs_err_from_errno(errno);
     cbfs_store_fdpath(dpath, sizeof dpath, data_fd);
