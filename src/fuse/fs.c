@@ -79,7 +79,6 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
     fs->opt.store_path = fs->store_path;
     cbfs_mutex_init(&fs->lock);
     cbfs_mutex_init(&fs->names_lock);
-    cbfs_mutex_init(&fs->plain_head_lock);
     const int err = cbfs_itable_init(fs);
     if (err) {
         cbfs_log_err("cannot set up the inode table on '%s': %s", fs->store_path, strerror(err));
@@ -89,7 +88,6 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt)
 
 fail_table:
     cbfs_itable_free(fs);
-    cbfs_mutex_destroy(&fs->plain_head_lock);
     cbfs_mutex_destroy(&fs->names_lock);
     cbfs_mutex_destroy(&fs->lock);
     free(fs->store_path);
@@ -104,7 +102,6 @@ int cbfs_fs_free(struct cbfs_fs *fs)
     if (!fs) return 0;
     if (cbfs_handle_close_all(fs) != 0) ret = -1;
     cbfs_itable_free(fs);
-    cbfs_mutex_destroy(&fs->plain_head_lock);
     cbfs_mutex_destroy(&fs->names_lock);
     cbfs_mutex_destroy(&fs->lock);
     free(fs->store_path);

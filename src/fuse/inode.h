@@ -8,22 +8,22 @@
  *
  *     inode->lock  ->  fs->names_lock  ->  fs->lock  ->  fs->fdc.lock
  *     inode->lock  ->  engine locks (file->lock, cache, pool; see cbfs/engine.h)
- *     fs->plain_head_lock  ->  fs->lock  ->  fs->fdc.lock
  *
  * Each field says which lock protects it: inode->lock the per-inode state,
  * fs->lock the table, refs and locations and the open-handles list
  * (handle.h), fs->fdc.lock the fd cache's LRU (fdcache.h). fs->names_lock
  * keeps the names of regular files still while a sidecar is created for one
- * (see its field), fs->plain_head_lock the start of plain files (its
- * field). All five are
+ * (see its field). All four are
  * struct cbfs_mutex: a function documented "X held" checks it with
  * cbfs_assert_held() (live in test builds: CBFS_ASSERTS).
  *
  * fs->lock blocks on nothing but fs->fdc.lock (a leaf), and does no I/O other
  * than closing O_PATH fds; no engine calls. inode->lock may be held across
- * cbfs_file_open/close/truncate/size (they must see one consistent state) but
- * never across cbfs_file_read/write/flush, which the engine serialises itself
- * and which may wait for the pool. No lock is held while replying to the
+ * cbfs_file_open/close/truncate/size (they must see one consistent state) and
+ * a write into a plain file's first bytes (ops_file.c: the check of what it
+ * would start with and the write), but never across
+ * cbfs_file_read/write/flush, which the engine serialises itself and which
+ * may wait for the pool. No lock is held while replying to the
  * kernel.
  *
  * Lifetime: refs counts kernel lookups (nlookup: every entry reply adds one,
@@ -101,13 +101,14 @@ struct cbfs_inode {
                                 open reference (handle, cbfs_inode_file_get) may use
                                 it without the lock: it stays put until they drop it */
     unsigned opens;          /* open references on file */
-    bool writable;           /* file was opened read-write: set with file (lock); as file,
-                                stable for holders of an open reference */
-    int ro_errno;            /* !writable: what a write open gets (EROFS; ENOSPC or
+    int ro_errno;            /* 0: file was opened read-write; else it is read-only and
+                                this is what a write open gets (EROFS; ENOSPC or
                                 EDQUOT where the store had no room for the sidecar
                                 or the index's repair, EACCES where the sidecar is
                                 not the file's, cbfs_store_sidecar_owned, or
-                                something else is at its name); as writable */
+                                something else is at its name). Set with file
+                                (lock); as file, stable for holders of an open
+                                reference */
     bool size_valid;         /* size and block_size cache the logical size and the
                                 file's block size (file == NULL only) */
     uint64_t size;
@@ -144,15 +145,6 @@ struct cbfs_fs {
      * sidecar is never created at a name its data file no longer has. Does
      * store I/O; taken with no inode lock or under one (order above). */
     struct cbfs_mutex names_lock;
-
-    /* Held by a write into a plain file's first CBFS_FRAME_ENVELOPE_SIZE
-     * bytes (or an append to a file shorter than that) from its check of
-     * what the file would start with to its pwrite
-     * (cbfs_store_check_plain_write), so that two such writes cannot each
-     * pass with the other's bytes not yet there. Taken with no inode lock;
-     * rare (writes at a file's start). A truncate does not take it: it can
-     * only cut or zero bytes, and no envelope is zeros. */
-    struct cbfs_mutex plain_head_lock;
 
     struct cbfs_mutex lock;
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */

@@ -373,7 +373,6 @@ retry:
     cbfs_file_set_name(f, logname);
     inode->file = f;
     inode->opens = 1;
-    inode->writable = writable;
     inode->ro_errno = writable ? 0 : ro_errno;
     inode->size_valid = false;
     return 0;
@@ -496,7 +495,6 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file)
     assert(!inode->file && inode->opens == 0);
     inode->file = file;
     inode->opens = 1;
-    inode->writable = true;
     inode->ro_errno = 0;
     inode->size_valid = false;
     cbfs_mutex_unlock(&inode->lock);

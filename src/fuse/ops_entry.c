@@ -106,8 +106,8 @@ static int cbfs_compressed_truncate(struct cbfs_fs *fs, struct cbfs_inode *inode
     struct cbfs_file *file;
     int err = cbfs_inode_file_get(fs, inode, &file);
     if (err) return err;
-    if (!inode->writable) {
-        err = EROFS;
+    if (inode->ro_errno) {
+        err = inode->ro_errno;
     } else {
         const cbfs_err e = cbfs_file_truncate(file, size);
         if (e) err = cbfs_err_errno(e);
@@ -126,7 +126,7 @@ static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     struct cbfs_file *file = NULL;
     cbfs_mutex_lock(&inode->lock);
-    if (inode->file && inode->writable) {
+    if (inode->file && !inode->ro_errno) {
         file = inode->file;
         inode->opens++;
     }

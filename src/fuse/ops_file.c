@@ -49,7 +49,7 @@ static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fl
     }
     err = cbfs_inode_file_get(fs, inode, &file);
     if (err) return err;
-    if (((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) && !inode->writable) {
+    if (((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) && inode->ro_errno) {
         err = inode->ro_errno;
         goto fail;
     }
@@ -302,26 +302,30 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     cbfs_read_vec_free(&v);
 }
 
-/* A write into a plain file whose bytes could land in its first
- * CBFS_FRAME_ENVELOPE_SIZE: checked first (cbfs_store_check_plain_write) under
- * fs->plain_head_lock. The check reads the file's start, through wfd or,
- * where that is write-only, a read-only open of the same file. @return the
- * bytes written, or -1 with *err set. */
-static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino, int wfd,
+/* A write through wfd into the plain file inode whose bytes could land in
+ * its first CBFS_FRAME_ENVELOPE_SIZE: checked first
+ * (cbfs_store_check_plain_write) under inode->lock, so that two such writes
+ * cannot each pass with the other's bytes not yet there (a truncate needs
+ * no exclusion: it only cuts or zeros, and no envelope is zeros). The check
+ * reads the file's start where the write does not cover it all, through wfd
+ * or, where that is write-only, a read-only open of the same file. @return
+ * the bytes written, or -1 with *err set. */
+static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, struct cbfs_inode *inode, int wfd,
                                      const char *buf, size_t size, off_t off, int *err)
 {
     struct stat st;
     ssize_t n = -1;
     int rfd = wfd;
 
-    cbfs_mutex_lock(&fs->plain_head_lock);
+    cbfs_mutex_lock(&inode->lock);
     const int fl = fcntl(wfd, F_GETFL);
     if (fl == -1 || ((fl & O_APPEND) && fstat(wfd, &st) == -1)) {
         *err = errno;
         goto out;
     }
     const uint64_t at = (fl & O_APPEND) ? (uint64_t)st.st_size : (uint64_t)off; /* where it lands */
-    if (at < CBFS_FRAME_ENVELOPE_SIZE && (fl & O_ACCMODE) == O_WRONLY) {
+    const bool reads = at < CBFS_FRAME_ENVELOPE_SIZE && (at > 0 || size < CBFS_FRAME_ENVELOPE_SIZE);
+    if (reads && (fl & O_ACCMODE) == O_WRONLY) {
         char path[CBFS_PROCFD_MAX];
         cbfs_procfd(path, wfd);
         rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
@@ -333,8 +337,9 @@ static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino, int wfd
     const cbfs_err e = cbfs_store_check_plain_write(rfd, buf, size, at);
     if (e) {
         if (e == CBFS_E_PLAIN_FRAMED)
-            cbfs_log_warn("refused a write at offset %llu of plain file (node %llu): %s",
-                          (unsigned long long)at, (unsigned long long)ino, cbfs_err_str(e));
+            cbfs_log_warn("refused a write at offset %llu of plain file (inode %llu): %s",
+                          (unsigned long long)at, (unsigned long long)inode->ino,
+                          cbfs_err_str(e));
         *err = cbfs_err_errno(e);
         goto out;
     }
@@ -342,7 +347,7 @@ static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, fuse_ino_t ino, int wfd
     if (n == -1) *err = errno;
 out:
     if (rfd != wfd && rfd != -1) close(rfd);
-    cbfs_mutex_unlock(&fs->plain_head_lock);
+    cbfs_mutex_unlock(&inode->lock);
     return n;
 }
 
@@ -351,9 +356,8 @@ out:
  * says; a shared mapping's page that the kernel writes back through such a
  * handle (writepage) belongs at off, so it gets a descriptor of its own
  * without O_APPEND. @return the bytes written, or -1 with *err set. */
-static ssize_t cbfs_plain_write(struct cbfs_fs *fs, fuse_ino_t ino, const struct cbfs_handle *h,
-                                bool writepage, const char *buf, size_t size, off_t off,
-                                int *err)
+static ssize_t cbfs_plain_write(struct cbfs_fs *fs, const struct cbfs_handle *h, bool writepage,
+                                const char *buf, size_t size, off_t off, int *err)
 {
     const bool store_append = (h->flags & O_APPEND) && !fs->writeback;
     int wfd = h->fd;
@@ -374,7 +378,7 @@ static ssize_t cbfs_plain_write(struct cbfs_fs *fs, fuse_ino_t ino, const struct
         head = fstat(wfd, &st) == -1 || st.st_size < CBFS_FRAME_ENVELOPE_SIZE;
     ssize_t n;
     if (head)
-        n = cbfs_plain_write_head(fs, ino, wfd, buf, size, off, err);
+        n = cbfs_plain_write_head(fs, h->inode, wfd, buf, size, off, err);
     else if ((n = pwrite(wfd, buf, size, off)) == -1)
         *err = errno;
     if (wfd != h->fd) close(wfd);
@@ -389,7 +393,7 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     if (!h->file) {
         int err = 0;
         const ssize_t n =
-            cbfs_plain_write(cbfs_req_fs(req), ino, h, fi->writepage, buf, size, off, &err);
+            cbfs_plain_write(cbfs_req_fs(req), h, fi->writepage, buf, size, off, &err);
         if (n == -1)
             fuse_reply_err(req, err);
         else

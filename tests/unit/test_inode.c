@@ -432,7 +432,7 @@ static bool ex_opens_writable(struct cbfs_inode *inode)
     }
     const int err = cbfs_inode_file_get(it_fs, inode, &f);
     cr_assert_eq(err, 0, "open: %s", strerror(err));
-    const bool writable = inode->writable;
+    const bool writable = inode->ro_errno == 0;
     cr_assert_eq(cbfs_inode_file_put(it_fs, inode), 0);
     it_fs->opt.eng = had;
     if (eng) cbfs_engine_destroy(eng);
