@@ -47,9 +47,10 @@ for wbc in on off; do
     same_file <({ printf 'x'; cat "$framed"; }) "$mnt/shifted"
     same_file <({ printf '\x5d'; tail -c +2 "$framed"; }) "$mnt/near"
     same_file <({ printf 'ZZZZ'; head -c 64 "$framed" | tail -c +5; }) "$mnt/late"
+    # (the stored bytes: through the mount such a file would read decoded)
     for f in copy pieces appended; do
-        if [[ -e $mnt/$f ]]; then
-            [[ $(head -c 12 "$mnt/$f" | od -An -tx1) != $(head -c 12 "$framed" | od -An -tx1) ]] ||
+        if [[ -e $store/$f ]]; then
+            [[ $(head -c 12 "$store/$f" | od -An -tx1) != $(head -c 12 "$framed" | od -An -tx1) ]] ||
                 fail "$wbc: $f starts with the envelope"
         fi
     done

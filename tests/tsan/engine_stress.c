@@ -245,8 +245,8 @@ static int st_case_punches(void)
 {
     unsigned char *data;
     struct cbfs_file *f = st_four("punches", 6, st_punch_or_truncate, &data);
-    int ok = f && cbfs_file_size(f) <= ST_FOUR_SIZE / 8;
-    if (f) ok = cbfs_file_close(f) == CBFS_OK && ok;
+    /* the check is the truncating thread's, after each cut */
+    const int ok = f && cbfs_file_close(f) == CBFS_OK;
     free(data);
     return ok;
 }
