@@ -102,4 +102,10 @@ uint64_t cbfs_random64(void);
 /* Monotonic clock in nanoseconds (stage timers). */
 uint64_t cbfs_now_ns(void);
 
+/* "/proc/self/fd/N": the path through which the calls that take no fd (xattrs,
+ * chmod, ACLs, linkat with AT_SYMLINK_FOLLOW, a reopen of an O_PATH fd) reach
+ * the file that fd names. The one formatter for the daemon, store and tools. */
+#define CBFS_PROCFD_MAX 32
+void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd);
+
 #endif

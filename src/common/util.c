@@ -159,6 +159,11 @@ uint64_t cbfs_random64(void)
     return v;
 }
 
+void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd)
+{
+    (void)snprintf(buf, CBFS_PROCFD_MAX, "/proc/self/fd/%d", fd);
+}
+
 uint64_t cbfs_now_ns(void)
 {
     struct timespec ts;

@@ -8,6 +8,7 @@
 
 #include "cbfs/format.h"
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 #include "fuse/export.h"
 
 /* @return whether the regular file fd is open on starts with a sidecar's

@@ -17,11 +17,6 @@
 #include "cbfs/util.h"
 #include "fuse/inode.h"
 
-void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd)
-{
-    snprintf(buf, CBFS_PROCFD_MAX, "/proc/self/fd/%d", fd);
-}
-
 bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name)
 {
     return cbfs_store_name_hidden(fs->opt.layout, name, dir == fs->root);

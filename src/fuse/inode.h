@@ -285,10 +285,6 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file);
 
 /* ---- helpers shared by the ops files ---- */
 
-/* "/proc/self/fd/N" for the *at-less calls on O_PATH fds. */
-#define CBFS_PROCFD_MAX 32
-void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd);
-
 /* true for names the mount hides (cbfs_store_name_hidden for the store's
  * layout): ".cbfs" in the root, the sidecar names or index directory anywhere. */
 bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name);

@@ -15,6 +15,7 @@
 #include "cbfs/format.h"
 #include "cbfs/log.h"
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 #include "fuse/inode.h"
 
 int cbfs_inode_idx_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)

@@ -11,6 +11,7 @@
 #include "cbfs/format.h"
 #include "cbfs/log.h"
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 #include "fuse/channel.h"
 #include "fuse/ops.h"
 

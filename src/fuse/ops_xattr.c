@@ -17,6 +17,7 @@
 #include "cbfs/codec.h"
 #include "cbfs/log.h"
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 #include "fuse/channel.h"
 #include "fuse/ops.h"
 

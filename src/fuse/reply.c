@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cbfs/store.h"
+#include "cbfs/util.h"
 #include "fuse/channel.h"
 #include "fuse/reply.h"
 

@@ -368,12 +368,6 @@ bool cbfs_store_is_root(int dirfd)
     return fstatat(dirfd, CBFS_STORE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* "/proc/self/fd/N": xattrs and chmod of an O_PATH fd go through its path. */
-static void cbfs_store_fdpath(char *buf, size_t cap, int fd)
-{
-    (void)snprintf(buf, cap, "/proc/self/fd/%d", fd);
-}
-
 /* Copies the access ACL of the data file (path dpath) to the sidecar (ipath),
  * or removes the sidecar's where the data file has none. @return 0 or errno;
  * a store without ACLs (ENOTSUP) is not an error. */
@@ -416,7 +410,7 @@ cbfs_err cbfs_store_sidecar_owned(int data_fd, int idx_fd)
 
 cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *owner)
 {
-    char dpath[32], ipath[32];
+    char dpath[CBFS_PROCFD_MAX], ipath[CBFS_PROCFD_MAX];
     struct stat st, ist;
     if (fstat(data_fd, &st) == -1) return cbfs_err_from_errno(errno);
     if (owner) {
@@ -425,8 +419,8 @@ cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *ow
     }
     if (geteuid() == 0 && fchownat(idx_fd, "", st.st_uid, st.st_gid, AT_EMPTY_PATH) == -1)
         return cbfs_err_from_errno(errno);
-    cbfs_store_fdpath(dpath, sizeof dpath, data_fd);
-    cbfs_store_fdpath(ipath, sizeof ipath, idx_fd);
+    cbfs_procfd(dpath, data_fd);
+    cbfs_procfd(ipath, idx_fd);
     /* the ACL first: setting one rewrites the group bits of the mode, and
      * chmod with the data file's bits then leaves the copied ACL as it is */
     const int err = cbfs_store_sidecar_acl(dpath, ipath);

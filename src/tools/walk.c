@@ -358,8 +358,8 @@ cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd)
     } else if (!S_ISREG(st.st_mode)) {
         e = CBFS_E_NOT_REGULAR;
     } else {
-        char proc[32];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
+        char proc[CBFS_PROCFD_MAX];
+        cbfs_procfd(proc, pfd);
         *fd = open(proc, flags | O_NOCTTY | O_CLOEXEC);
         if (*fd < 0 && errno == ENOENT) { /* no /proc */
             *fd = cbfs_store_openat(dirfd, path,
