@@ -136,9 +136,7 @@ bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
 int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int *fd)
 {
     if (!c->handles) return ESTALE;
-    *fd = open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC);
-    if (*fd == -1 && cbfs_fdcache_relieve(c, errno))
-        *fd = open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC);
+    CBFS_FDCACHE_RETRY(c, *fd, open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC));
     return *fd == -1 ? errno : 0;
 }
 

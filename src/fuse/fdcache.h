@@ -120,5 +120,13 @@ int cbfs_fdcache_open_ino(struct cbfs_fdcache *c, uint32_t ino, int *fd);
 /* For callers whose own open failed with err: if err is EMFILE/ENFILE, closes
  * every idle fd of the cache. @return true if that freed any (worth one retry). */
 bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err);
+/* r = call, and call once more where it failed for want of fds and the cache
+ * let some go: the one retry rule for every call that needs a new fd. call is
+ * an int expression that is -1 with errno on failure; it is evaluated again. */
+#define CBFS_FDCACHE_RETRY(c, r, call)                                                 \
+    do {                                                                               \
+        (r) = (call);                                                                  \
+        if ((r) == -1 && cbfs_fdcache_relieve((c), errno)) (r) = (call);               \
+    } while (0)
 
 #endif

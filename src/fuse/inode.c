@@ -288,27 +288,26 @@ static int cbfs_fs_openat_once(struct cbfs_fs *fs, int dirfd, const char *name, 
 {
     /* a sidecar path's index directory is never reached through a symlink
      * (cbfs_store_openat); AT_FDCWD paths are /proc/self/fd magic links */
-    int fd = dirfd == AT_FDCWD ? openat(dirfd, name, flags, mode)
-                               : cbfs_store_openat(dirfd, name, flags, mode);
-    if (fd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno))
-        fd = dirfd == AT_FDCWD ? openat(dirfd, name, flags, mode)
-                               : cbfs_store_openat(dirfd, name, flags, mode);
+    int fd;
+    CBFS_FDCACHE_RETRY(&fs->fdc, fd,
+                       dirfd == AT_FDCWD ? openat(dirfd, name, flags, mode)
+                                         : cbfs_store_openat(dirfd, name, flags, mode));
     return fd;
 }
 
 int cbfs_fs_unlinkat(struct cbfs_fs *fs, int dirfd, const char *path)
 {
-    int r = cbfs_store_unlinkat(dirfd, path, 0);
-    if (r == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) r = cbfs_store_unlinkat(dirfd, path, 0);
+    int r;
+    CBFS_FDCACHE_RETRY(&fs->fdc, r, cbfs_store_unlinkat(dirfd, path, 0));
     return r;
 }
 
 int cbfs_fs_renameat2(struct cbfs_fs *fs, int olddirfd, const char *oldpath, int newdirfd,
                       const char *newpath, unsigned flags)
 {
-    int r = cbfs_store_renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
-    if (r == -1 && cbfs_fdcache_relieve(&fs->fdc, errno))
-        r = cbfs_store_renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
+    int r;
+    CBFS_FDCACHE_RETRY(&fs->fdc, r,
+                       cbfs_store_renameat2(olddirfd, oldpath, newdirfd, newpath, flags));
     return r;
 }
 
@@ -316,17 +315,16 @@ int cbfs_fs_link_fd(struct cbfs_fs *fs, int fd, int newdirfd, const char *newpat
 {
     char path[CBFS_PROCFD_MAX];
     cbfs_procfd(path, fd);
-    int r = cbfs_store_linkat(AT_FDCWD, path, newdirfd, newpath, AT_SYMLINK_FOLLOW);
-    if (r == -1 && cbfs_fdcache_relieve(&fs->fdc, errno))
-        r = cbfs_store_linkat(AT_FDCWD, path, newdirfd, newpath, AT_SYMLINK_FOLLOW);
+    int r;
+    CBFS_FDCACHE_RETRY(&fs->fdc, r,
+                       cbfs_store_linkat(AT_FDCWD, path, newdirfd, newpath, AT_SYMLINK_FOLLOW));
     return r;
 }
 
 int cbfs_fs_fstatat(struct cbfs_fs *fs, int dirfd, const char *path, struct stat *st)
 {
-    int r = cbfs_store_fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW);
-    if (r == -1 && cbfs_fdcache_relieve(&fs->fdc, errno))
-        r = cbfs_store_fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW);
+    int r;
+    CBFS_FDCACHE_RETRY(&fs->fdc, r, cbfs_store_fstatat(dirfd, path, st, AT_SYMLINK_NOFOLLOW));
     return r;
 }
 

@@ -447,8 +447,8 @@ static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h, bool met
  * errno. */
 static int cbfs_plain_flush(struct cbfs_fs *fs, const struct cbfs_handle *h)
 {
-    int dfd = dup(h->fd);
-    if (dfd == -1 && cbfs_fdcache_relieve(&fs->fdc, errno)) dfd = dup(h->fd);
+    int dfd;
+    CBFS_FDCACHE_RETRY(&fs->fdc, dfd, dup(h->fd));
     if (dfd == -1) {
         if (errno != EMFILE && errno != ENFILE) return errno;
         /* No fd to spare: a sync of the handle's own fd reports what the
