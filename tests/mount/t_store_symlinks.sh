@@ -17,7 +17,7 @@ chmod 755 "$T"
 store=$T/store mnt=$T/mnt victim=$T/victim
 mkdir -p "$store" "$victim"
 chmod 755 "$store"
-for f in secret append gone moved; do echo "root's $f" >"$victim/$f"; done
+for f in secret append gone moved linked; do echo "root's $f" >"$victim/$f"; done
 chmod 600 "$victim"/*
 snap() { (cd "$victim" && stat -c '%n %U %a %s' * && cat ./*); }
 want=$(snap)
@@ -56,5 +56,19 @@ mv "$store/users/rootfile" "$store/users/a/.cbfsidx/other" # (as root: a stand-i
 cbfs_mount "$store" "$mnt" codec=lz4,allow_other
 as_nobody sh -c "echo more >>'$mnt/users/a/other'" 2>/dev/null || true
 check_eq "root's index" "$(cat "$store/users/a/.cbfsidx/other")" "a foreign file at a sidecar's name"
+cbfs_umount "$mnt"
+
+# The same swap after the names were looked up through the mount (and kept in
+# the kernel's cache for a minute): unlink, rename and link then reach the
+# daemon's own calls on the sidecar paths, not only a lookup that fails.
+cbfs_mount "$store" "$mnt" codec=lz4,allow_other,attr_timeout=60
+as_nobody mkdir "$mnt/users/c"
+for f in gone moved linked; do as_nobody sh -c "echo mine >'$mnt/users/c/$f'"; done
+stat "$mnt/users/b" "$mnt/users/c/gone" "$mnt/users/c/moved" "$mnt/users/c/linked" >/dev/null
+as_nobody sh -c "cd '$store/users/c' && mv .cbfsidx .idx-real && ln -s '$victim' .cbfsidx"
+as_nobody rm -f "$mnt/users/c/gone" 2>/dev/null || true
+as_nobody mv "$mnt/users/c/moved" "$mnt/users/b/moved" 2>/dev/null || true
+as_nobody ln "$mnt/users/c/linked" "$mnt/users/b/linked" 2>/dev/null || true
+check_eq "$want" "$(snap)" "root's files outside the store (names looked up before the swap)"
 cbfs_umount "$mnt"
 pass
