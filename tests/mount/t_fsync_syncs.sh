@@ -13,7 +13,7 @@ command -v strace >/dev/null || fail "strace is needed (scripts/deps.sh --test i
 cbfs_mount_fresh codec=lz4 block_size=64K
 mkdir "$mnt/d"
 head -c 200000 /dev/urandom >"$mnt/d/x"
-strace -f -qq -e trace=openat,fsync,fdatasync,utimensat -p "${CBFS_PID[$mnt]}" -o "$T/strace.out" &
+strace -f -qq -e trace=openat,fsync,fdatasync,utimensat,rename,renameat,renameat2 -p "${CBFS_PID[$mnt]}" -o "$T/strace.out" &
 spid=$!
 sleep 0.5
 python3 - "$mnt/d/x" "$mnt/d" <<'PY'
@@ -34,10 +34,13 @@ wait "$spid" 2>/dev/null || true
 python3 - "$T/strace.out" <<'PY' || fail "sync calls: $(grep -E 'sync|cbfsidx' "$T/strace.out" | tr '\n' '|')"
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
-# the file's fsync: two fsync(2) calls (data file, sidecar) after the times were put back
+# the file's fsync: two fsync(2) calls (data file, sidecar) after the times were put
+# back and before the rename (the directory's fsync, after it, makes two more)
 put = [i for i, l in enumerate(lines) if "utimensat(" in l and "1000000000" in l]
 assert put, "no utimensat putting back the times"
-fs = [l for l in lines[put[0]:] if re.search(r"\bfsync\(", l)]
+ren = [i for i, l in enumerate(lines) if re.search(r"\brename(at2?)?\(", l)]
+assert ren and ren[0] > put[0], "no rename traced after the times were put back"
+fs = [l for l in lines[put[0]:ren[0]] if re.search(r"\bfsync\(", l)]
 assert len(fs) >= 2, "fsync of the file: %d fsync calls after the times" % len(fs)
 # the directory's fsync: its .cbfsidx opened and fsync'd
 idx = [re.search(r"= (\d+)$", l) for l in lines if '".cbfsidx"' in l and "O_DIRECTORY" in l and "O_PATH" not in l]
