@@ -149,5 +149,23 @@ except OSError as e:
 check_eq "No space left on device" "$where" "a write open of it"
 cbfs_umount "$mnt"
 rm "$fs/filler"
+
+# (6) the same with space but no free inode: creating the missing sidecar itself
+# fails (ENOSPC from the create, where (5) fails writing the rebuilt records)
+rm -f "$store/.cbfsidx/kept" # (5) made it empty on the tmpfs, then found no room for its records
+used=$(df --output=iused "$fs" | tail -n 1)
+mount -o remount,nr_inodes=$((used + 0)) "$fs" || fail "cannot take the tmpfs's free inodes"
+(: >"$fs/one-more") 2>/dev/null && fail "setup: the tmpfs still has a free inode"
+cbfs_mount "$store" "$mnt"
+drop_caches
+cmp -n 300000 "$T/k1" "$mnt/kept" >/dev/null || fail "a file whose sidecar is lost, no inode free: $(cmp -n 300000 "$T/k1" "$mnt/kept" 2>&1)"
+where=$(python3 -c 'import os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)); print("no error")
+except OSError as e:
+    print(e.strerror)' "$mnt/kept")
+check_eq "No space left on device" "$where" "a write open of it, no inode free"
+[[ ! -e $store/.cbfsidx/kept ]] || fail "a sidecar appeared with no inode free"
+cbfs_umount "$mnt"
 umount "$fs" || fail "cannot unmount the tmpfs"
 pass
