@@ -133,6 +133,15 @@ drop_caches
 cmp -n 300000 "$T/k1" "$mnt/kept" >/dev/null || fail "what an fsync acknowledged before the store filled is lost"
 cbfs_umount "$mnt"
 
+# write_open FILE: what an O_WRONLY|O_APPEND open of FILE says ("no error" or the errno text)
+write_open() {
+    python3 -c 'import os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)); print("no error")
+except OSError as e:
+    print(e.strerror)' "$1"
+}
+
 # (5) a full store does not make a file unreadable whose index its open must
 # repair (here: rebuild a lost sidecar); a write open says ENOSPC, not EROFS
 rm "$store/.cbfsidx/kept"
@@ -141,12 +150,7 @@ fallocate -l "$avail" "$fs/filler" || fail "cannot fill the tmpfs"
 cbfs_mount "$store" "$mnt"
 drop_caches
 cmp -n 300000 "$T/k1" "$mnt/kept" >/dev/null || fail "a file whose sidecar is lost, on a full store: $(cmp -n 300000 "$T/k1" "$mnt/kept" 2>&1)"
-where=$(python3 -c 'import os, sys
-try:
-    os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)); print("no error")
-except OSError as e:
-    print(e.strerror)' "$mnt/kept")
-check_eq "No space left on device" "$where" "a write open of it"
+check_eq "No space left on device" "$(write_open "$mnt/kept")" "a write open of it"
 cbfs_umount "$mnt"
 rm "$fs/filler"
 
@@ -159,12 +163,7 @@ mount -o remount,nr_inodes=$((used + 0)) "$fs" || fail "cannot take the tmpfs's 
 cbfs_mount "$store" "$mnt"
 drop_caches
 cmp -n 300000 "$T/k1" "$mnt/kept" >/dev/null || fail "a file whose sidecar is lost, no inode free: $(cmp -n 300000 "$T/k1" "$mnt/kept" 2>&1)"
-where=$(python3 -c 'import os, sys
-try:
-    os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)); print("no error")
-except OSError as e:
-    print(e.strerror)' "$mnt/kept")
-check_eq "No space left on device" "$where" "a write open of it, no inode free"
+check_eq "No space left on device" "$(write_open "$mnt/kept")" "a write open of it, no inode free"
 [[ ! -e $store/.cbfsidx/kept ]] || fail "a sidecar appeared with no inode free"
 cbfs_umount "$mnt"
 umount "$fs" || fail "cannot unmount the tmpfs"

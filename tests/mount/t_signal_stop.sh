@@ -11,24 +11,8 @@ store=$T/store mnt=$T/mnt
 mkdir -p "$store"
 head -c $((200 * 65536)) /dev/urandom >"$T/data"
 
-# writer: writes everything, waits for the go file, closes; prints what close said
-writer() {
-    python3 - "$mnt/$1" "$T/data" "$T/go.$1" <<'PY'
-import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-data = open(sys.argv[2], "rb").read()
-for i in range(0, len(data), 65536):
-    os.write(fd, data[i:i + 65536])
-open(sys.argv[3] + ".written", "w").close()
-while not os.path.exists(sys.argv[3]):
-    time.sleep(0.05)
-try:
-    os.close(fd)
-    print("close ok")
-except OSError as e:
-    print("close failed: %s" % e)
-PY
-}
+# writer NAME: writes $T/data to $mnt/NAME, waits for $T/go.NAME, closes; prints what close said
+writer() { python3 "$CBFS_TOOLS/heldwriter.py" "$mnt/$1" "$T/data" "$T/go.$1"; }
 wait_for() { local i; for ((i = 0; i < 400; i++)); do [[ -e $1 ]] && return 0; sleep 0.05; done; fail "timed out waiting for $1"; }
 
 for sig in TERM INT HUP; do

@@ -49,21 +49,9 @@ user_umount "$T/user.log"
 # Debian's python3: the user may not reach root's pyenv, if PATH has one)
 user_mount "$T/user2.log"
 as_nobody cmp "$T/src" "$u/m/c" || fail "c after a remount"
-as_nobody /usr/bin/python3 - "$u/m/w" "$T/src" "$u/go" >"$T/writer.out" 2>&1 <<'PY' &
-import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-data = open(sys.argv[2], "rb").read()
-for i in range(0, len(data), 65536):
-    os.write(fd, data[i:i + 65536])
-open(sys.argv[3] + ".written", "w").close()
-while not os.path.exists(sys.argv[3]):
-    time.sleep(0.05)
-try:
-    os.close(fd)
-    print("close ok")
-except OSError as e:
-    print("close failed: %s" % e)
-PY
+cp "$CBFS_TOOLS/heldwriter.py" "$T/" # where the user can read it (the checkout may be root's only)
+chmod 644 "$T/heldwriter.py"
+as_nobody /usr/bin/python3 "$T/heldwriter.py" "$u/m/w" "$T/src" "$u/go" >"$T/writer.out" 2>&1 &
 wpid=$!
 for _ in $(seq 200); do [[ -e $u/go.written ]] && break; sleep 0.05; done
 [[ -e $u/go.written ]] || fail "the user's writer did not finish its writes: $(cat "$T/writer.out")"
