@@ -174,9 +174,9 @@ void cbfs_file_set_name(struct cbfs_file *f, const char *name);
 cbfs_err cbfs_file_close(struct cbfs_file *f);
 
 /* Logical size and block size of a compressed file that is not open, from
- * its index (no repair, read-only fds borrowed, not closed); an empty file
- * without a readable index header has the size 0 and the engine's block
- * size, as cbfs_file_open would give it. */
+ * its index (no repair, read-only fds borrowed, not closed); a file whose
+ * first flush never completed (cbfs_index_unborn) has the size 0 and the
+ * engine's block size, as cbfs_file_open gives it. */
 cbfs_err cbfs_file_peek(const struct cbfs_engine *eng, int data_fd, int idx_fd, uint64_t *size,
                         uint32_t *block_size);
 

@@ -224,7 +224,17 @@ struct cbfs_index_report {
                                     bytes more than its search reads, lie past damage it
                                     cannot pass (3.3); nothing is repaired, the daemon
                                     serves no such file */
+    bool unborn;                 /* cbfs_index_unborn: an empty file whose first flush
+                                    never completed; nothing to repair */
 };
+
+/* The one rule for a file whose first flush never completed (a crash right
+ * after its create: the sidecar's header record becomes durable with the
+ * first flush, and no frame is written before it): its data file is empty
+ * and its sidecar is missing (idx_fd -1) or shorter than a header record.
+ * Such a file is an empty file, not damage (docs/FORMAT.md 3.3). @return
+ * false where an fstat fails (the load that follows reports it). */
+bool cbfs_index_unborn(int data_fd, int idx_fd);
 
 /* What a caller knows about the block size of a file whose index has to be
  * rebuilt from its frames (no usable sidecar): frame headers do not record
@@ -261,7 +271,10 @@ cbfs_err cbfs_index_rebuild_block_size(const struct cbfs_index_rec *r, size_t n,
  * (rep->leftover) if a non-empty data file shows nothing of the sidecar's
  * file (docs/FORMAT.md, "Leftover sidecars"),
  * CBFS_E_BAD_MAGIC if neither sidecar nor data file is cbfs (also for an
- * empty data file without a usable sidecar), CBFS_E_BLOCK_SIZE if there is
+ * empty data file without a sidecar, or with one whose header is there but
+ * damaged; with a sidecar shorter than its header it is CBFS_OK, an empty
+ * table of block size bs->size (else CBFS_BLOCK_DEFAULT) and rep->unborn,
+ * nothing written: cbfs_index_unborn), CBFS_E_BLOCK_SIZE if there is
  * no usable sidecar and cbfs_index_rebuild_block_size refuses with hint bs
  * (NULL: none; used only for a rebuild); for these four nothing is
  * written. On any failure *idx is empty (no need to free). rep may be NULL. */

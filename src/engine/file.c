@@ -74,12 +74,11 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     cbfs_mutex_init(&f->lock);
     pthread_cond_init(&f->cond, NULL);
 
-    struct stat st, ist;
+    struct stat st;
     bool empty = false;
-    if (!create && fstat(data_fd, &st) == 0 && st.st_size == 0 &&
-        (idx_fd < 0 || (fstat(idx_fd, &ist) == 0 && ist.st_size < CBFS_INDEX_REC_SIZE))) {
-        /* An empty data file whose sidecar header never reached the disk
-         * (crash right after create): it is simply an empty file. */
+    if (!create && cbfs_index_unborn(data_fd, idx_fd)) {
+        /* its first flush never completed (a crash right after create): an
+         * empty file, made again as a new one where it may be written */
         if (writable) create = true;
         else empty = true;
     }
@@ -184,18 +183,12 @@ cbfs_err cbfs_file_peek(const struct cbfs_engine *eng, int data_fd, int idx_fd, 
 {
     struct cbfs_index idx;
     struct cbfs_index_report rep = {0};
-    struct stat st;
-    const bool empty = fstat(data_fd, &st) == 0 && st.st_size == 0;
-    cbfs_index_init(&idx, eng->cfg.block_size, 0);
-    cbfs_err err = empty && idx_fd < 0
-                       ? CBFS_E_BAD_MAGIC
-                       : cbfs_file_load_index(eng, data_fd, idx_fd, false, &idx, &rep);
-    if (err && empty) {
-        /* nothing written yet (a sidecar header at most): an empty file */
+    if (cbfs_index_unborn(data_fd, idx_fd)) { /* as cbfs_file_open takes it */
         *size = 0;
         *block_size = eng->cfg.block_size;
         return CBFS_OK;
     }
+    cbfs_err err = cbfs_file_load_index(eng, data_fd, idx_fd, false, &idx, &rep);
     if (!err) {
         *size = idx.size;
         *block_size = idx.block_size;

@@ -1053,6 +1053,43 @@ Test(format, header_only_sidecar)
     fs_destroy(&fs);
 }
 
+/* A file whose first flush never completed (cbfs_index_unborn): an empty
+ * data file with an empty or torn header-less sidecar loads as an empty file
+ * of the hint's block size, even with repair, and nothing is written; with no
+ * sidecar, or a whole header that is damaged, it is no cbfs file. */
+Test(format, unborn_file_is_empty)
+{
+    struct fileset fs;
+    fs_create_empty(&fs, 0x5e5e);
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    const struct cbfs_bs_hint hint = {.size = 64u << 10};
+    static const uint8_t torn[10] = {'C', 'B', 'I', 'X', 1};
+    for (int pass = 0; pass < 2; pass++) {
+        cr_assert_eq(ftruncate(fs.ifd, 0), 0);
+        if (pass) cr_assert_eq(cbfs_pwrite_full(fs.ifd, torn, sizeof torn, 0), CBFS_OK);
+        cr_assert(cbfs_index_unborn(fs.dfd, fs.ifd));
+        cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, &hint, &idx, &rep), CBFS_OK);
+        cr_assert(rep.unborn && !rep.sidecar_missing && !rep.repaired);
+        cr_assert_eq(idx.size, 0);
+        cr_assert_eq(idx.block_size, hint.size);
+        cbfs_index_free(&idx);
+        cr_assert_eq(cbfs_index_open(fs.dfd, fs.ifd, false, NULL, &idx, &rep), CBFS_OK);
+        cr_assert_eq(idx.block_size, CBFS_BLOCK_DEFAULT);
+        cbfs_index_free(&idx);
+        cr_assert_eq(fsize(fs.ifd), pass ? sizeof torn : 0, "the sidecar was written");
+        cr_assert_eq(fsize(fs.dfd), 0);
+    }
+    cr_assert(cbfs_index_unborn(fs.dfd, -1));
+    cr_assert_eq(cbfs_index_load(fs.dfd, -1, false, &hint, &idx, &rep), CBFS_E_BAD_MAGIC);
+    uint8_t bad[CBFS_INDEX_REC_SIZE];
+    memset(bad, 0x5a, sizeof bad);
+    cr_assert_eq(cbfs_pwrite_full(fs.ifd, bad, sizeof bad, 0), CBFS_OK);
+    cr_assert(!cbfs_index_unborn(fs.dfd, fs.ifd));
+    cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, false, &hint, &idx, &rep), CBFS_E_BAD_MAGIC);
+    fs_destroy(&fs);
+}
+
 /* The first frame's header damaged (a flipped envelope byte, or zeroed):
  * the other frames match, so the file is ours with one damaged block. */
 Test(format, first_frame_damaged_is_not_a_leftover)
