@@ -29,7 +29,7 @@ static const char tool_cat_help[] =
 #define TOOL_CAT_WINDOW 32u
 
 struct tool_cat {
-    const struct tool_file *tf;
+    struct tool_file *tf;
     uint64_t first;          /* first block of the current window */
     uint8_t *buf;            /* TOOL_CAT_WINDOW blocks, decoded */
     uint8_t **scratch;       /* per pool slot: header + payload */
@@ -82,7 +82,7 @@ static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_
 /* @return CBFS_OK (also where it stopped at a damaged block without
  * keep_going, after printing it: *damaged counts damaged blocks), or a
  * write, memory or pool error. */
-static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf, uint64_t off,
+static cbfs_err tool_cat_frames(const char *display, struct tool_file *tf, uint64_t off,
                                 uint64_t end, bool keep_going, unsigned *damaged)
 {
     const struct cbfs_index *const idx = &tf->idx;
@@ -99,10 +99,22 @@ static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf,
     if (!c.buf || !c.scratch || !c.scratch_cap) goto out;
     e = CBFS_OK;
     bool stop = false;
+    unsigned reloads = 0; /* of this window */
     for (c.first = off / bs; c.first * bs < end && !e && !stop; c.first += TOOL_CAT_WINDOW) {
         uint64_t n = (end - c.first * bs + bs - 1) / bs;
         if (n > TOOL_CAT_WINDOW) n = TOOL_CAT_WINDOW;
         e = tool_par_run(pool, (size_t)n, tool_cat_block, &c, NULL);
+        bool bad = false;
+        for (uint64_t i = 0; i < n && !e; i++) bad |= c.err[i] != CBFS_OK;
+        if (bad && reloads < TOOL_RELOADS && tool_file_changed(tf) &&
+            tool_file_reload(tf, TOOL_LOAD_FULL) == CBFS_OK) {
+            /* a writer moved blocks under us (a rewritten block's old frame
+             * is punched once its new record is down): the window again,
+             * from the index as it is now */
+            reloads++;
+            c.first -= TOOL_CAT_WINDOW;
+            continue;
+        }
         for (uint64_t i = 0; i < n && !e; i++) {
             const uint64_t b = c.first + i;
             if (c.err[i]) {
@@ -122,6 +134,7 @@ static cbfs_err tool_cat_frames(const char *display, const struct tool_file *tf,
             const uint64_t hi = (b + 1) * bs < end ? (b + 1) * bs : end;
             e = tool_out_write(c.buf + i * bs + (lo - b * bs), (size_t)(hi - lo));
         }
+        reloads = 0; /* each window may look again */
     }
 out:
     cbfs_pool_destroy(pool);

@@ -307,3 +307,41 @@ out:
     free(tb.slots);
     return e;
 }
+
+/* Takes chk back to before: the problems added since are freed, the counters
+ * are before's. */
+static void tool_check_rollback(struct tool_check *chk, const struct tool_check *before)
+{
+    for (size_t i = before->n; i < chk->n; i++) {
+        free(chk->v[i].where);
+        free(chk->v[i].what);
+    }
+    chk->n = before->n;
+    chk->unrepairable = before->unrepairable;
+    chk->blocks = before->blocks;
+    chk->logical_bytes = before->logical_bytes;
+    chk->frame_bytes = before->frame_bytes;
+}
+
+cbfs_err tool_check_file_live(struct cbfs_pool *pool, const char *display, struct tool_file *tf,
+                              struct tool_check *chk, uint64_t *progress,
+                              void (*tick)(void *arg), void *tick_arg)
+{
+    for (unsigned round = 0;; round++) {
+        const struct tool_check before = *chk; /* counters and n only: v may move */
+        const cbfs_err e = tool_check_file(pool, display, tf, chk, progress, tick, tick_arg);
+        if (e || chk->n == before.n || !tf->is_cbfs || !tool_file_changed(tf)) return e;
+        if (round == TOOL_RELOADS) {
+            tool_check_add(chk, display, UINT64_MAX,
+                           "the file changed while it was checked, %u times: a writer is at "
+                           "work, and what is reported above may be its writes in flight; "
+                           "check it again when it is quiet",
+                           TOOL_RELOADS + 1);
+            return e;
+        }
+        /* what looked damaged may have moved under the writer: the check
+         * counts only from a load that saw the file as it is now */
+        if (tool_file_reload(tf, TOOL_LOAD_FULL) != CBFS_OK) return e; /* what it saw stands */
+        tool_check_rollback(chk, &before);
+    }
+}

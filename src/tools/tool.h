@@ -190,6 +190,19 @@ bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char
                            const char *display, const char *sub,
                            unsigned *errors, struct tool_file *tf);
 void tool_file_close(struct tool_file *tf);
+/* Have tf's store files changed since its index was loaded (size, mtime or
+ * ctime of the data file or the sidecar)? Then a daemon is writing it, and
+ * what the load saw may have moved: a rewritten block's old frame is punched
+ * once its new record is down, a frame being appended reads torn. */
+bool tool_file_changed(const struct tool_file *tf);
+/* Loads a cbfs tf's index again (as tool_file_open did, with load) from the
+ * same fds: the file it opened, also where its name has since gone to
+ * another. Only a load without error replaces tf's index, stats and report.
+ * @return CBFS_OK, or the error of the stat or the load (tf as it was). */
+cbfs_err tool_file_reload(struct tool_file *tf, enum tool_load load);
+/* How often a tool looks again at a file that changed under it, when what it
+ * read looked damaged, before it reports what it saw. */
+#define TOOL_RELOADS 3
 /* What the user can do about tf->load_err, as a clause to end a message
  * with ("" when there is nothing to add). */
 const char *tool_file_load_advice(const struct tool_file *tf);
@@ -241,6 +254,14 @@ struct tool_check {
 cbfs_err tool_check_file(struct cbfs_pool *pool, const char *display, const struct tool_file *tf,
                          struct tool_check *chk, uint64_t *progress, void (*tick)(void *arg),
                          void *tick_arg);
+/* tool_check_file of a file a daemon may be writing (cbfs verify of a mounted
+ * store): where it finds problems and tf changed since its load
+ * (tool_file_changed), tf is loaded again and checked again, up to
+ * TOOL_RELOADS times, and only the last check's problems count; if the file
+ * changed under that one too, a last problem says so. */
+cbfs_err tool_check_file_live(struct cbfs_pool *pool, const char *display, struct tool_file *tf,
+                              struct tool_check *chk, uint64_t *progress,
+                              void (*tick)(void *arg), void *tick_arg);
 void tool_check_add(struct tool_check *chk, const char *where, uint64_t offset, const char *fmt,
                     ...) __attribute__((format(printf, 4, 5)));
 /* Prints each problem as "FILE: offset N: what" (or "FILE: what") to f. */

@@ -74,8 +74,8 @@ static int tool_verify_one(void *arg, const struct tool_store *store, int dirfd,
     v->files++;
     v->plain += !tf.is_cbfs;
     v->cbfs_files += tf.is_cbfs;
-    const cbfs_err ce = tool_check_file(v->pool, display, &tf, &v->chk, &v->done_bytes,
-                                        tool_verify_bar, v);
+    const cbfs_err ce = tool_check_file_live(v->pool, display, &tf, &v->chk, &v->done_bytes,
+                                             tool_verify_bar, v);
     if (ce) {
         tool_err("verify", "%s: %s", display, cbfs_err_str(ce));
         v->errors++;

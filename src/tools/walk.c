@@ -377,6 +377,47 @@ cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd)
     return e;
 }
 
+/* tf's index as load reads it, without repairing anything. */
+static cbfs_err tool_file_load(const struct tool_file *tf, enum tool_load load,
+                               struct cbfs_index *idx, struct cbfs_index_report *rep)
+{
+    return load == TOOL_LOAD_FULL
+               ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->store.bs, idx, rep)
+               : cbfs_index_open(tf->data_fd, tf->idx_fd, false, &tf->store.bs, idx, rep);
+}
+
+static bool tool_stat_same(const struct stat *a, const struct stat *b)
+{
+    return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+           a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+bool tool_file_changed(const struct tool_file *tf)
+{
+    struct stat st;
+    if (fstat(tf->data_fd, &st) != 0 || !tool_stat_same(&st, &tf->data_st)) return true;
+    return tf->idx_fd >= 0 && (fstat(tf->idx_fd, &st) != 0 || !tool_stat_same(&st, &tf->idx_st));
+}
+
+cbfs_err tool_file_reload(struct tool_file *tf, enum tool_load load)
+{
+    struct stat dst, ist = {0};
+    if (fstat(tf->data_fd, &dst) != 0 || (tf->idx_fd >= 0 && fstat(tf->idx_fd, &ist) != 0))
+        return cbfs_err_from_errno(errno);
+    struct cbfs_index idx;
+    struct cbfs_index_report rep;
+    const cbfs_err e = tool_file_load(tf, load, &idx, &rep);
+    if (e) return e;
+    if (!tf->load_err) cbfs_index_free(&tf->idx);
+    tf->idx = idx;
+    tf->rep = rep;
+    tf->load_err = CBFS_OK;
+    tf->data_st = dst;
+    tf->idx_st = ist;
+    return CBFS_OK;
+}
+
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf)
 {
@@ -405,11 +446,7 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
         goto fail;
     tf->is_cbfs = tf->idx_fd >= 0 || framed;
     if (!tf->is_cbfs) return CBFS_OK;
-    tf->load_err = load == TOOL_LOAD_FULL
-                       ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &store->bs, &tf->idx,
-                                         &tf->rep)
-                       : cbfs_index_open(tf->data_fd, tf->idx_fd, false, &store->bs, &tf->idx,
-                                         &tf->rep);
+    tf->load_err = tool_file_load(tf, load, &tf->idx, &tf->rep);
     if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {
         e = tf->load_err;
         goto fail;
