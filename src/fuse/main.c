@@ -177,12 +177,10 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
     pid_t holder;
     cbfs_err e = cbfs_store_lock(st, cbfs_options_readonly(o), &holder);
     if (e == CBFS_E_BUSY) {
-        if (holder)
-            cbfs_main_error("store %s is in use by another cbfs daemon (pid %ld); unmount it "
-                            "first",
-                            path, (long)holder);
-        else
-            cbfs_main_error("store %s is in use by another cbfs daemon; unmount it first", path);
+        char who[128];
+        const bool mounted = cbfs_store_holder_name(holder, who, sizeof who);
+        cbfs_main_error("store %s is in use by %s; %s", path, who,
+                        mounted ? "unmount it first" : "mount it when that has finished");
         return -1;
     }
     if (e == CBFS_E_ROFS) {

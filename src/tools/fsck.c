@@ -307,8 +307,12 @@ int tool_fsck_main(int argc, char **argv)
     pid_t holder = 0;
     if (!e) e = cbfs_store_lock(st, !f.repair && !upgrade, &holder);
     if (e == CBFS_E_BUSY) {
-        tool_err("fsck", "%s is mounted (daemon pid %ld holds %s/%s): unmount it first", path,
-                 (long)holder, CBFS_STORE_DIR, CBFS_STORE_LOCK);
+        char who[128];
+        if (cbfs_store_holder_name(holder, who, sizeof who))
+            tool_err("fsck", "%s is mounted (%s holds %s/%s): unmount it first", path, who,
+                     CBFS_STORE_DIR, CBFS_STORE_LOCK);
+        else
+            tool_err("fsck", "%s is in use by %s: run fsck when that has finished", path, who);
         goto out;
     }
     if (e) {

@@ -83,7 +83,9 @@ int tool_mkfs_main(int argc, char **argv)
     pid_t holder = 0;
     e = cbfs_store_lock(st, false, &holder);
     if (e == CBFS_E_BUSY) {
-        tool_err("mkfs", "%s is in use by a running cbfs daemon (pid %ld)", path, (long)holder);
+        char who[128];
+        (void)cbfs_store_holder_name(holder, who, sizeof who);
+        tool_err("mkfs", "%s is in use by %s", path, who);
         rc = TOOL_EXIT_PROBLEMS;
         goto out;
     }

@@ -86,6 +86,29 @@ check_eq "" "$("$CBFS" cat "$T/unborn/new.bkp")" "cat of an unborn file"
 cbfs_mount "$T/unborn" "$mnt"
 check_eq 0 "$(stat -c %s "$mnt/new.bkp")" "the unborn file's size through the mount"
 cbfs_umount "$mnt"
+# the lock held by a tool, not a daemon (here a stand-in whose argv is "cbfs fsck", as
+# fsck --repair's is; Debian's python3, which a pyenv shim would not keep so): fsck and a
+# mount name it and say to wait, not to unmount
+cat >"$T/fsck" <<'PY'
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.ftruncate(fd, 0)
+os.write(fd, b"%d\n" % os.getpid())
+open(sys.argv[2], "w").close()
+time.sleep(60)
+PY
+(cd "$T" && exec -a cbfs /usr/bin/python3 fsck "$T/pristine/.cbfs/lock" "$T/held") &
+holder=$!
+for _ in $(seq 100); do [[ -e $T/held ]] && break; sleep 0.05; done
+fsck_rc 8 "$T/pristine"
+grep -q "in use by cbfs fsck (pid $holder): run fsck when that has finished" "$T/fsck.out" ||
+    fail "fsck beside a running fsck: $(cat "$T/fsck.out")"
+rc=0; timeout 20 "$CBFS_MOUNT_BIN" -f "$T/pristine" "$mnt" >"$T/m.out" 2>&1 || rc=$?
+kill "$holder"; wait "$holder" 2>/dev/null || true
+[[ $rc != 0 ]] || fail "a mount beside a running fsck did not fail"
+grep -q "in use by cbfs fsck (pid $holder); mount it when that has finished" "$T/m.out" ||
+    fail "a mount beside a running fsck: $(cat "$T/m.out")"
 # usage errors
 fsck_rc 8 "$T/pristine/c.csv"
 fsck_rc 8 --bogus "$T/pristine"
