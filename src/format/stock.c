@@ -157,9 +157,12 @@ cbfs_err cbfs_stock_check(int data_fd, const struct cbfs_index *idx, struct cbfs
     const uint64_t dsize = (uint64_t)st.st_size;
     v->yes = true;
     if (dsize == 0) {
-        /* lz4 -d outputs nothing, but zstd -d calls an empty input an error. */
+        /* whatever the file's codec (no frame tells it): lz4 -d outputs
+         * nothing, but zstd -d calls an empty input an error */
         v->yes = false;
-        snprintf(v->why, sizeof v->why, "the data file is empty (zstd -d refuses it)");
+        snprintf(v->why, sizeof v->why,
+                 "the data file is empty: nothing to decode (zstd -d calls an empty input an "
+                 "error, lz4 -d prints nothing)");
         return CBFS_OK;
     }
     /* The frames in file order: the live ones come from the index, in the
