@@ -11,12 +11,19 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#ifdef CBFS_HAVE_XXH_DISPATCH
+#include <xxh_x86dispatch.h> /* the fastest XXH3 this CPU runs (CMakeLists.txt) */
+#endif
 
 #include "cbfs/util.h"
 
 uint64_t cbfs_hash64(const void *data, size_t len)
 {
+#ifdef CBFS_HAVE_XXH_DISPATCH
+    return XXH3_64bits_dispatch(data, len);
+#else
     return XXH3_64bits(data, len);
+#endif
 }
 
 int cbfs_is_zero(const void *data, size_t len)
