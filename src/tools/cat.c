@@ -22,8 +22,9 @@ static const char tool_cat_help[] =
     "                     a file whose index cannot reach all its frames\n"
     "  --block-size SIZE  the block size the file was written with, for a file whose\n"
     "                     sidecar is lost and whose frames do not prove it\n"
-    "exit status: 0 ok, 1 a block was damaged or frames were unreachable, 2 usage or\n"
-    "             I/O error, or the index cannot be loaded (nothing is written then)\n";
+    "exit status: 0 ok, 1 a block was damaged, frames were unreachable or the file\n"
+    "             changed while it was printed, 2 usage or I/O error, or the index\n"
+    "             cannot be loaded (nothing is written then)\n";
 
 /* Blocks decoded per pool round: enough to keep every worker busy. */
 #define TOOL_CAT_WINDOW 32u
@@ -79,6 +80,25 @@ static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_
     return CBFS_OK;
 }
 
+/* After a reload (tool_file_look_again): is what cat printed from the old
+ * index, blocks [from, upto) of a range that ends at end, still the file's in
+ * tf's new one? The same frames (offset, generation), the same block size, the
+ * file still reaching end, and nothing unreachable. */
+static bool tool_cat_printed_same(const struct cbfs_index *old, const struct tool_file *tf,
+                                  uint64_t from, uint64_t upto, uint64_t end)
+{
+    const struct cbfs_index *const now = &tf->idx;
+    if (now->block_size != old->block_size || now->size < end || tf->rep.frames_unreachable)
+        return false;
+    for (uint64_t b = from; b < upto; b++) {
+        const struct cbfs_index_entry *const x = cbfs_index_get(old, b);
+        const struct cbfs_index_entry *const y = cbfs_index_get(now, b);
+        if (!x != !y) return false;
+        if (x && (x->offset != y->offset || x->generation != y->generation)) return false;
+    }
+    return true;
+}
+
 /* @return CBFS_OK (also where it stopped at a damaged block without
  * keep_going, after printing it: *damaged counts damaged blocks), or a
  * write, memory or pool error. */
@@ -99,21 +119,37 @@ static cbfs_err tool_cat_frames(const char *display, struct tool_file *tf, uint6
     if (!c.buf || !c.scratch || !c.scratch_cap) goto out;
     e = CBFS_OK;
     bool stop = false;
-    unsigned reloads = 0; /* of this window */
+    unsigned looks = 0; /* at this window */
     for (c.first = off / bs; c.first * bs < end && !e && !stop; c.first += TOOL_CAT_WINDOW) {
         uint64_t n = (end - c.first * bs + bs - 1) / bs;
         if (n > TOOL_CAT_WINDOW) n = TOOL_CAT_WINDOW;
         e = tool_par_run(pool, (size_t)n, tool_cat_block, &c, NULL);
         bool bad = false;
         for (uint64_t i = 0; i < n && !e; i++) bad |= c.err[i] != CBFS_OK;
-        if (bad && reloads < TOOL_RELOADS && tool_file_changed(tf) &&
-            tool_file_reload(tf, TOOL_LOAD_FULL) == CBFS_OK) {
-            /* a writer moved blocks under us (a rewritten block's old frame
-             * is punched once its new record is down): the window again,
-             * from the index as it is now */
-            reloads++;
-            c.first -= TOOL_CAT_WINDOW;
-            continue;
+        if (bad) {
+            struct cbfs_index old;
+            bool kept_changing;
+            if (tool_file_look_again(tf, &looks, &kept_changing, &old)) {
+                /* a writer moved blocks under us: the window again from the
+                 * index as it is now, unless what is printed already is no
+                 * longer the file's (a rewrite, a truncate): then the output
+                 * would be a mix of versions that never existed as one */
+                const bool same = tool_cat_printed_same(&old, tf, off / bs, c.first, end);
+                cbfs_index_free(&old);
+                if (same) {
+                    c.first -= TOOL_CAT_WINDOW; /* (unsigned: wraps back with the += ) */
+                    continue;
+                }
+                tool_err("cat", "%s: it changed while it was printed (a writer is at work): the "
+                         "output may mix its versions; print it again when it is quiet",
+                         display);
+                (*damaged)++;
+                break;
+            }
+            if (kept_changing)
+                tool_err("cat", "%s: it changed under each of %u looks at the block(s) below: a "
+                         "writer is at work; print it again when it is quiet",
+                         display, TOOL_RELOADS + 1);
         }
         for (uint64_t i = 0; i < n && !e; i++) {
             const uint64_t b = c.first + i;
@@ -134,7 +170,7 @@ static cbfs_err tool_cat_frames(const char *display, struct tool_file *tf, uint6
             const uint64_t hi = (b + 1) * bs < end ? (b + 1) * bs : end;
             e = tool_out_write(c.buf + i * bs + (lo - b * bs), (size_t)(hi - lo));
         }
-        reloads = 0; /* each window may look again */
+        looks = 0; /* the next window may look again */
     }
 out:
     cbfs_pool_destroy(pool);

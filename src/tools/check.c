@@ -327,21 +327,22 @@ cbfs_err tool_check_file_live(struct cbfs_pool *pool, const char *display, struc
                               struct tool_check *chk, uint64_t *progress,
                               void (*tick)(void *arg), void *tick_arg)
 {
-    for (unsigned round = 0;; round++) {
+    unsigned looks = 0;
+    for (;;) {
         const struct tool_check before = *chk; /* counters and n only: v may move */
         const cbfs_err e = tool_check_file(pool, display, tf, chk, progress, tick, tick_arg);
-        if (e || chk->n == before.n || !tf->is_cbfs || !tool_file_changed(tf)) return e;
-        if (round == TOOL_RELOADS) {
-            tool_check_add(chk, display, UINT64_MAX,
-                           "the file changed while it was checked, %u times: a writer is at "
-                           "work, and what is reported above may be its writes in flight; "
-                           "check it again when it is quiet",
-                           TOOL_RELOADS + 1);
+        if (e || chk->n == before.n) return e;
+        bool kept_changing;
+        if (!tool_file_look_again(tf, &looks, &kept_changing, NULL)) {
+            if (kept_changing)
+                tool_check_add(chk, display, UINT64_MAX,
+                               "the file changed under each of %u checks: a writer is at work, "
+                               "and what is reported above may be its writes in flight; check "
+                               "it again when it is quiet",
+                               TOOL_RELOADS + 1);
             return e;
         }
-        /* what looked damaged may have moved under the writer: the check
-         * counts only from a load that saw the file as it is now */
-        if (tool_file_reload(tf, TOOL_LOAD_FULL) != CBFS_OK) return e; /* what it saw stands */
+        /* the check counts only from a load that saw the file as it is now */
         tool_check_rollback(chk, &before);
     }
 }

@@ -190,19 +190,24 @@ bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char
                            const char *display, const char *sub,
                            unsigned *errors, struct tool_file *tf);
 void tool_file_close(struct tool_file *tf);
-/* Have tf's store files changed since its index was loaded (size, mtime or
- * ctime of the data file or the sidecar)? Then a daemon is writing it, and
- * what the load saw may have moved: a rewritten block's old frame is punched
- * once its new record is down, a frame being appended reads torn. */
-bool tool_file_changed(const struct tool_file *tf);
-/* Loads a cbfs tf's index again (as tool_file_open did, with load) from the
- * same fds: the file it opened, also where its name has since gone to
- * another. Only a load without error replaces tf's index, stats and report.
- * @return CBFS_OK, or the error of the stat or the load (tf as it was). */
-cbfs_err tool_file_reload(struct tool_file *tf, enum tool_load load);
-/* How often a tool looks again at a file that changed under it, when what it
- * read looked damaged, before it reports what it saw. */
+/* The one rule for a tool that found a cbfs file damaged while a daemon may be
+ * writing it: a rewritten block's old frame is punched once its new record is
+ * down, a frame being appended reads torn (the data file grows page by page
+ * under one pwrite), the sidecar lags its frames. Looks again (loads tf's
+ * index again from the same fds: the file it opened, also where its name has
+ * since gone to another) where the data file or sidecar changed since the load
+ * (size, mtime, ctime), or changes within TOOL_SETTLE_MS where it was written
+ * in the last TOOL_RECENT_S seconds (a writer stalled mid-frame leaves its
+ * stats as they were). At most TOOL_RELOADS looks per *looks (the caller's
+ * count, from 0). With old, the index replaced is moved there (the caller
+ * frees it), else freed. @return true where tf now holds a newer index:
+ * check it again; false where what was seen stands, *kept_changing saying
+ * whether that is because the file changed under every look. */
+bool tool_file_look_again(struct tool_file *tf, unsigned *looks, bool *kept_changing,
+                          struct cbfs_index *old);
 #define TOOL_RELOADS 3
+#define TOOL_SETTLE_MS 100
+#define TOOL_RECENT_S 2
 /* What the user can do about tf->load_err, as a clause to end a message
  * with ("" when there is nothing to add). */
 const char *tool_file_load_advice(const struct tool_file *tf);
@@ -255,10 +260,9 @@ cbfs_err tool_check_file(struct cbfs_pool *pool, const char *display, const stru
                          struct tool_check *chk, uint64_t *progress, void (*tick)(void *arg),
                          void *tick_arg);
 /* tool_check_file of a file a daemon may be writing (cbfs verify of a mounted
- * store): where it finds problems and tf changed since its load
- * (tool_file_changed), tf is loaded again and checked again, up to
- * TOOL_RELOADS times, and only the last check's problems count; if the file
- * changed under that one too, a last problem says so. */
+ * store): where it finds problems and tool_file_look_again loads tf again, it
+ * is checked again, and only the last check's problems count; if the file
+ * changed under every look, a last problem says so. */
 cbfs_err tool_check_file_live(struct cbfs_pool *pool, const char *display, struct tool_file *tf,
                               struct tool_check *chk, uint64_t *progress,
                               void (*tick)(void *arg), void *tick_arg);

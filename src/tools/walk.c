@@ -3,12 +3,14 @@
  * tree (sorted, no symlinks followed, the names the mount hides skipped: see
  * the layout rules in cbfs/store.h), and opens a data file with its sidecar
  * and loaded index. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cbfs/store.h"
@@ -393,29 +395,68 @@ static bool tool_stat_same(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-bool tool_file_changed(const struct tool_file *tf)
+/* Have tf's store files changed since its index was loaded? */
+static bool tool_file_changed(const struct tool_file *tf)
 {
     struct stat st;
     if (fstat(tf->data_fd, &st) != 0 || !tool_stat_same(&st, &tf->data_st)) return true;
     return tf->idx_fd >= 0 && (fstat(tf->idx_fd, &st) != 0 || !tool_stat_same(&st, &tf->idx_st));
 }
 
-cbfs_err tool_file_reload(struct tool_file *tf, enum tool_load load)
+/* Was tf written (data file or sidecar) in the last TOOL_RECENT_S seconds, as
+ * its load saw it? */
+static bool tool_file_recent(const struct tool_file *tf)
 {
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) return true;
+    const time_t newest = tf->data_st.st_mtim.tv_sec > tf->idx_st.st_mtim.tv_sec
+                              ? tf->data_st.st_mtim.tv_sec
+                              : tf->idx_st.st_mtim.tv_sec;
+    return now.tv_sec - newest <= TOOL_RECENT_S;
+}
+
+/* Loads tf's index again from its fds, taking the stats first (a change after
+ * them makes the next look see a change). Only a load without error replaces
+ * tf's index, moved to *old where given. */
+static cbfs_err tool_file_reload(struct tool_file *tf, struct cbfs_index *old)
+{
+    assert(tf->is_cbfs);
     struct stat dst, ist = {0};
     if (fstat(tf->data_fd, &dst) != 0 || (tf->idx_fd >= 0 && fstat(tf->idx_fd, &ist) != 0))
         return cbfs_err_from_errno(errno);
     struct cbfs_index idx;
     struct cbfs_index_report rep;
-    const cbfs_err e = tool_file_load(tf, load, &idx, &rep);
+    const cbfs_err e = tool_file_load(tf, TOOL_LOAD_FULL, &idx, &rep);
     if (e) return e;
-    if (!tf->load_err) cbfs_index_free(&tf->idx);
+    if (old && !tf->load_err) *old = tf->idx;
+    else if (old) cbfs_index_init(old, 0, 0); /* nothing was loaded: an empty one */
+    else if (!tf->load_err) cbfs_index_free(&tf->idx);
     tf->idx = idx;
     tf->rep = rep;
     tf->load_err = CBFS_OK;
     tf->data_st = dst;
     tf->idx_st = ist;
     return CBFS_OK;
+}
+
+bool tool_file_look_again(struct tool_file *tf, unsigned *looks, bool *kept_changing,
+                          struct cbfs_index *old)
+{
+    *kept_changing = false;
+    if (!tf->is_cbfs) return false;
+    bool changed = tool_file_changed(tf);
+    if (!changed && tool_file_recent(tf)) {
+        (void)nanosleep(&(struct timespec){0, TOOL_SETTLE_MS * 1000000L}, NULL);
+        changed = tool_file_changed(tf);
+    }
+    if (!changed) return false;
+    if (*looks == TOOL_RELOADS) {
+        *kept_changing = true;
+        return false;
+    }
+    if (tool_file_reload(tf, old) != CBFS_OK) return false; /* what was seen stands */
+    (*looks)++;
+    return true;
 }
 
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # The tools on a store that a backup is writing through its mount (a cron job's
 # `cbfs verify`, a restore test's `cbfs cat`): a block the daemon rewrote (its old
-# frame punched once the new record is down) or a partial block an fsync stored and
-# the next write replaced must not be called damage, and cat prints the file's bytes.
-# The tools look again at a file that changed under them (tool_file_changed) before
-# they report. Before, verify and cat said "corrupt data: checksum mismatch" (exit 1)
-# for healthy files, several times a run. A damaged file beside them is still found.
+# frame punched once the new record is down), a partial block an fsync stored and the
+# next write replaced, or a frame still being appended must not be called damage
+# (tool_file_look_again). Before, verify and cat said "corrupt data: checksum mismatch"
+# or "torn tail" (exit 1) for healthy files, several times a run. A damaged file beside
+# them is still found, and cat never prints a mix of two versions of a file as one.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
-python3 "$CBFS_TOOLS/gendata.py" mixed 24M "$T/src" 71
+python3 "$CBFS_TOOLS/gendata.py" mixed 16M "$T/src1" 71
+python3 "$CBFS_TOOLS/gendata.py" mixed 16M "$T/src2" 73
 python3 "$CBFS_TOOLS/gendata.py" csv 1M "$T/bad.csv" 72
 cbfs_mount "$store" "$mnt" codec=zstd:1,block_size=64K
-cp "$T/src" "$mnt/db.bkp"
+cp "$T/src1" "$mnt/db.bkp"
 cp "$T/bad.csv" "$mnt/bad.csv"
 cbfs_umount "$mnt"
 # one payload byte of bad.csv's block 2 flipped: real damage
@@ -24,16 +25,19 @@ import os, sys
 fd = os.open(sys.argv[1], os.O_RDWR); pos = int(sys.argv[2])
 b = os.pread(fd, 1, pos); os.pwrite(fd, bytes([b[0] ^ 0xFF]), pos); os.close(fd)
 PY
+changed="it changed while it was printed"
 
 cbfs_mount "$store" "$mnt"
-# writers: db.bkp rewritten in place, and a new file appended, fsync'd every
-# 1000000 bytes (not a block multiple: each fsync stores a partial block)
+# writers: db.bkp rewritten in place with one source and then the other, a block-aligned
+# MiB at a time (so each of its blocks is, at any time, one source's or the other's); a
+# new file appended and fsync'd every 1000000 bytes (not a block multiple: each fsync
+# stores a partial block); small files written to a temporary name and renamed over
 touch "$T/run"
 (while [[ -e $T/run ]]; do
-    dd if="$T/src" of="$mnt/db.bkp" bs=1000000 conv=notrunc,fsync status=none
+    for s in src2 src1; do dd if="$T/$s" of="$mnt/db.bkp" bs=1M conv=notrunc,fsync status=none; done
 done) &
 rw=$!
-python3 - "$mnt/new.bkp" "$T/src" "$T/run" <<'PY' &
+python3 - "$mnt/new.bkp" "$T/src1" "$T/run" <<'PY' &
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 src = open(sys.argv[2], "rb").read()
@@ -46,21 +50,68 @@ while os.path.exists(sys.argv[3]):
 os.close(fd)
 PY
 aw=$!
+head -c 300000 "$T/src2" >"$T/small"
+(i=0; while [[ -e $T/run ]]; do
+    i=$((i + 1)); cp "$T/small" "$mnt/.s$i.tmp" && mv "$mnt/.s$i.tmp" "$mnt/s$i"; rm -f "$mnt/s$((i - 3))"
+done) &
+cw=$!
 end=$((SECONDS + 10)) rounds=0 bad=
 while ((SECONDS < end)); do
     rounds=$((rounds + 1))
     rc=0; "$CBFS" verify "$store" >"$T/v.out" 2>&1 || rc=$?
     grep -v '^verified' "$T/v.out" | grep -v "^$store/bad.csv: offset [0-9]*: block 2 " >"$T/v.other" || true
-    [[ $rc == 1 && -s $T/v.other ]] && bad+="verify: $(head -n 2 "$T/v.other" | tr '\n' '|') "
-    grep -q "^$store/bad.csv: offset [0-9]*: block 2 " "$T/v.out" || bad+="verify missed bad.csv's damage (rc $rc) "
+    [[ $rc == 1 && ! -s $T/v.other ]] || bad+="verify (rc $rc): $(head -n 2 "$T/v.other" | tr '\n' '|') "
+    grep -q "^$store/bad.csv: offset [0-9]*: block 2 " "$T/v.out" || bad+="verify missed bad.csv's damage "
     rc=0; "$CBFS" cat "$store/db.bkp" >"$T/cat.out" 2>"$T/cat.err" || rc=$?
-    [[ $rc == 0 ]] || bad+="cat (rc $rc): $(head -n 1 "$T/cat.err") "
-    cmp -s "$T/cat.out" "$T/src" || bad+="cat printed other bytes "
+    if [[ $rc == 0 ]]; then
+        python3 - "$T/cat.out" "$T/src1" "$T/src2" <<'PY' || bad+="cat printed a block of neither source "
+import sys
+out, a, b = (open(p, "rb").read() for p in sys.argv[1:4])
+B = 64 << 10
+sys.exit(len(out) != len(a) or any(out[i:i + B] not in (a[i:i + B], b[i:i + B]) for i in range(0, len(a), B)))
+PY
+    elif [[ $rc != 1 || $(grep -vc "$changed" "$T/cat.err") != 0 ]]; then
+        bad+="cat (rc $rc): $(head -n 1 "$T/cat.err") "
+    fi
     [[ -z $bad ]] || break
 done
 rm -f "$T/run"
-wait "$rw" "$aw"
-cbfs_umount "$mnt"
+wait "$rw" "$aw" "$cw"
 [[ -z $bad ]] || fail "round $rounds: $bad"
-note "$rounds rounds of verify and cat while two writers ran"
+note "$rounds rounds of verify and cat while three writers ran"
+
+# cat stalled between two windows (its output pipe full, nobody reading) while the file
+# is rewritten with other bytes, or cut short: the rest of the file is no longer the
+# one whose start it printed. It says so (exit 1); it printed the two versions glued
+# together, or zeros past the new end, with exit 0 (the first look-again), or called
+# the file damaged (before)
+for mode in rewrite shrink; do
+    cp "$T/src1" "$mnt/f.$mode" && sync "$mnt/f.$mode"
+    python3 - "$CBFS" "$store/f.$mode" "$mnt/f.$mode" "$T/src1" "$T/src2" "$mode" >"$T/stall.out" <<'PY' ||
+import os, subprocess, sys, time
+cbfs, sf, mf, a_path, b_path, mode = sys.argv[1:7]
+a, b = open(a_path, "rb").read(), open(b_path, "rb").read()
+p = subprocess.Popen([cbfs, "cat", sf], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+time.sleep(1.0)  # cat has decoded its first window (2 MiB) and waits on the full pipe
+fd = os.open(mf, os.O_WRONLY)
+if mode == "rewrite":
+    os.write(fd, b)
+else:
+    os.ftruncate(fd, 1 << 20)
+os.fsync(fd)
+os.close(fd)
+out, err = p.communicate()
+err = err.decode()
+if p.returncode == 0 and out in (a, b):
+    print("whole (cat started after the change)")
+elif p.returncode == 1 and "it changed while it was printed" in err and "mismatch" not in err:
+    print("changed")
+else:
+    print("rc %d, %d bytes (old start %s), stderr: %s" % (p.returncode, len(out), out[:1 << 20] == a[:1 << 20], err.strip()))
+    sys.exit(1)
+PY
+        fail "cat during a $mode: $(cat "$T/stall.out")"
+    note "cat during a $mode: $(cat "$T/stall.out")"
+done
+cbfs_umount "$mnt"
 pass
