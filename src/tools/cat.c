@@ -120,37 +120,40 @@ static cbfs_err tool_cat_frames(const char *display, struct tool_file *tf, uint6
     e = CBFS_OK;
     bool stop = false;
     unsigned looks = 0; /* at this window */
+    struct cbfs_index old;
     for (c.first = off / bs; c.first * bs < end && !e && !stop; c.first += TOOL_CAT_WINDOW) {
         uint64_t n = (end - c.first * bs + bs - 1) / bs;
         if (n > TOOL_CAT_WINDOW) n = TOOL_CAT_WINDOW;
         e = tool_par_run(pool, (size_t)n, tool_cat_block, &c, NULL);
         bool bad = false;
         for (uint64_t i = 0; i < n && !e; i++) bad |= c.err[i] != CBFS_OK;
-        if (bad) {
-            struct cbfs_index old;
-            bool kept_changing;
-            if (tool_file_look_again(tf, &looks, &kept_changing, &old)) {
-                /* a writer moved blocks under us: the window again from the
-                 * index as it is now, unless what is printed already is no
-                 * longer the file's (a rewrite, a truncate): then the output
-                 * would be a mix of versions that never existed as one */
-                const bool same = tool_cat_printed_same(&old, tf, off / bs, c.first, end);
-                cbfs_index_free(&old);
-                if (same) {
-                    c.first -= TOOL_CAT_WINDOW; /* (unsigned: wraps back with the += ) */
-                    continue;
-                }
-                tool_err("cat", "%s: it changed while it was printed (a writer is at work): the "
-                         "output may mix its versions; print it again when it is quiet",
-                         display);
-                (*damaged)++;
-                break;
+        const enum tool_look look = bad ? tool_file_look_again(tf, &looks, &old)
+                                        : TOOL_LOOK_STANDS;
+        if (look == TOOL_LOOK_AGAIN) {
+            /* a writer moved blocks under us: the window again from the index
+             * as it is now, unless what is printed already is no longer the
+             * file's (a rewrite, a truncate): then the output would be a mix
+             * of versions that never existed as one */
+            const bool same = tool_cat_printed_same(&old, tf, off / bs, c.first, end);
+            cbfs_index_free(&old);
+            if (same) {
+                c.first -= TOOL_CAT_WINDOW; /* (unsigned: wraps back with the += ) */
+                continue;
             }
-            if (kept_changing)
-                tool_err("cat", "%s: it changed under each of %u looks at the block(s) below: a "
-                         "writer is at work; print it again when it is quiet",
-                         display, TOOL_RELOADS + 1);
+            tool_err("cat", "%s: it changed while it was printed (a writer is at work): the "
+                     "output may mix its versions; print it again when it is quiet",
+                     display);
+            (*damaged)++;
+            break;
         }
+        if (look == TOOL_LOOK_GONE)
+            tool_err("cat", "%s: it was removed while it was printed; what failed below is "
+                     "what its index named then",
+                     display);
+        if (look == TOOL_LOOK_KEPT_CHANGING)
+            tool_err("cat", "%s: it changed under each of %u looks at the block(s) below: a "
+                     "writer is at work; print it again when it is quiet",
+                     display, TOOL_RELOADS + 1);
         for (uint64_t i = 0; i < n && !e; i++) {
             const uint64_t b = c.first + i;
             if (c.err[i]) {

@@ -332,17 +332,22 @@ cbfs_err tool_check_file_live(struct cbfs_pool *pool, const char *display, struc
         const struct tool_check before = *chk; /* counters and n only: v may move */
         const cbfs_err e = tool_check_file(pool, display, tf, chk, progress, tick, tick_arg);
         if (e || chk->n == before.n) return e;
-        bool kept_changing;
-        if (!tool_file_look_again(tf, &looks, &kept_changing, NULL)) {
-            if (kept_changing)
-                tool_check_add(chk, display, UINT64_MAX,
-                               "the file changed under each of %u checks: a writer is at work, "
-                               "and what is reported above may be its writes in flight; check "
-                               "it again when it is quiet",
-                               TOOL_RELOADS + 1);
+        switch (tool_file_look_again(tf, &looks, NULL)) {
+        case TOOL_LOOK_AGAIN: /* the check counts only from a load that saw it as it is */
+            tool_check_rollback(chk, &before);
+            continue;
+        case TOOL_LOOK_GONE: /* removed while it was checked: no file, no problem */
+            tool_check_rollback(chk, &before);
+            return e;
+        case TOOL_LOOK_KEPT_CHANGING:
+            tool_check_add(chk, display, UINT64_MAX,
+                           "the file changed under each of %u checks: a writer is at work, "
+                           "and what is reported above may be its writes in flight; check it "
+                           "again when it is quiet",
+                           TOOL_RELOADS + 1);
+            return e;
+        case TOOL_LOOK_STANDS:
             return e;
         }
-        /* the check counts only from a load that saw the file as it is now */
-        tool_check_rollback(chk, &before);
     }
 }

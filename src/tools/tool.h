@@ -151,6 +151,8 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
 /* A data file opened with its sidecar and its index loaded. */
 struct tool_file {
     struct tool_store store;   /* the layout says where the sidecar is */
+    int dirfd;                 /* where it was opened (borrowed from the caller, valid */
+    const char *name;          /* while tf is open): a late sidecar is looked for there */
     int data_fd, idx_fd;       /* idx_fd -1 when there is no sidecar */
     struct stat data_st, idx_st; /* idx_st zero without a sidecar */
     bool is_cbfs;              /* false: a plain file (codec=none or never cbfs) */
@@ -193,18 +195,26 @@ void tool_file_close(struct tool_file *tf);
 /* The one rule for a tool that found a cbfs file damaged while a daemon may be
  * writing it: a rewritten block's old frame is punched once its new record is
  * down, a frame being appended reads torn (the data file grows page by page
- * under one pwrite), the sidecar lags its frames. Looks again (loads tf's
- * index again from the same fds: the file it opened, also where its name has
- * since gone to another) where the data file or sidecar changed since the load
- * (size, mtime, ctime), or changes within TOOL_SETTLE_MS where it was written
- * in the last TOOL_RECENT_S seconds (a writer stalled mid-frame leaves its
- * stats as they were). At most TOOL_RELOADS looks per *looks (the caller's
- * count, from 0). With old, the index replaced is moved there (the caller
- * frees it), else freed. @return true where tf now holds a newer index:
- * check it again; false where what was seen stands, *kept_changing saying
- * whether that is because the file changed under every look. */
-bool tool_file_look_again(struct tool_file *tf, unsigned *looks, bool *kept_changing,
-                          struct cbfs_index *old);
+ * under one pwrite), the sidecar lags its frames, a rename moves the data file
+ * before its sidecar, and an unlink moves the sidecar away before the data
+ * file. Looks again (loads tf's index again from the same fds: the file it
+ * opened, also where its name has since gone to another; a sidecar it had
+ * none of is looked for again at its name in tf->dirfd) where the data file or
+ * sidecar changed since the load (size, mtime, ctime), or changes within
+ * TOOL_SETTLE_MS where it was written in the last TOOL_RECENT_S seconds (a
+ * writer stalled mid-frame leaves its stats as they were). At most
+ * TOOL_RELOADS looks per *looks (the caller's count, from 0). With old, the
+ * index replaced is moved there (the caller frees it), else freed. The walk's
+ * orphan sidecars follow the same rule (tool_orphan_settled). */
+enum tool_look {
+    TOOL_LOOK_AGAIN,         /* tf holds a newer index: check it again */
+    TOOL_LOOK_STANDS,        /* the file is quiet (or could not be loaded again): what
+                                was seen stands */
+    TOOL_LOOK_KEPT_CHANGING, /* it changed under every look: what was seen stands */
+    TOOL_LOOK_GONE,          /* its data file was removed since: nothing to report */
+};
+enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
+                                    struct cbfs_index *old);
 #define TOOL_RELOADS 3
 #define TOOL_SETTLE_MS 100
 #define TOOL_RECENT_S 2

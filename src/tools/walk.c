@@ -212,9 +212,31 @@ static bool tool_display_join(char *buf, size_t cap, const char *dir, const char
     return tool_name_escape(buf + n, cap - (size_t)n, name) != (size_t)-1;
 }
 
+/* Is the sidecar sname in sdir (stat sst) still without its data file dname in
+ * ddir? Where it changed in the last TOOL_RECENT_S seconds, after a pause of
+ * TOOL_SETTLE_MS: a rename through a mount moves the data file and then its
+ * sidecar, and an unlink removes them one after the other, so a walk beside a
+ * live mount meets the sidecar alone for a moment (tool_file_look_again's rule,
+ * for names). */
+static bool tool_orphan_settled(int sdir, const char *sname, int ddir, const char *dname,
+                                const struct stat *sst)
+{
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+        now.tv_sec - sst->st_ctim.tv_sec > TOOL_RECENT_S)
+        return true;
+    (void)nanosleep(&(struct timespec){0, TOOL_SETTLE_MS * 1000000L}, NULL);
+    struct stat st;
+    return fstatat(sdir, sname, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == sst->st_ino &&
+           fstatat(ddir, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+}
+
 /* Layout 2: reports the sidecars in dirfd's index directory (display: its
- * path) whose data file is not in dirfd. */
-static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *display)
+ * path) whose data file is not in dirfd. Never inlined: its PATH_MAX buffer
+ * would then sit in every level of tool_walk_dir's recursion (a 2500-deep
+ * tree overran the stack, t_tool_deep_tree). */
+__attribute__((noinline)) static int tool_walk_index(const struct tool_walker *w, int dirfd,
+                                                     const char *display)
 {
     struct stat st;
     if (fstatat(dirfd, CBFS_INDEX_DIR, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
@@ -235,8 +257,10 @@ static int tool_walk_index(const struct tool_walker *w, int dirfd, const char *d
         char path[PATH_MAX];
         if (!tool_display_join(path, sizeof path, display, names[i]))
             continue; /* beyond PATH_MAX: no tool could name it */
+        struct stat dst;
         if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+            fstatat(dirfd, names[i], &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
+            tool_orphan_settled(idx, names[i], dirfd, names[i], &st))
             rc = w->fn(w->arg, w->store, idx, names[i], path, TOOL_ENT_ORPHAN_SIDECAR);
     }
     cbfs_dir_free_names(names, n);
@@ -301,9 +325,11 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
             /* A sidecar: only interesting when its data file is gone (".cbfsidx"
              * names none, so it always is). */
             char data[NAME_MAX + 1];
+            struct stat dst;
             if (cbfs_store_data_name(name, data, sizeof data) == CBFS_OK &&
                 (data[0] == '\0' ||
-                 (fstatat(dirfd, data, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)))
+                 (fstatat(dirfd, data, &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
+                  tool_orphan_settled(dirfd, name, dirfd, data, &st))))
                 rc = w->fn(w->arg, w->store, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
         }
     }
@@ -439,24 +465,37 @@ static cbfs_err tool_file_reload(struct tool_file *tf, struct cbfs_index *old)
     return CBFS_OK;
 }
 
-bool tool_file_look_again(struct tool_file *tf, unsigned *looks, bool *kept_changing,
-                          struct cbfs_index *old)
+/* A sidecar tf had none of when it was opened, at its name now (a rename that
+ * had moved the data file and not yet the sidecar). @return true if found. */
+static bool tool_file_late_sidecar(struct tool_file *tf)
 {
-    *kept_changing = false;
-    if (!tf->is_cbfs) return false;
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    int fd;
+    if (tf->idx_fd >= 0 || !tf->name ||
+        cbfs_store_sidecar_path(tf->store.layout, tf->name, side, sizeof side) != CBFS_OK ||
+        tool_open_regular(tf->dirfd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, &fd) != CBFS_OK)
+        return false;
+    tf->idx_fd = fd;
+    return true;
+}
+
+enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
+                                    struct cbfs_index *old)
+{
+    if (!tf->is_cbfs) return TOOL_LOOK_STANDS;
     bool changed = tool_file_changed(tf);
     if (!changed && tool_file_recent(tf)) {
         (void)nanosleep(&(struct timespec){0, TOOL_SETTLE_MS * 1000000L}, NULL);
         changed = tool_file_changed(tf);
     }
-    if (!changed) return false;
-    if (*looks == TOOL_RELOADS) {
-        *kept_changing = true;
-        return false;
-    }
-    if (tool_file_reload(tf, old) != CBFS_OK) return false; /* what was seen stands */
+    struct stat st;
+    if (changed && fstat(tf->data_fd, &st) == 0 && st.st_nlink == 0) return TOOL_LOOK_GONE;
+    changed |= (changed || tool_file_recent(tf)) && tool_file_late_sidecar(tf);
+    if (!changed) return TOOL_LOOK_STANDS;
+    if (*looks == TOOL_RELOADS) return TOOL_LOOK_KEPT_CHANGING;
+    if (tool_file_reload(tf, old) != CBFS_OK) return TOOL_LOOK_STANDS;
     (*looks)++;
-    return true;
+    return TOOL_LOOK_AGAIN;
 }
 
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
@@ -464,6 +503,8 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
 {
     memset(tf, 0, sizeof *tf);
     tf->store = *store;
+    tf->dirfd = dirfd;
+    tf->name = name;
     tf->idx_fd = -1;
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
     cbfs_err e = cbfs_store_sidecar_path(store->layout, name, side, sizeof side);
@@ -503,6 +544,7 @@ bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char
                            unsigned *errors, struct tool_file *tf)
 {
     const cbfs_err e = tool_file_open(store, dirfd, name, load, tf);
+    if (e == CBFS_E_NOENT) return false; /* gone since the listing (a live mount's rename) */
     if (e) {
         tool_err(sub, "%s: %s", display, cbfs_err_str(e));
         (*errors)++;
