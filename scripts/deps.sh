@@ -35,7 +35,7 @@ declare -A PKGS=(
     [fuzz]="clang libclang-rt-14-dev"
     [test]="postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
             mariadb-backup sqlite3 rsync acl man-db strace dpkg-dev lintian apt systemd
-            prometheus gnuplot-nox e2fsprogs"
+            prometheus gnuplot-nox e2fsprogs btrfs-progs"
     [perf]="gnuplot-nox btrfs-progs btrfs-compsize"
     [corpus]="postgresql-15 postgresql-client-15 python3-pip"
 )
@@ -75,6 +75,7 @@ needs() {
              mariadb-admin mariadb-backup mariadb-dump chattr; do
         need test cmd "$c" "the mount tests"
     done
+    for c in mkfs.btrfs btrfs; do need test cmd "$c" "tests/mount/t_store_subvolumes.sh"; done
     for c in initdb pg_ctl postgres psql pg_basebackup pg_verifybackup pg_dump pg_restore pgbench; do
         need test file "/usr/lib/postgresql/15/bin/$c" "tests/mount/t_e2e_pg.sh"
     done

@@ -273,6 +273,11 @@ fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *
     return inode->nodeid;
 }
 
+ino_t cbfs_inode_st_ino(const struct cbfs_fs *fs, const struct cbfs_inode *inode)
+{
+    return inode->dev == fs->dev ? inode->ino : (ino_t)inode->nodeid;
+}
+
 int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)
 {
     return cbfs_storeobj_pin(&fs->fdc, &inode->obj, fd);

@@ -171,6 +171,17 @@ struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t nodeid);
  * not hold, such as those in file handles. */
 struct cbfs_inode *cbfs_inode_find_nodeid(struct cbfs_fs *fs, fuse_ino_t nodeid);
 fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
+/* The inode number the mount shows for inode (st_ino of its attributes): the
+ * store's, for an object on the store root's filesystem; an object of another
+ * filesystem mounted inside the store shows its node id (a local id, unique
+ * in the mount) instead, since every object of the mount has the mount's
+ * st_dev: a btrfs subvolume or snapshot numbers its inodes anew (its root is
+ * 256 as every subvolume's, a snapshot's files have their originals' numbers),
+ * and tar took a snapshot's file for a hard link of its original and restored
+ * the original's bytes for it (find and du skipped such trees as loops). Such
+ * an object's number is then valid for the daemon's life only, as its node id
+ * is (a tar --listed-incremental of it sees new files after a remount). */
+ino_t cbfs_inode_st_ino(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
 
 /* Pins the O_PATH fd of inode's store object: *fd stays valid until
  * cbfs_inode_unpin (the caller holds a ref on inode meanwhile). @return 0 or

@@ -72,12 +72,13 @@ void cbfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct stat st;
     (void)fi;
-    const int err = cbfs_inode_stat(fs, cbfs_inode_get(fs, ino), &st);
+    struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
+    const int err = cbfs_inode_stat(fs, inode, &st);
     if (err) {
         fuse_reply_err(req, err);
         return;
     }
-    fuse_reply_attr(req, &st, fs->opt.attr_timeout);
+    cbfs_reply_attr(req, fs, inode, &st);
 }
 
 void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
@@ -222,7 +223,7 @@ reply:
     if (err)
         fuse_reply_err(req, err);
     else
-        fuse_reply_attr(req, &st, fs->opt.attr_timeout);
+        cbfs_reply_attr(req, fs, inode, &st);
 }
 
 void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)

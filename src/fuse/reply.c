@@ -17,8 +17,16 @@ void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const s
     e->ino = cbfs_inode_nodeid(fs, inode);
     e->generation = inode->gen;
     e->attr = *st;
+    e->attr.st_ino = cbfs_inode_st_ino(fs, inode);
     e->attr_timeout = fs->opt.attr_timeout;
     e->entry_timeout = fs->opt.attr_timeout;
+}
+
+void cbfs_reply_attr(fuse_req_t req, const struct cbfs_fs *fs, const struct cbfs_inode *inode,
+                     struct stat *st)
+{
+    st->st_ino = cbfs_inode_st_ino(fs, inode);
+    fuse_reply_attr(req, st, fs->opt.attr_timeout);
 }
 
 void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,

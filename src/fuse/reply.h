@@ -6,9 +6,13 @@
 
 #include "fuse/inode.h"
 
-/* Fills e for inode and st (attr/entry timeouts from the options). */
+/* Fills e for inode and st (attr/entry timeouts from the options; st_ino as
+ * cbfs_inode_st_ino). */
 void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
                      struct fuse_entry_param *e);
+/* Replies inode's attributes st (st_ino as cbfs_inode_st_ino). */
+void cbfs_reply_attr(fuse_req_t req, const struct cbfs_fs *fs, const struct cbfs_inode *inode,
+                     struct stat *st);
 /* Fills an entry reply for inode (which holds the ref the kernel now takes)
  * and sends it; if the kernel did not take it (interrupted), drops the ref. */
 void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
