@@ -480,8 +480,10 @@ int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
                          (unsigned long long)inode->ino, cbfs_err_str(e));
             err = cbfs_err_errno(e);
         }
+        /* ESTALE: its object is gone (unlinked, and its fd left the fd cache
+         * while the file was open): there are no times to keep */
         const int terr = cbfs_inode_restore_times_locked(fs, inode);
-        if (terr)
+        if (terr && terr != ESTALE)
             cbfs_log_warn("cannot put back the times of inode %llu: %s",
                           (unsigned long long)inode->ino, strerror(terr));
         inode->times_set = false;
