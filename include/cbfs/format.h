@@ -228,12 +228,16 @@ struct cbfs_index_report {
                                     never completed; nothing to repair */
 };
 
-/* The one rule for a file whose first flush never completed (a crash right
- * after its create: the sidecar's header record becomes durable with the
- * first flush, and no frame is written before it): its data file is empty
- * and its sidecar is missing (idx_fd -1) or shorter than a header record.
- * Such a file is an empty file, not damage (docs/FORMAT.md 3.3). @return
- * false where an fstat fails (the load that follows reports it). */
+/* The one rule for a file of which nothing was ever stored: its data file is
+ * empty (every block written and every size change appends a frame, and no
+ * repair empties a data file once a frame of it is durable, so an empty one
+ * means a logical size of 0) and its sidecar is missing (idx_fd -1) or
+ * shorter than a header record (its header, written at the create, became
+ * durable with no flush: a crash right after the create). Such a file is an
+ * empty file, not damage (docs/FORMAT.md 3.3); cbfs_index_load takes the
+ * sidecar case so, and leaves the one without a sidecar to its caller, who
+ * knows whether the file is cbfs at all (CBFS_E_BAD_MAGIC). @return false
+ * where an fstat fails (the load that follows reports it). */
 bool cbfs_index_unborn(int data_fd, int idx_fd);
 
 /* What a caller knows about the block size of a file whose index has to be

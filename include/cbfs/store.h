@@ -293,12 +293,18 @@ cbfs_err cbfs_store_sync_dir(int dirfd, const char *name);
  * @return CBFS_E_BUSY with *holder = the running daemon's pid (0 if unknown),
  * CBFS_E_ROFS if .cbfs/ does not exist and cannot be created, I/O errors. */
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder);
-/* Who holds a store's lock (holder as cbfs_store_lock gave it), for the one
- * wording of "in use" in the daemon and the tools: "a cbfs daemon (pid N)",
- * "cbfs fsck (pid N)" (a tool: its subcommand, from /proc), "process N", or
- * "another cbfs daemon" where the pid is not known. @return true where it is
- * (or may be) a mount, to be unmounted; false for a tool, to be waited for. */
-bool cbfs_store_holder_name(pid_t holder, char *buf, size_t cap);
+/* Who holds a store's lock, for the one wording of "in use" in the daemon and
+ * the tools. */
+enum cbfs_store_holder {
+    CBFS_HOLDER_DAEMON,  /* mount.cbfs or mount.fuse.cbfs: unmount it */
+    CBFS_HOLDER_TOOL,    /* cbfs fsck or cbfs mkfs: wait for it */
+    CBFS_HOLDER_UNKNOWN, /* the pid is not known or not shown here (another pid
+                            namespace, hidepid), or another program */
+};
+/* Names the holder (as cbfs_store_lock gave it) into buf, from its
+ * /proc/PID/cmdline: "a cbfs daemon (pid N)", "cbfs fsck (pid N)", "process N
+ * (PROGRAM)", "process N" or "an unknown process". @return its kind. */
+enum cbfs_store_holder cbfs_store_holder_describe(pid_t holder, char *buf, size_t cap);
 
 /* Whether a crash mid-rename left files in .cbfs/ (CBFS_STORE_ASIDE...):
  * if so, msg (cap bytes) says which and where to read what to do, for the

@@ -72,8 +72,30 @@ static struct cbfs_inode *cbfs_itable_find_id(struct cbfs_fs *fs, fuse_ino_t nod
     return p;
 }
 
+#define CBFS_XINO_BITS 48
+#define CBFS_XINO_MAX 0x7fffu /* file systems that fit bits 48-62 */
+
+/* inode's st_ino as the mount shows it (cbfs_inode_st_ino), its node id set. */
+static ino_t cbfs_itable_shown_ino(struct cbfs_fs *fs, const struct cbfs_inode *inode)
+{
+    cbfs_assert_held(&fs->lock);
+    if (inode->dev == fs->dev) return inode->ino;
+    size_t i = 0;
+    while (i < fs->nxdevs && fs->xdevs[i] != inode->dev) i++;
+    if (i == fs->nxdevs) {
+        dev_t *const v = i < CBFS_XINO_MAX ? realloc(fs->xdevs, (i + 1) * sizeof *v) : NULL;
+        if (!v) return (ino_t)inode->nodeid;
+        v[i] = inode->dev;
+        fs->xdevs = v;
+        fs->nxdevs = i + 1;
+    }
+    return (ino_t)(CBFS_NODEID_LOCAL | ((uint64_t)(i + 1) << CBFS_XINO_BITS) |
+                   ((uint64_t)inode->ino & ((1ull << CBFS_XINO_BITS) - 1)));
+}
+
 /* Gives inode, about to enter the table, its node id: its inode number where
- * that is a stable id no other inode holds, else a local id. */
+ * that is a stable id no other inode holds, else a local id; and the inode
+ * number the mount shows. */
 static void cbfs_itable_assign_id(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     cbfs_assert_held(&fs->lock);
@@ -81,10 +103,11 @@ static void cbfs_itable_assign_id(struct cbfs_fs *fs, struct cbfs_inode *inode)
                          (uint64_t)inode->ino < CBFS_NODEID_LOCAL;
     if (natural && !cbfs_itable_find_id(fs, (fuse_ino_t)inode->ino)) {
         inode->nodeid = (fuse_ino_t)inode->ino;
-        return;
+    } else {
+        assert(((uintptr_t)inode & CBFS_NODEID_LOCAL) == 0);
+        inode->nodeid = (fuse_ino_t)(uintptr_t)inode | CBFS_NODEID_LOCAL;
     }
-    assert(((uintptr_t)inode & CBFS_NODEID_LOCAL) == 0);
-    inode->nodeid = (fuse_ino_t)(uintptr_t)inode | CBFS_NODEID_LOCAL;
+    inode->shown_ino = cbfs_itable_shown_ino(fs, inode);
 }
 
 /* Doubles the table when it is full; on allocation failure it just stays
@@ -212,6 +235,7 @@ int cbfs_itable_init(struct cbfs_fs *fs)
     fs->root = cbfs_inode_alloc(fs, fd, &st, 0, true);
     if (!fs->root) return ENOMEM;
     fs->root->nodeid = FUSE_ROOT_ID;
+    fs->root->shown_ino = st.st_ino;
     fs->dev = st.st_dev;
     cbfs_mutex_lock(&fs->lock); /* no other thread yet: for the table's contract */
     cbfs_itable_insert(fs, fs->root);
@@ -240,6 +264,9 @@ void cbfs_itable_free(struct cbfs_fs *fs)
         }
     }
     cbfs_fdcache_destroy(&fs->fdc);
+    free(fs->xdevs);
+    fs->xdevs = NULL;
+    fs->nxdevs = 0;
     free(fs->buckets);
     fs->buckets = NULL;
     fs->root = NULL;
@@ -275,7 +302,19 @@ fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *
 
 ino_t cbfs_inode_st_ino(const struct cbfs_fs *fs, const struct cbfs_inode *inode)
 {
-    return inode->dev == fs->dev ? inode->ino : (ino_t)inode->nodeid;
+    (void)fs;
+    return inode->shown_ino;
+}
+
+ino_t cbfs_inode_dirent_ino(const struct cbfs_fs *fs, const struct cbfs_inode *dir, ino_t d_ino)
+{
+    const uint64_t low = (1ull << CBFS_XINO_BITS) - 1, shown = (uint64_t)dir->shown_ino;
+    /* dir's own number says where its file system's objects are numbered
+     * (bits 48-62 set); a directory that got its node id instead has none */
+    if (dir->dev == fs->dev || (shown & ~low & ~CBFS_NODEID_LOCAL) == 0 ||
+        shown == (uint64_t)dir->nodeid)
+        return d_ino;
+    return (ino_t)((shown & ~low) | ((uint64_t)d_ino & low));
 }
 
 int cbfs_inode_pin(struct cbfs_fs *fs, struct cbfs_inode *inode, int *fd)

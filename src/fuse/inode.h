@@ -81,6 +81,8 @@ struct cbfs_inode {
     dev_t dev;
     ino_t ino;
     fuse_ino_t nodeid;   /* see "Node ids" above */
+    ino_t shown_ino;     /* st_ino as the mount shows it (cbfs_inode_st_ino); set with
+                            nodeid, immutable after */
     uint32_t gen;        /* generation in entry replies */
     mode_t type;         /* st_mode & S_IFMT */
     enum cbfs_kind kind; /* decided when the inode is first looked up */
@@ -147,6 +149,10 @@ struct cbfs_fs {
     struct cbfs_mutex names_lock;
 
     struct cbfs_mutex lock;
+    dev_t *xdevs;                /* protected by lock: the other file systems met inside
+                                    the store, in the order met; never reused for the
+                                    daemon's life (cbfs_inode_st_ino) */
+    size_t nxdevs;               /* protected by lock */
     struct cbfs_inode **buckets; /* protected by lock: hash table by (dev, ino) */
     size_t nbuckets, count;      /* protected by lock */
     struct cbfs_handle *handles; /* protected by lock: open handles, linked through their
@@ -172,16 +178,25 @@ struct cbfs_inode *cbfs_inode_get(struct cbfs_fs *fs, fuse_ino_t nodeid);
 struct cbfs_inode *cbfs_inode_find_nodeid(struct cbfs_fs *fs, fuse_ino_t nodeid);
 fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
 /* The inode number the mount shows for inode (st_ino of its attributes): the
- * store's, for an object on the store root's filesystem; an object of another
- * filesystem mounted inside the store shows its node id (a local id, unique
- * in the mount) instead, since every object of the mount has the mount's
- * st_dev: a btrfs subvolume or snapshot numbers its inodes anew (its root is
- * 256 as every subvolume's, a snapshot's files have their originals' numbers),
- * and tar took a snapshot's file for a hard link of its original and restored
- * the original's bytes for it (find and du skipped such trees as loops). Such
- * an object's number is then valid for the daemon's life only, as its node id
- * is (a tar --listed-incremental of it sees new files after a remount). */
+ * store's, for an object on the store root's filesystem. Every object of the
+ * mount has the mount's st_dev, and another file system mounted inside the
+ * store numbers its inodes apart (a btrfs subvolume's root is 256 as every
+ * subvolume's, a snapshot's files have their originals' numbers: tar took a
+ * snapshot's file for a hard link of its original and restored the
+ * original's bytes for it, find and du skipped such trees as loops), so an
+ * object of another file system shows bit 63, that file system's place in
+ * fs->xdevs (bits 48-62) and the low 48 bits of its inode number there:
+ * unique in the mount (an inode number there past 2^48 aside), the same for
+ * every name and after the kernel forgets the inode, for the daemon's life
+ * (a remount may number the file systems in another order). Past 32767 such
+ * file systems, or without memory, an object gets its node id, unique but
+ * not kept once the kernel forgets it. Store inode numbers do not reach bit
+ * 63 (ext4's are 32 bits, xfs's and btrfs's far below it). */
 ino_t cbfs_inode_st_ino(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
+/* The d_ino the mount lists for an entry of directory dir whose store d_ino
+ * is d_ino: as cbfs_inode_st_ino shows the objects of dir's file system (a
+ * mount point inside dir keeps the number dir's file system lists for it). */
+ino_t cbfs_inode_dirent_ino(const struct cbfs_fs *fs, const struct cbfs_inode *dir, ino_t d_ino);
 
 /* Pins the O_PATH fd of inode's store object: *fd stays valid until
  * cbfs_inode_unpin (the caller holds a ref on inode meanwhile). @return 0 or

@@ -178,9 +178,11 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
     cbfs_err e = cbfs_store_lock(st, cbfs_options_readonly(o), &holder);
     if (e == CBFS_E_BUSY) {
         char who[128];
-        const bool mounted = cbfs_store_holder_name(holder, who, sizeof who);
+        const enum cbfs_store_holder k = cbfs_store_holder_describe(holder, who, sizeof who);
         cbfs_main_error("store %s is in use by %s; %s", path, who,
-                        mounted ? "unmount it first" : "mount it when that has finished");
+                        k == CBFS_HOLDER_TOOL     ? "mount it when that has finished"
+                        : k == CBFS_HOLDER_DAEMON ? "unmount it first"
+                                                  : "it holds .cbfs/lock");
         return -1;
     }
     if (e == CBFS_E_ROFS) {

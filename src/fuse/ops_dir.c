@@ -100,7 +100,7 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
                  * where that one file gets its error). One bad file must not
                  * end the listing of the rest, as it does not on ext4. */
                 memset(&e, 0, sizeof e);
-                e.attr.st_ino = h->entry->d_ino;
+                e.attr.st_ino = cbfs_inode_dirent_ino(fs, dir, h->entry->d_ino);
                 e.attr.st_mode = (mode_t)h->entry->d_type << 12;
                 inode = NULL;
             } else {
@@ -114,7 +114,7 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
             }
             if (inode) packed[npacked++] = inode;
         } else {
-            struct stat st = {.st_ino = h->entry->d_ino,
+            struct stat st = {.st_ino = cbfs_inode_dirent_ino(fs, dir, h->entry->d_ino),
                               .st_mode = (mode_t)h->entry->d_type << 12};
             len = fuse_add_direntry(req, buf + used, size - used, name, &st, next);
             if (len > size - used) break;

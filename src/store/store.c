@@ -139,37 +139,38 @@ void cbfs_store_set_pid(struct cbfs_store *st, pid_t pid)
     if (ftruncate(st->lock_fd, 0) == 0) (void)cbfs_pwrite_full(st->lock_fd, buf, (size_t)n, 0);
 }
 
-bool cbfs_store_holder_name(pid_t holder, char *buf, size_t cap)
+enum cbfs_store_holder cbfs_store_holder_describe(pid_t holder, char *buf, size_t cap)
 {
     if (holder <= 0) {
-        snprintf(buf, cap, "another cbfs daemon");
-        return true;
+        snprintf(buf, cap, "an unknown process");
+        return CBFS_HOLDER_UNKNOWN;
     }
-    /* argv of the holder: "mount.cbfs ..." (or through /sbin/mount.cbfs) or
-     * "cbfs SUB ..." */
-    char path[64], argv[256] = "";
+    /* argv: "[/sbin/]mount.cbfs ...", "/sbin/mount.fuse.cbfs ..." (fstab's
+     * fuse.cbfs type) or "cbfs SUB ..." */
+    char path[64], argv[256];
     snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)holder);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, argv, sizeof argv - 1) : -1;
+    const ssize_t n = fd >= 0 ? read(fd, argv, sizeof argv - 1) : -1;
     if (fd >= 0) close(fd);
     if (n <= 0) {
-        snprintf(buf, cap, "a cbfs daemon (pid %ld)", (long)holder);
-        return true;
+        snprintf(buf, cap, "process %ld", (long)holder);
+        return CBFS_HOLDER_UNKNOWN;
     }
     argv[n] = '\0';
     const char *const slash = strrchr(argv, '/');
     const char *const prog = slash ? slash + 1 : argv;
-    const char *const sub = argv + strlen(argv) + 1;
-    if (strcmp(prog, "cbfs") == 0 && sub < argv + n && *sub) {
-        snprintf(buf, cap, "cbfs %.32s (pid %ld)", sub, (long)holder);
-        return false;
-    }
-    if (strncmp(prog, "mount.cbfs", 10) == 0) {
+    const char *const sub = argv + strlen(argv) + 1; /* argv[1], or past the end */
+    if (strcmp(prog, "mount.cbfs") == 0 || strcmp(prog, "mount.fuse.cbfs") == 0) {
         snprintf(buf, cap, "a cbfs daemon (pid %ld)", (long)holder);
-        return true;
+        return CBFS_HOLDER_DAEMON;
     }
-    snprintf(buf, cap, "process %ld (%.32s)", (long)holder, prog);
-    return true;
+    if (strcmp(prog, "cbfs") == 0 && sub < argv + n &&
+        (strcmp(sub, "fsck") == 0 || strcmp(sub, "mkfs") == 0)) {
+        snprintf(buf, cap, "cbfs %s (pid %ld)", sub, (long)holder);
+        return CBFS_HOLDER_TOOL;
+    }
+    snprintf(buf, cap, "process %ld (%.64s)", (long)holder, prog);
+    return CBFS_HOLDER_UNKNOWN;
 }
 
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder)

@@ -147,13 +147,13 @@ static cbfs_err tool_cat_frames(const char *display, struct tool_file *tf, uint6
             break;
         }
         if (look == TOOL_LOOK_GONE)
-            tool_err("cat", "%s: it was removed while it was printed; what failed below is "
-                     "what its index named then",
+            tool_err("cat", "%s: it was removed or moved away while it was printed; what "
+                     "failed below is what its index named then",
                      display);
         if (look == TOOL_LOOK_KEPT_CHANGING)
             tool_err("cat", "%s: it changed under each of %u looks at the block(s) below: a "
                      "writer is at work; print it again when it is quiet",
-                     display, TOOL_RELOADS + 1);
+                     display, TOOL_LOOKS + 1);
         for (uint64_t i = 0; i < n && !e; i++) {
             const uint64_t b = c.first + i;
             if (c.err[i]) {

@@ -344,7 +344,7 @@ cbfs_err tool_check_file_live(struct cbfs_pool *pool, const char *display, struc
                            "the file changed under each of %u checks: a writer is at work, "
                            "and what is reported above may be its writes in flight; check it "
                            "again when it is quiet",
-                           TOOL_RELOADS + 1);
+                           TOOL_LOOKS + 1);
             return e;
         case TOOL_LOOK_STANDS:
             return e;

@@ -308,11 +308,19 @@ int tool_fsck_main(int argc, char **argv)
     if (!e) e = cbfs_store_lock(st, !f.repair && !upgrade, &holder);
     if (e == CBFS_E_BUSY) {
         char who[128];
-        if (cbfs_store_holder_name(holder, who, sizeof who))
-            tool_err("fsck", "%s is mounted (%s holds %s/%s): unmount it first", path, who,
+        switch (cbfs_store_holder_describe(holder, who, sizeof who)) {
+        case CBFS_HOLDER_DAEMON:
+            tool_err("fsck", "%s is mounted: %s holds %s/%s; unmount it first", path, who,
                      CBFS_STORE_DIR, CBFS_STORE_LOCK);
-        else
+            break;
+        case CBFS_HOLDER_TOOL:
             tool_err("fsck", "%s is in use by %s: run fsck when that has finished", path, who);
+            break;
+        case CBFS_HOLDER_UNKNOWN:
+            tool_err("fsck", "%s is in use: %s holds %s/%s (a mount, or a cbfs tool)", path, who,
+                     CBFS_STORE_DIR, CBFS_STORE_LOCK);
+            break;
+        }
         goto out;
     }
     if (e) {

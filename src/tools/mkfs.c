@@ -84,7 +84,7 @@ int tool_mkfs_main(int argc, char **argv)
     e = cbfs_store_lock(st, false, &holder);
     if (e == CBFS_E_BUSY) {
         char who[128];
-        (void)cbfs_store_holder_name(holder, who, sizeof who);
+        (void)cbfs_store_holder_describe(holder, who, sizeof who);
         tool_err("mkfs", "%s is in use by %s", path, who);
         rc = TOOL_EXIT_PROBLEMS;
         goto out;

@@ -196,26 +196,29 @@ void tool_file_close(struct tool_file *tf);
  * writing it: a rewritten block's old frame is punched once its new record is
  * down, a frame being appended reads torn (the data file grows page by page
  * under one pwrite), the sidecar lags its frames, a rename moves the data file
- * before its sidecar, and an unlink moves the sidecar away before the data
- * file. Looks again (loads tf's index again from the same fds: the file it
- * opened, also where its name has since gone to another; a sidecar it had
- * none of is looked for again at its name in tf->dirfd) where the data file or
- * sidecar changed since the load (size, mtime, ctime), or changes within
- * TOOL_SETTLE_MS where it was written in the last TOOL_RECENT_S seconds (a
- * writer stalled mid-frame leaves its stats as they were). At most
- * TOOL_RELOADS looks per *looks (the caller's count, from 0). With old, the
- * index replaced is moved there (the caller frees it), else freed. The walk's
- * orphan sidecars follow the same rule (tool_orphan_settled). */
+ * before its sidecar, an unlink moves the sidecar away before the data file.
+ * Looks again where the data file or its sidecar changed since the load
+ * (size, mtime, ctime), or changes within a pause of TOOL_SETTLE_MS where one
+ * of them changed (ctime) in the last TOOL_RECENT_S seconds (a writer stalled
+ * mid-frame leaves the stats as they were), or where the sidecar at tf's name
+ * (in tf->dirfd) is another than tf's, or there is one now where tf had none:
+ * then tf's index is loaded again, from the same data fd (the file it opened)
+ * and the sidecar its name has now. A file no longer at its name (removed or
+ * moved away) is gone. At most TOOL_LOOKS looks per *looks (the caller's
+ * count, from 0). With old, the index replaced is moved there (the caller
+ * frees it), else freed. The walk's orphan sidecars follow the same rule
+ * (tool_orphan_settled). */
 enum tool_look {
     TOOL_LOOK_AGAIN,         /* tf holds a newer index: check it again */
     TOOL_LOOK_STANDS,        /* the file is quiet (or could not be loaded again): what
                                 was seen stands */
     TOOL_LOOK_KEPT_CHANGING, /* it changed under every look: what was seen stands */
-    TOOL_LOOK_GONE,          /* its data file was removed since: nothing to report */
+    TOOL_LOOK_GONE,          /* its data file was removed or moved away since: nothing
+                                to report */
 };
 enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
                                     struct cbfs_index *old);
-#define TOOL_RELOADS 3
+#define TOOL_LOOKS 3
 #define TOOL_SETTLE_MS 100
 #define TOOL_RECENT_S 2
 /* What the user can do about tf->load_err, as a clause to end a message

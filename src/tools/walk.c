@@ -212,21 +212,34 @@ static bool tool_display_join(char *buf, size_t cap, const char *dir, const char
     return tool_name_escape(buf + n, cap - (size_t)n, name) != (size_t)-1;
 }
 
+/* Was st changed (its ctime, which no user can set: a write, a rename, a
+ * link count) in the last TOOL_RECENT_S seconds? */
+static bool tool_recent(const struct stat *st)
+{
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) return true;
+    const time_t age = now.tv_sec - st->st_ctim.tv_sec;
+    return age >= 0 && age <= TOOL_RECENT_S;
+}
+
+/* The pause before a tool looks again at what a writer may be changing. */
+static void tool_settle(void)
+{
+    (void)nanosleep(&(struct timespec){0, TOOL_SETTLE_MS * 1000000L}, NULL);
+}
+
 /* Is the sidecar sname in sdir (stat sst) still without its data file dname in
- * ddir? Where it changed in the last TOOL_RECENT_S seconds, after a pause of
- * TOOL_SETTLE_MS: a rename through a mount moves the data file and then its
- * sidecar, and an unlink removes them one after the other, so a walk beside a
- * live mount meets the sidecar alone for a moment (tool_file_look_again's rule,
- * for names). */
+ * ddir? Where the sidecar or ddir changed in the last TOOL_RECENT_S seconds,
+ * after a pause (tool_settle): a rename through a mount moves the data file
+ * and then its sidecar, and an unlink removes them one after the other, so a
+ * walk beside a live mount meets the sidecar alone for a moment
+ * (tool_file_look_again's rule, for names). */
 static bool tool_orphan_settled(int sdir, const char *sname, int ddir, const char *dname,
                                 const struct stat *sst)
 {
-    struct timespec now;
-    if (clock_gettime(CLOCK_REALTIME, &now) == 0 &&
-        now.tv_sec - sst->st_ctim.tv_sec > TOOL_RECENT_S)
-        return true;
-    (void)nanosleep(&(struct timespec){0, TOOL_SETTLE_MS * 1000000L}, NULL);
     struct stat st;
+    if (!tool_recent(sst) && !(fstat(ddir, &st) == 0 && tool_recent(&st))) return true;
+    tool_settle();
     return fstatat(sdir, sname, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == sst->st_ino &&
            fstatat(ddir, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
 }
@@ -429,18 +442,6 @@ static bool tool_file_changed(const struct tool_file *tf)
     return tf->idx_fd >= 0 && (fstat(tf->idx_fd, &st) != 0 || !tool_stat_same(&st, &tf->idx_st));
 }
 
-/* Was tf written (data file or sidecar) in the last TOOL_RECENT_S seconds, as
- * its load saw it? */
-static bool tool_file_recent(const struct tool_file *tf)
-{
-    struct timespec now;
-    if (clock_gettime(CLOCK_REALTIME, &now) != 0) return true;
-    const time_t newest = tf->data_st.st_mtim.tv_sec > tf->idx_st.st_mtim.tv_sec
-                              ? tf->data_st.st_mtim.tv_sec
-                              : tf->idx_st.st_mtim.tv_sec;
-    return now.tv_sec - newest <= TOOL_RECENT_S;
-}
-
 /* Loads tf's index again from its fds, taking the stats first (a change after
  * them makes the next look see a change). Only a load without error replaces
  * tf's index, moved to *old where given. */
@@ -465,16 +466,29 @@ static cbfs_err tool_file_reload(struct tool_file *tf, struct cbfs_index *old)
     return CBFS_OK;
 }
 
-/* A sidecar tf had none of when it was opened, at its name now (a rename that
- * had moved the data file and not yet the sidecar). @return true if found. */
-static bool tool_file_late_sidecar(struct tool_file *tf)
+/* Points tf's sidecar fd at the sidecar its name has now, none (-1) where
+ * there is none: a rename moves a data file before its sidecar, an unlink
+ * moves the sidecar away first, a rename over a name replaces both. @return
+ * true where that is another file than tf had. */
+static bool tool_file_residecar(struct tool_file *tf)
 {
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
     int fd;
-    if (tf->idx_fd >= 0 || !tf->name ||
-        cbfs_store_sidecar_path(tf->store.layout, tf->name, side, sizeof side) != CBFS_OK ||
-        tool_open_regular(tf->dirfd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, &fd) != CBFS_OK)
+    if (!tf->name ||
+        cbfs_store_sidecar_path(tf->store.layout, tf->name, side, sizeof side) != CBFS_OK)
         return false;
+    if (tool_open_regular(tf->dirfd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, &fd) != CBFS_OK)
+        fd = -1;
+    struct stat a, b;
+    const bool same = fd < 0 ? tf->idx_fd < 0
+                             : tf->idx_fd >= 0 && fstat(fd, &a) == 0 &&
+                                   fstat(tf->idx_fd, &b) == 0 && a.st_dev == b.st_dev &&
+                                   a.st_ino == b.st_ino;
+    if (same) {
+        if (fd >= 0) close(fd);
+        return false;
+    }
+    if (tf->idx_fd >= 0) close(tf->idx_fd);
     tf->idx_fd = fd;
     return true;
 }
@@ -484,15 +498,21 @@ enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
 {
     if (!tf->is_cbfs) return TOOL_LOOK_STANDS;
     bool changed = tool_file_changed(tf);
-    if (!changed && tool_file_recent(tf)) {
-        (void)nanosleep(&(struct timespec){0, TOOL_SETTLE_MS * 1000000L}, NULL);
+    if (!changed &&
+        (tool_recent(&tf->data_st) || (tf->idx_fd >= 0 && tool_recent(&tf->idx_st)))) {
+        tool_settle();
         changed = tool_file_changed(tf);
     }
+    /* no longer the file at its name (removed, or moved away): nothing of it
+     * to report here */
     struct stat st;
-    if (changed && fstat(tf->data_fd, &st) == 0 && st.st_nlink == 0) return TOOL_LOOK_GONE;
-    changed |= (changed || tool_file_recent(tf)) && tool_file_late_sidecar(tf);
+    if (fstat(tf->data_fd, &st) == 0 && st.st_nlink == 0) return TOOL_LOOK_GONE;
+    if (tf->name && (fstatat(tf->dirfd, tf->name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                     st.st_dev != tf->data_st.st_dev || st.st_ino != tf->data_st.st_ino))
+        return TOOL_LOOK_GONE;
+    changed |= tool_file_residecar(tf);
     if (!changed) return TOOL_LOOK_STANDS;
-    if (*looks == TOOL_RELOADS) return TOOL_LOOK_KEPT_CHANGING;
+    if (*looks == TOOL_LOOKS) return TOOL_LOOK_KEPT_CHANGING;
     if (tool_file_reload(tf, old) != CBFS_OK) return TOOL_LOOK_STANDS;
     (*looks)++;
     return TOOL_LOOK_AGAIN;
