@@ -82,8 +82,10 @@ static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_
 
 /* After a reload (tool_file_look_again): is what cat printed from the old
  * index, blocks [from, upto) of a range that ends at end, still the file's in
- * tf's new one? The same frames (offset, generation), the same block size, the
- * file still reaching end, and nothing unreachable. */
+ * tf's new one? Each block the same content (its XXH3 and length, or a hole
+ * of the same length: a block a writer stored again with the same bytes, as
+ * a tool rewriting a file in place does, is no change), the same block size,
+ * the file still reaching end, and nothing unreachable. */
 static bool tool_cat_printed_same(const struct cbfs_index *old, const struct tool_file *tf,
                                   uint64_t from, uint64_t upto, uint64_t end)
 {
@@ -94,7 +96,9 @@ static bool tool_cat_printed_same(const struct cbfs_index *old, const struct too
         const struct cbfs_index_entry *const x = cbfs_index_get(old, b);
         const struct cbfs_index_entry *const y = cbfs_index_get(now, b);
         if (!x != !y) return false;
-        if (x && (x->offset != y->offset || x->generation != y->generation)) return false;
+        if (!x || (x->offset == y->offset && x->generation == y->generation)) continue;
+        const bool xh = x->flags & CBFS_FRAME_HOLE, yh = y->flags & CBFS_FRAME_HOLE;
+        if (x->ulen != y->ulen || xh != yh || (!xh && x->hash != y->hash)) return false;
     }
     return true;
 }
