@@ -80,17 +80,34 @@ static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_
     return CBFS_OK;
 }
 
+/* Sidecar records that point at frames the data file does not hold. */
+static bool tool_cat_records_dropped(const struct cbfs_index_report *r)
+{
+    return !r->sidecar_missing && r->records_dropped > r->frames_rescanned;
+}
+
+/* Does the index cat loaded (r its report) reach every frame of the file? Not
+ * where frames may lie past a damaged header, or records point at frames that
+ * are not there: then the file could come out short or with older versions
+ * of blocks (tool_cat_unreachable says which). */
+static bool tool_cat_reaches_all(const struct cbfs_index_report *r)
+{
+    return !(r->data_tail_bytes && r->tail_kept) && !tool_cat_records_dropped(r);
+}
+
 /* After a reload (tool_file_look_again): is what cat printed from the old
  * index, blocks [from, upto) of a range that ends at end, still the file's in
  * tf's new one? Each block the same content (its XXH3 and length, or a hole
  * of the same length: a block a writer stored again with the same bytes, as
  * a tool rewriting a file in place does, is no change), the same block size,
- * the file still reaching end, and nothing unreachable. */
+ * the file still reaching end, and every frame reached (the start's rule,
+ * and no frame past damage a rebuild could not pass). */
 static bool tool_cat_printed_same(const struct cbfs_index *old, const struct tool_file *tf,
                                   uint64_t from, uint64_t upto, uint64_t end)
 {
     const struct cbfs_index *const now = &tf->idx;
-    if (now->block_size != old->block_size || now->size < end || tf->rep.frames_unreachable)
+    if (now->block_size != old->block_size || now->size < end ||
+        !tool_cat_reaches_all(&tf->rep) || tf->rep.frames_unreachable)
         return false;
     for (uint64_t b = from; b < upto; b++) {
         const struct cbfs_index_entry *const x = cbfs_index_get(old, b);
@@ -197,7 +214,7 @@ out:
 static bool tool_cat_unreachable(const char *display, const struct tool_file *tf)
 {
     const struct cbfs_index_report *const r = &tf->rep;
-    const bool dropped = !r->sidecar_missing && r->records_dropped > r->frames_rescanned;
+    const bool dropped = tool_cat_records_dropped(r);
     if (r->data_tail_bytes && r->tail_kept)
         tool_err("cat",
                  "%s: offset %" PRIu64 ": no valid frame here; the %" PRIu64
@@ -213,7 +230,7 @@ static bool tool_cat_unreachable(const char *display, const struct tool_file *tf
         tool_err("cat", "%s: %" PRIu64 " index record(s) point at frames the data file does not "
                  "hold: those writes are lost",
                  display, r->records_dropped - r->frames_rescanned);
-    return (r->data_tail_bytes && r->tail_kept) || dropped;
+    return !tool_cat_reaches_all(r);
 }
 
 /* "OFF:LEN" or "OFF:" (to the end). */
