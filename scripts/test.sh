@@ -151,11 +151,12 @@ echo "mount suite: $(($(date +%s) - tm0)) s"
 # ---- the robustness cases again, against the ASan+UBSan daemon: corruption, crashes,
 # ENOSPC, random writes and open flags exercise the error paths where memory bugs hide;
 # t_codecs and t_random_read put the read path's cache references (held until the
-# reply is out, past the file's release) under many opens and closes; any sanitizer
-# report in the daemon's log fails the test (tests/mount/lib.sh)
+# reply is out, past the file's release) under many opens and closes; t_tool_live the
+# tools' index reloads (build-asan/cbfs beside the daemon); any sanitizer report in the
+# daemon's log, or a tool's exit status, fails the test (tests/mount/lib.sh)
 section "mount tests against build-asan/mount.cbfs"
 for name in t_bad_store t_corrupt t_posix_random t_posix_open t_enospc t_umount_busy t_crash t_tool_fsck \
-    t_codecs t_random_read; do
+    t_codecs t_random_read t_tool_live; do
     CBFS_MOUNT_BIN=$REPO/build-asan/mount.cbfs run_mount_test "mount (asan)" "$name" "$LOGS/asan-$name.log"
 done
 
