@@ -75,22 +75,33 @@ static struct cbfs_inode *cbfs_itable_find_id(struct cbfs_fs *fs, fuse_ino_t nod
 #define CBFS_XINO_BITS 48
 #define CBFS_XINO_MAX 0x7fffu /* file systems that fit bits 48-62 */
 
+/* The number the mount shows for inode number ino of file system dev, other
+ * than the store root's (cbfs_inode_st_ino's scheme) into *out. @return
+ * false past CBFS_XINO_MAX file systems or without memory. */
+static bool cbfs_itable_xino(struct cbfs_fs *fs, dev_t dev, ino_t ino, ino_t *out)
+{
+    cbfs_assert_held(&fs->lock);
+    size_t i = 0;
+    while (i < fs->nxdevs && fs->xdevs[i] != dev) i++;
+    if (i == fs->nxdevs) {
+        dev_t *const v = i < CBFS_XINO_MAX ? realloc(fs->xdevs, (i + 1) * sizeof *v) : NULL;
+        if (!v) return false;
+        v[i] = dev;
+        fs->xdevs = v;
+        fs->nxdevs = i + 1;
+    }
+    *out = (ino_t)(CBFS_NODEID_LOCAL | ((uint64_t)(i + 1) << CBFS_XINO_BITS) |
+                   ((uint64_t)ino & ((1ull << CBFS_XINO_BITS) - 1)));
+    return true;
+}
+
 /* inode's st_ino as the mount shows it (cbfs_inode_st_ino), its node id set. */
 static ino_t cbfs_itable_shown_ino(struct cbfs_fs *fs, const struct cbfs_inode *inode)
 {
     cbfs_assert_held(&fs->lock);
+    ino_t x;
     if (inode->dev == fs->dev) return inode->ino;
-    size_t i = 0;
-    while (i < fs->nxdevs && fs->xdevs[i] != inode->dev) i++;
-    if (i == fs->nxdevs) {
-        dev_t *const v = i < CBFS_XINO_MAX ? realloc(fs->xdevs, (i + 1) * sizeof *v) : NULL;
-        if (!v) return (ino_t)inode->nodeid;
-        v[i] = inode->dev;
-        fs->xdevs = v;
-        fs->nxdevs = i + 1;
-    }
-    return (ino_t)(CBFS_NODEID_LOCAL | ((uint64_t)(i + 1) << CBFS_XINO_BITS) |
-                   ((uint64_t)inode->ino & ((1ull << CBFS_XINO_BITS) - 1)));
+    return cbfs_itable_xino(fs, inode->dev, inode->ino, &x) ? x : (ino_t)inode->nodeid;
 }
 
 /* Gives inode, about to enter the table, its node id: its inode number where
@@ -304,6 +315,16 @@ ino_t cbfs_inode_st_ino(const struct cbfs_fs *fs, const struct cbfs_inode *inode
 {
     (void)fs;
     return inode->shown_ino;
+}
+
+ino_t cbfs_inode_map_ino(struct cbfs_fs *fs, dev_t dev, ino_t ino)
+{
+    if (dev == fs->dev) return ino;
+    ino_t x;
+    cbfs_mutex_lock(&fs->lock);
+    const bool ok = cbfs_itable_xino(fs, dev, ino, &x);
+    cbfs_mutex_unlock(&fs->lock);
+    return ok ? x : ino;
 }
 
 ino_t cbfs_inode_dirent_ino(const struct cbfs_fs *fs, const struct cbfs_inode *dir, ino_t d_ino)

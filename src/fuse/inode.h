@@ -190,12 +190,19 @@ fuse_ino_t cbfs_inode_nodeid(const struct cbfs_fs *fs, const struct cbfs_inode *
  * every name and after the kernel forgets the inode, for the daemon's life
  * (a remount may number the file systems in another order). Past 32767 such
  * file systems, or without memory, an object gets its node id, unique but
- * not kept once the kernel forgets it. Store inode numbers do not reach bit
- * 63 (ext4's are 32 bits, xfs's and btrfs's far below it). */
+ * not kept once the kernel forgets it. The scheme assumes that the store's own
+ * inode numbers stay below 2^63 (ext4's are 32 bits, xfs's and btrfs's far
+ * below it); a store on a file system that hands out higher ones (a FUSE
+ * file system that hashes them) could show one that equals a mapped number. */
 ino_t cbfs_inode_st_ino(const struct cbfs_fs *fs, const struct cbfs_inode *inode);
+/* The number the mount shows for inode ino of file system dev (as
+ * cbfs_inode_st_ino; the raw number past the table's limit): for names the
+ * table holds no inode of, such as a directory's "..". Takes fs->lock. */
+ino_t cbfs_inode_map_ino(struct cbfs_fs *fs, dev_t dev, ino_t ino);
 /* The d_ino the mount lists for an entry of directory dir whose store d_ino
  * is d_ino: as cbfs_inode_st_ino shows the objects of dir's file system (a
- * mount point inside dir keeps the number dir's file system lists for it). */
+ * mount point inside dir keeps the number dir's file system lists for it;
+ * "." and ".." are the caller's: cbfs_readdir_common). */
 ino_t cbfs_inode_dirent_ino(const struct cbfs_fs *fs, const struct cbfs_inode *dir, ino_t d_ino);
 
 /* Pins the O_PATH fd of inode's store object: *fd stays valid until

@@ -41,6 +41,22 @@ static bool cbfs_is_dot(const char *name)
     return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
+/* The d_ino the mount lists for entry name of dir (store d_ino d_ino): "." is
+ * dir's own number, ".." its parent's (the store's parent of the root keeps
+ * its own), others cbfs_inode_dirent_ino's. */
+static ino_t cbfs_readdir_ino(struct cbfs_fs *fs, struct cbfs_inode *dir, DIR *dp,
+                              const char *name, ino_t d_ino)
+{
+    if (strcmp(name, ".") == 0) return cbfs_inode_st_ino(fs, dir);
+    if (strcmp(name, "..") == 0) {
+        struct stat st;
+        if (dir == fs->root || fstatat(dirfd(dp), "..", &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return d_ino;
+        return cbfs_inode_map_ino(fs, st.st_dev, st.st_ino);
+    }
+    return cbfs_inode_dirent_ino(fs, dir, d_ino);
+}
+
 static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                                 struct fuse_file_info *fi, bool plus)
 {
@@ -100,7 +116,7 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
                  * where that one file gets its error). One bad file must not
                  * end the listing of the rest, as it does not on ext4. */
                 memset(&e, 0, sizeof e);
-                e.attr.st_ino = cbfs_inode_dirent_ino(fs, dir, h->entry->d_ino);
+                e.attr.st_ino = cbfs_readdir_ino(fs, dir, h->dp, name, h->entry->d_ino);
                 e.attr.st_mode = (mode_t)h->entry->d_type << 12;
                 inode = NULL;
             } else {
@@ -114,7 +130,7 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
             }
             if (inode) packed[npacked++] = inode;
         } else {
-            struct stat st = {.st_ino = cbfs_inode_dirent_ino(fs, dir, h->entry->d_ino),
+            struct stat st = {.st_ino = cbfs_readdir_ino(fs, dir, h->dp, name, h->entry->d_ino),
                               .st_mode = (mode_t)h->entry->d_type << 12};
             len = fuse_add_direntry(req, buf + used, size - used, name, &st, next);
             if (len > size - used) break;

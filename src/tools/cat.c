@@ -87,12 +87,14 @@ static bool tool_cat_records_dropped(const struct cbfs_index_report *r)
 }
 
 /* Does the index cat loaded (r its report) reach every frame of the file? Not
- * where frames may lie past a damaged header, or records point at frames that
- * are not there: then the file could come out short or with older versions
- * of blocks (tool_cat_unreachable says which). */
+ * where frames may lie past a damaged header, records point at frames that
+ * are not there, or a rebuild could not pass damage: then the file could come
+ * out short or with older versions of blocks (tool_cat_unreachable says
+ * which). */
 static bool tool_cat_reaches_all(const struct cbfs_index_report *r)
 {
-    return !(r->data_tail_bytes && r->tail_kept) && !tool_cat_records_dropped(r);
+    return !(r->data_tail_bytes && r->tail_kept) && !tool_cat_records_dropped(r) &&
+           !r->frames_unreachable;
 }
 
 /* After a reload (tool_file_look_again): is what cat printed from the old
@@ -100,14 +102,12 @@ static bool tool_cat_reaches_all(const struct cbfs_index_report *r)
  * tf's new one? Each block the same content (its XXH3 and length, or a hole
  * of the same length: a block a writer stored again with the same bytes, as
  * a tool rewriting a file in place does, is no change), the same block size,
- * the file still reaching end, and every frame reached (the start's rule,
- * and no frame past damage a rebuild could not pass). */
+ * the file still reaching end, and every frame reached (the start's rule). */
 static bool tool_cat_printed_same(const struct cbfs_index *old, const struct tool_file *tf,
                                   uint64_t from, uint64_t upto, uint64_t end)
 {
     const struct cbfs_index *const now = &tf->idx;
-    if (now->block_size != old->block_size || now->size < end ||
-        !tool_cat_reaches_all(&tf->rep) || tf->rep.frames_unreachable)
+    if (now->block_size != old->block_size || now->size < end || !tool_cat_reaches_all(&tf->rep))
         return false;
     for (uint64_t b = from; b < upto; b++) {
         const struct cbfs_index_entry *const x = cbfs_index_get(old, b);
@@ -168,8 +168,8 @@ static cbfs_err tool_cat_frames(const char *display, struct tool_file *tf, uint6
             break;
         }
         if (look == TOOL_LOOK_GONE)
-            tool_err("cat", "%s: it was removed or moved away while it was printed; what "
-                     "failed below is what its index named then",
+            tool_err("cat", "%s: it was removed while it was printed; what failed below is "
+                     "what its index named then",
                      display);
         if (look == TOOL_LOOK_KEPT_CHANGING)
             tool_err("cat", "%s: it changed under each of %u looks at the block(s) below: a "
@@ -230,6 +230,10 @@ static bool tool_cat_unreachable(const char *display, const struct tool_file *tf
         tool_err("cat", "%s: %" PRIu64 " index record(s) point at frames the data file does not "
                  "hold: those writes are lost",
                  display, r->records_dropped - r->frames_rescanned);
+    else if (r->frames_unreachable)
+        tool_err("cat", "%s: no sidecar, and frames of the file lie past damage that a rebuild "
+                 "from its frames cannot pass",
+                 display);
     return !tool_cat_reaches_all(r);
 }
 

@@ -203,8 +203,9 @@ void tool_file_close(struct tool_file *tf);
  * mid-frame leaves the stats as they were), or where the sidecar at tf's name
  * (in tf->dirfd) is another than tf's, or there is one now where tf had none:
  * then tf's index is loaded again, from the same data fd (the file it opened)
- * and the sidecar its name has now. A file no longer at its name (removed or
- * moved away) is gone. At most TOOL_LOOKS looks per *looks (the caller's
+ * and the sidecar its name has now (while the name names that file; one moved
+ * away goes on with its own sidecar). A removed file is gone. At most
+ * TOOL_LOOKS looks per *looks (the caller's
  * count, from 0). With old, the index replaced is moved there (the caller
  * frees it), else freed. The walk's orphan sidecars follow the same rule
  * (tool_orphan_settled). */
@@ -213,8 +214,7 @@ enum tool_look {
     TOOL_LOOK_STANDS,        /* the file is quiet (or could not be loaded again): what
                                 was seen stands */
     TOOL_LOOK_KEPT_CHANGING, /* it changed under every look: what was seen stands */
-    TOOL_LOOK_GONE,          /* its data file was removed or moved away since: nothing
-                                to report */
+    TOOL_LOOK_GONE,          /* its data file was removed since: nothing to report */
 };
 enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
                                     struct cbfs_index *old);

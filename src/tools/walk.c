@@ -218,8 +218,9 @@ static bool tool_recent(const struct stat *st)
 {
     struct timespec now;
     if (clock_gettime(CLOCK_REALTIME, &now) != 0) return true;
-    const time_t age = now.tv_sec - st->st_ctim.tv_sec;
-    return age >= 0 && age <= TOOL_RECENT_S;
+    /* a ctime ahead of the clock (a store on NFS, its server's clock ahead)
+     * is recent too */
+    return now.tv_sec - st->st_ctim.tv_sec <= TOOL_RECENT_S;
 }
 
 /* The pause before a tool looks again at what a writer may be changing. */
@@ -418,13 +419,13 @@ cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd)
     return e;
 }
 
-/* tf's index as load reads it, without repairing anything. */
-static cbfs_err tool_file_load(const struct tool_file *tf, enum tool_load load,
+/* tf's index as load reads it with the sidecar idx_fd, repairing nothing. */
+static cbfs_err tool_file_load(const struct tool_file *tf, int idx_fd, enum tool_load load,
                                struct cbfs_index *idx, struct cbfs_index_report *rep)
 {
     return load == TOOL_LOAD_FULL
-               ? cbfs_index_load(tf->data_fd, tf->idx_fd, false, &tf->store.bs, idx, rep)
-               : cbfs_index_open(tf->data_fd, tf->idx_fd, false, &tf->store.bs, idx, rep);
+               ? cbfs_index_load(tf->data_fd, idx_fd, false, &tf->store.bs, idx, rep)
+               : cbfs_index_open(tf->data_fd, idx_fd, false, &tf->store.bs, idx, rep);
 }
 
 static bool tool_stat_same(const struct stat *a, const struct stat *b)
@@ -442,22 +443,32 @@ static bool tool_file_changed(const struct tool_file *tf)
     return tf->idx_fd >= 0 && (fstat(tf->idx_fd, &st) != 0 || !tool_stat_same(&st, &tf->idx_st));
 }
 
-/* Loads tf's index again from its fds, taking the stats first (a change after
- * them makes the next look see a change). Only a load without error replaces
- * tf's index, moved to *old where given. */
-static cbfs_err tool_file_reload(struct tool_file *tf, struct cbfs_index *old)
+#define TOOL_SIDE_KEEP (-2) /* tool_file_reload: tf's own sidecar fd */
+
+/* Loads tf's index again from its data fd and the sidecar side (an fd, -1 for
+ * none, or TOOL_SIDE_KEEP), taking the stats first (a change after them makes
+ * the next look see a change). Only a load without error replaces tf's index
+ * (moved to *old where given), stats, report and, with another side, its
+ * sidecar fd (side then belongs to tf); on error nothing of tf changes and
+ * side is the caller's. */
+static cbfs_err tool_file_reload(struct tool_file *tf, int side, struct cbfs_index *old)
 {
     assert(tf->is_cbfs);
+    const int ifd = side == TOOL_SIDE_KEEP ? tf->idx_fd : side;
     struct stat dst, ist = {0};
-    if (fstat(tf->data_fd, &dst) != 0 || (tf->idx_fd >= 0 && fstat(tf->idx_fd, &ist) != 0))
+    if (fstat(tf->data_fd, &dst) != 0 || (ifd >= 0 && fstat(ifd, &ist) != 0))
         return cbfs_err_from_errno(errno);
     struct cbfs_index idx;
     struct cbfs_index_report rep;
-    const cbfs_err e = tool_file_load(tf, TOOL_LOAD_FULL, &idx, &rep);
+    const cbfs_err e = tool_file_load(tf, ifd, TOOL_LOAD_FULL, &idx, &rep);
     if (e) return e;
     if (old && !tf->load_err) *old = tf->idx;
     else if (old) cbfs_index_init(old, 0, 0); /* nothing was loaded: an empty one */
     else if (!tf->load_err) cbfs_index_free(&tf->idx);
+    if (side != TOOL_SIDE_KEEP) {
+        if (tf->idx_fd >= 0) close(tf->idx_fd);
+        tf->idx_fd = side;
+    }
     tf->idx = idx;
     tf->rep = rep;
     tf->load_err = CBFS_OK;
@@ -466,31 +477,36 @@ static cbfs_err tool_file_reload(struct tool_file *tf, struct cbfs_index *old)
     return CBFS_OK;
 }
 
-/* Points tf's sidecar fd at the sidecar its name has now, none (-1) where
- * there is none: a rename moves a data file before its sidecar, an unlink
- * moves the sidecar away first, a rename over a name replaces both. @return
- * true where that is another file than tf had. */
-static bool tool_file_residecar(struct tool_file *tf)
+/* Does tf's name (in tf->dirfd) still name the data file it opened? */
+static bool tool_file_at_name(const struct tool_file *tf)
+{
+    struct stat st;
+    return tf->name && fstatat(tf->dirfd, tf->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+           st.st_dev == tf->data_st.st_dev && st.st_ino == tf->data_st.st_ino;
+}
+
+/* The sidecar tf's name has now where that is another file than tf's: an fd
+ * on it, or -1 where there is none now and tf had one (a rename moves a data
+ * file before its sidecar, an unlink moves the sidecar away first, a rename
+ * over a name replaces both); TOOL_SIDE_KEEP where it is tf's own, or where
+ * it cannot be told (an open that fails other than for want of the name: out
+ * of fds, no permission). */
+static int tool_file_side_now(const struct tool_file *tf)
 {
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
     int fd;
-    if (!tf->name ||
-        cbfs_store_sidecar_path(tf->store.layout, tf->name, side, sizeof side) != CBFS_OK)
-        return false;
-    if (tool_open_regular(tf->dirfd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, &fd) != CBFS_OK)
-        fd = -1;
+    if (cbfs_store_sidecar_path(tf->store.layout, tf->name, side, sizeof side) != CBFS_OK)
+        return TOOL_SIDE_KEEP;
+    const cbfs_err e = tool_open_regular(tf->dirfd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, &fd);
+    if (e == CBFS_E_NOENT) return tf->idx_fd >= 0 ? -1 : TOOL_SIDE_KEEP;
+    if (e) return TOOL_SIDE_KEEP;
     struct stat a, b;
-    const bool same = fd < 0 ? tf->idx_fd < 0
-                             : tf->idx_fd >= 0 && fstat(fd, &a) == 0 &&
-                                   fstat(tf->idx_fd, &b) == 0 && a.st_dev == b.st_dev &&
-                                   a.st_ino == b.st_ino;
-    if (same) {
-        if (fd >= 0) close(fd);
-        return false;
+    if (tf->idx_fd >= 0 && fstat(fd, &a) == 0 && fstat(tf->idx_fd, &b) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        close(fd);
+        return TOOL_SIDE_KEEP;
     }
-    if (tf->idx_fd >= 0) close(tf->idx_fd);
-    tf->idx_fd = fd;
-    return true;
+    return fd;
 }
 
 enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
@@ -503,19 +519,30 @@ enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
         tool_settle();
         changed = tool_file_changed(tf);
     }
-    /* no longer the file at its name (removed, or moved away): nothing of it
-     * to report here */
     struct stat st;
-    if (fstat(tf->data_fd, &st) == 0 && st.st_nlink == 0) return TOOL_LOOK_GONE;
-    if (tf->name && (fstatat(tf->dirfd, tf->name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-                     st.st_dev != tf->data_st.st_dev || st.st_ino != tf->data_st.st_ino))
-        return TOOL_LOOK_GONE;
-    changed |= tool_file_residecar(tf);
-    if (!changed) return TOOL_LOOK_STANDS;
-    if (*looks == TOOL_LOOKS) return TOOL_LOOK_KEPT_CHANGING;
-    if (tool_file_reload(tf, old) != CBFS_OK) return TOOL_LOOK_STANDS;
-    (*looks)++;
-    return TOOL_LOOK_AGAIN;
+    if (fstat(tf->data_fd, &st) == 0 && st.st_nlink == 0) return TOOL_LOOK_GONE; /* removed */
+    /* The sidecar at the name, taken only while the name names the file
+     * before and after it was opened: the daemon moves a data file before its
+     * sidecar, so that sidecar is this file's. A file moved away goes on with
+     * the sidecar it has (and is reported under the name it was found at). */
+    int side = tool_file_at_name(tf) ? tool_file_side_now(tf) : TOOL_SIDE_KEEP;
+    if (side != TOOL_SIDE_KEEP && !tool_file_at_name(tf)) {
+        if (side >= 0) close(side);
+        side = TOOL_SIDE_KEEP;
+    }
+    if (!changed && side == TOOL_SIDE_KEEP) return TOOL_LOOK_STANDS;
+    enum tool_look r = TOOL_LOOK_KEPT_CHANGING;
+    if (*looks < TOOL_LOOKS) {
+        r = tool_file_reload(tf, side, old) == CBFS_OK ? TOOL_LOOK_AGAIN : TOOL_LOOK_STANDS;
+        if (r == TOOL_LOOK_AGAIN) {
+            (*looks)++;
+            return r;
+        }
+        /* a load that failed right as the file went (a rename over it) */
+        if (fstat(tf->data_fd, &st) == 0 && st.st_nlink == 0) r = TOOL_LOOK_GONE;
+    }
+    if (side >= 0) close(side);
+    return r;
 }
 
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
@@ -548,7 +575,7 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
         goto fail;
     tf->is_cbfs = tf->idx_fd >= 0 || framed;
     if (!tf->is_cbfs) return CBFS_OK;
-    tf->load_err = tool_file_load(tf, load, &tf->idx, &tf->rep);
+    tf->load_err = tool_file_load(tf, tf->idx_fd, load, &tf->idx, &tf->rep);
     if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {
         e = tf->load_err;
         goto fail;

@@ -5,8 +5,9 @@
 # snapshot's files have their originals' numbers), so the mount showed two different
 # files as one (st_dev, st_ino): tar stored the snapshot's file as a hard link of the
 # original and restored the original's bytes for it (exit 0), find and du skipped the
-# subvolumes as file-system loops, cp -a left one out. Such objects now show their
-# node ids as inode numbers (cbfs_inode_st_ino).
+# subvolumes as file-system loops, cp -a left one out. Such objects now show a number
+# made of their file system's place among those met and their own number there
+# (cbfs_inode_st_ino), in stat and in readdir.
 . "$(dirname "$0")/lib.sh"
 img=$T/btrfs.img fs=$T/fs mnt=$T/mnt
 mkdir -p "$fs" "$mnt"
@@ -32,7 +33,7 @@ check_eq "$(stat -c %i "$mnt/sub/full.bkp")" "$(stat -c %i "$mnt/sub/full.link")
 # the numbers stay when the kernel forgets the inodes (they were the addresses of the
 # daemon's inode structs, which the next lookups got again: tar again took one file
 # for a link of another), for every name of a file; readdir's d_ino agrees with stat
-# past readdirplus's first buffer (300 files in the snapshot)
+# past readdirplus's first buffer (300 files in the snapshot), "." and ".." included
 for i in $(seq 300); do : >"$mnt/snap/e$i"; done
 before=$(stat -c '%n %i' "$mnt/sub/full.bkp" "$mnt/snap/full.bkp" "$mnt/snap/e7")
 for round in 1 2 3; do
@@ -44,11 +45,27 @@ for round in 1 2 3; do
         "a hard link's inode number after the kernel forgot it (round $round)"
 done
 python3 - "$mnt/snap" <<'PY' || fail "readdir's d_ino against stat in the snapshot"
-import os, sys
-bad = [(e.name, e.inode(), os.lstat(e.path).st_ino) for e in os.scandir(sys.argv[1])
-       if e.inode() != os.lstat(e.path).st_ino]
-if bad:
-    sys.exit("%d of the entries: %s" % (len(bad), bad[:3]))
+import ctypes, os, struct, sys
+d = sys.argv[1]
+def dents(path):  # getdents64 itself: scandir leaves out "." and ".."
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd, out, buf = os.open(path, os.O_RDONLY | os.O_DIRECTORY), {}, ctypes.create_string_buffer(1 << 16)
+    while True:
+        n = libc.syscall(217, fd, buf, len(buf))  # SYS_getdents64 on x86-64
+        if n <= 0:
+            break
+        pos = 0
+        while pos < n:
+            ino, _, reclen = struct.unpack_from("QqH", buf.raw, pos)
+            out[buf.raw[pos + 19:pos + reclen].split(b"\0")[0].decode()] = ino
+            pos += reclen
+    os.close(fd)
+    return out
+got = dents(d)
+want = {name: os.lstat(os.path.join(d, name)).st_ino for name in got}
+bad = [(name, got[name], want[name]) for name in got if got[name] != want[name]]
+if bad or "." not in got or ".." not in got:
+    sys.exit("%d of the %d entries: %s" % (len(bad), len(got), bad[:3]))
 PY
 check_eq 304 "$(find "$mnt" -type f 2>"$T/find.err" | wc -l)" "files find sees ($(head -n 1 "$T/find.err"))"
 mkdir "$T/restore"
