@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -646,4 +648,61 @@ Test(store_layout, sidecar_match_refuses_a_foreign_owner, .init = st_setup, .fin
     cr_assert_eq(cbfs_store_sidecar_match(dfd, ifd, &was), CBFS_E_PERM);
     close(dfd);
     close(ifd);
+}
+
+/* ---- who holds a store's lock (cbfs_store_holder_describe) ---- */
+
+/* A child that sleeps under the argv given (argv[0] as it likes): what
+ * /proc/PID/cmdline shows for a daemon started as fstab's fuse.cbfs, or for
+ * another program. The caller kills and reaps it. */
+static pid_t holder_child(char *const argv[])
+{
+    const pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        execv("/bin/sleep", argv);
+        _exit(127);
+    }
+    /* until the exec has replaced the cmdline */
+    char path[64], buf[64];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+    for (int i = 0; i < 500; i++) {
+        const int fd = open(path, O_RDONLY);
+        const ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0) close(fd);
+        if (n > 0 && strncmp(buf, argv[0], (size_t)n) == 0) break;
+        usleep(10000);
+    }
+    return pid;
+}
+
+static void holder_reap(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+Test(store_lock, holder_described)
+{
+    char buf[128], want[128];
+    char *const fuse_argv[] = {"/sbin/mount.fuse.cbfs", "30", NULL};
+    pid_t pid = holder_child(fuse_argv);
+    cr_expect_eq(cbfs_store_holder_describe(pid, buf, sizeof buf), CBFS_HOLDER_DAEMON);
+    snprintf(want, sizeof want, "a cbfs daemon (pid %ld)", (long)pid);
+    cr_expect_str_eq(buf, want);
+    holder_reap(pid);
+
+    char *const other_argv[] = {"sleep", "30", NULL};
+    pid = holder_child(other_argv);
+    cr_expect_eq(cbfs_store_holder_describe(pid, buf, sizeof buf), CBFS_HOLDER_UNKNOWN);
+    snprintf(want, sizeof want, "process %ld (sleep)", (long)pid);
+    cr_expect_str_eq(buf, want);
+    holder_reap(pid);
+    /* gone now: no cmdline to read, so no name is guessed */
+    cr_expect_eq(cbfs_store_holder_describe(pid, buf, sizeof buf), CBFS_HOLDER_UNKNOWN);
+    snprintf(want, sizeof want, "process %ld", (long)pid);
+    cr_expect_str_eq(buf, want);
+
+    cr_expect_eq(cbfs_store_holder_describe(0, buf, sizeof buf), CBFS_HOLDER_UNKNOWN);
+    cr_expect_str_eq(buf, "an unknown process");
 }
