@@ -331,10 +331,9 @@ ino_t cbfs_inode_dirent_ino(const struct cbfs_fs *fs, const struct cbfs_inode *d
 {
     const uint64_t low = (1ull << CBFS_XINO_BITS) - 1, shown = (uint64_t)dir->shown_ino;
     /* dir's own number says where its file system's objects are numbered
-     * (bits 48-62 set); a directory that got its node id instead has none */
-    if (dir->dev == fs->dev || (shown & ~low & ~CBFS_NODEID_LOCAL) == 0 ||
-        shown == (uint64_t)dir->nodeid)
-        return d_ino;
+     * (bits 48-62 set); a directory that got its node id instead (an address
+     * below 2^47 with bit 63) has none */
+    if (dir->dev == fs->dev || (shown & ~low & ~CBFS_NODEID_LOCAL) == 0) return d_ino;
     return (ino_t)((shown & ~low) | ((uint64_t)d_ino & low));
 }
 
