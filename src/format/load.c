@@ -696,12 +696,18 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
                                      const struct cbfs_bs_hint *bs, struct cbfs_index *idx,
                                      struct cbfs_index_report *rep);
 
+/* cbfs_index_unborn's rule on sizes already taken (isize 0 without a sidecar). */
+static bool cbfs_load_unborn(uint64_t dsize, uint64_t isize)
+{
+    return dsize == 0 && isize < CBFS_INDEX_REC_SIZE;
+}
+
 bool cbfs_index_unborn(int data_fd, int idx_fd)
 {
     uint64_t dsize, isize = 0;
-    return cbfs_load_fsize(data_fd, &dsize) == CBFS_OK && dsize == 0 &&
-           (idx_fd < 0 || (cbfs_load_fsize(idx_fd, &isize) == CBFS_OK &&
-                           isize < CBFS_INDEX_REC_SIZE));
+    return cbfs_load_fsize(data_fd, &dsize) == CBFS_OK &&
+           (idx_fd < 0 || cbfs_load_fsize(idx_fd, &isize) == CBFS_OK) &&
+           cbfs_load_unborn(dsize, isize);
 }
 
 cbfs_err cbfs_index_load(int data_fd, int idx_fd, bool repair, const struct cbfs_bs_hint *bs,
@@ -730,19 +736,19 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     enum cbfs_load_claim claim = CBFS_CLAIM_FRAMES;
 
     cbfs_index_init(idx, 0, 0);
-    if (idx_fd >= 0 && cbfs_index_unborn(data_fd, idx_fd)) {
-        /* (without a sidecar the caller decides whether the file is cbfs at
-         * all: CBFS_E_BAD_MAGIC below, as for any data without frames) */
-        cbfs_index_init(idx, bs && bs->size ? bs->size : CBFS_BLOCK_DEFAULT, 0);
-        rp.unborn = true;
-        if (rep) *rep = rp;
-        return CBFS_OK;
-    }
     cbfs_err e = cbfs_load_fsize(data_fd, &dsize);
     if (e) goto fail;
     if (idx_fd >= 0) {
         e = cbfs_load_fsize(idx_fd, &isize);
         if (e) goto fail;
+        if (cbfs_load_unborn(dsize, isize)) {
+            /* (without a sidecar the caller decides whether the file is cbfs
+             * at all: CBFS_E_BAD_MAGIC below, as for any data without frames) */
+            cbfs_index_init(idx, bs && bs->size ? bs->size : CBFS_BLOCK_DEFAULT, 0);
+            rp.unborn = true;
+            if (rep) *rep = rp;
+            return CBFS_OK;
+        }
         if (isize >= CBFS_INDEX_REC_SIZE) {
             uint8_t buf[CBFS_INDEX_REC_SIZE];
             e = cbfs_pread_full(idx_fd, buf, sizeof buf, 0);
