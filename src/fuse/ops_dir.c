@@ -42,15 +42,17 @@ static bool cbfs_is_dot(const char *name)
 }
 
 /* The d_ino the mount lists for entry name of dir (store d_ino d_ino): "." is
- * dir's own number, ".." its parent's (the store's parent of the root keeps
- * its own), others cbfs_inode_dirent_ino's. */
+ * dir's own number, ".." its parent's, others cbfs_inode_dirent_ino's. Only
+ * a directory of another file system than the store root's can have a parent
+ * elsewhere (a subvolume's root): its ".." is looked at, one fstatat; the
+ * store's own directories (the root's parent included) list theirs as is. */
 static ino_t cbfs_readdir_ino(struct cbfs_fs *fs, struct cbfs_inode *dir, DIR *dp,
                               const char *name, ino_t d_ino)
 {
     if (strcmp(name, ".") == 0) return cbfs_inode_st_ino(fs, dir);
     if (strcmp(name, "..") == 0) {
         struct stat st;
-        if (dir == fs->root || fstatat(dirfd(dp), "..", &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (dir->dev == fs->dev || fstatat(dirfd(dp), "..", &st, AT_SYMLINK_NOFOLLOW) != 0)
             return d_ino;
         return cbfs_inode_map_ino(fs, st.st_dev, st.st_ino);
     }
