@@ -205,10 +205,9 @@ void tool_file_close(struct tool_file *tf);
  * then tf's index is loaded again, from the same data fd (the file it opened)
  * and the sidecar its name has now (while the name names that file; one moved
  * away goes on with its own sidecar). A removed file is gone. At most
- * TOOL_LOOKS looks per *looks (the caller's
- * count, from 0). With old, the index replaced is moved there (the caller
- * frees it), else freed. The walk's orphan sidecars follow the same rule
- * (tool_orphan_settled). */
+ * TOOL_LOOKS looks per *looks (the caller's count, from 0). With old, the
+ * index replaced is moved there (the caller frees it), else freed. The walk's
+ * orphan sidecars follow the same rule (tool_orphan_settled). */
 enum tool_look {
     TOOL_LOOK_AGAIN,         /* tf holds a newer index: check it again */
     TOOL_LOOK_STANDS,        /* the file is quiet (or could not be loaded again): what
