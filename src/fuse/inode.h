@@ -202,7 +202,7 @@ ino_t cbfs_inode_map_ino(struct cbfs_fs *fs, dev_t dev, ino_t ino);
 /* The d_ino the mount lists for an entry of directory dir whose store d_ino
  * is d_ino: as cbfs_inode_st_ino shows the objects of dir's file system (a
  * mount point inside dir keeps the number dir's file system lists for it;
- * "." and ".." are the caller's: cbfs_readdir_common). */
+ * "." and ".." are the caller's: cbfs_readdir_ino). */
 ino_t cbfs_inode_dirent_ino(const struct cbfs_fs *fs, const struct cbfs_inode *dir, ino_t d_ino);
 
 /* Pins the O_PATH fd of inode's store object: *fd stays valid until
