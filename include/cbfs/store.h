@@ -285,11 +285,14 @@ bool cbfs_store_root_of(const char *abs, bool self, size_t *root_len);
  * fsynced. @return CBFS_OK, CBFS_E_NOENT if it does not exist, or an error. */
 cbfs_err cbfs_store_sync_dir(int dirfd, const char *name);
 
-/* Creates .cbfs/ (0700) if needed and takes .cbfs/lock with
- * flock(LOCK_EX|LOCK_NB), then writes our pid into it. The lock belongs to
- * the open file description, so it survives fork(): a daemonized child keeps
- * it (call cbfs_store_set_pid there). readonly: a store on a read-only
- * filesystem is locked through a read-only descriptor (no pid written).
+/* Takes the store root's flock (LOCK_EX|LOCK_NB; where the root's file
+ * system allows it), creates .cbfs/ (0700) if needed and takes .cbfs/lock with
+ * flock(LOCK_EX|LOCK_NB), then writes our pid into it. The root's lock keeps
+ * a second daemon out even after .cbfs/ was renamed or removed under us. The
+ * locks belong to the open file descriptions, so they survive fork(): a
+ * daemonized child keeps them (call cbfs_store_set_pid there). readonly: a
+ * store on a read-only filesystem is locked through a read-only descriptor
+ * (no pid written).
  * @return CBFS_E_BUSY with *holder = the running daemon's pid (0 if unknown),
  * CBFS_E_ROFS if .cbfs/ does not exist and cannot be created, I/O errors. */
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder);

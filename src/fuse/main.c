@@ -182,8 +182,8 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
         cbfs_main_error("store %s is in use by %s; %s", path, who,
                         k == CBFS_HOLDER_TOOL     ? "mount it when that has finished"
                         : k == CBFS_HOLDER_DAEMON ? "unmount it first"
-                                                  : "it holds " CBFS_STORE_DIR
-                                                    "/" CBFS_STORE_LOCK);
+                                                  : "it holds the lock on the store's root "
+                                                    "or on " CBFS_STORE_DIR "/" CBFS_STORE_LOCK);
         return -1;
     }
     if (e == CBFS_E_ROFS) {

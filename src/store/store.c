@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@ struct cbfs_store {
     int root_fd; /* O_PATH|O_DIRECTORY on the store root */
     int meta_fd; /* O_RDONLY|O_DIRECTORY on .cbfs/ (fsync-able); -1 before lock */
     int lock_fd; /* .cbfs/lock, flock(LOCK_EX) held while >= 0 */
+    int root_lock_fd; /* O_RDONLY on the store root, flock(LOCK_EX) held while >= 0 */
     bool lock_writable;
     bool fresh; /* we created .cbfs/ and wrote no store.conf yet: close removes it,
                    so a first mount that fails validation leaves no trace */
@@ -37,6 +39,7 @@ cbfs_err cbfs_store_open(const char *path, struct cbfs_store **out)
     if (!st) return CBFS_E_NOMEM;
     st->meta_fd = -1;
     st->lock_fd = -1;
+    st->root_lock_fd = -1;
     st->root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (st->root_fd < 0) {
         const cbfs_err e = errno == ENOTDIR ? CBFS_E_INVAL : cbfs_err_from_errno(errno);
@@ -173,22 +176,78 @@ enum cbfs_store_holder cbfs_store_holder_describe(pid_t holder, char *buf, size_
     return CBFS_HOLDER_UNKNOWN;
 }
 
+/* The pid of the process whose flock(LOCK_EX) holds fd's file, from
+ * /proc/locks ("1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO 0 EOF", the device
+ * in hex); 0 if not found. */
+static pid_t cbfs_store_flock_holder(int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return 0;
+    FILE *const f = fopen("/proc/locks", "re");
+    if (!f) return 0;
+    pid_t pid = 0;
+    char line[256];
+    while (!pid && fgets(line, sizeof line, f)) {
+        char kind[16], mode[16];
+        long p;
+        unsigned maj, min;
+        unsigned long long ino;
+        if (sscanf(line, "%*d: %15s %*s %15s %ld %x:%x:%llu", kind, mode, &p, &maj, &min, &ino) ==
+                6 &&
+            strcmp(kind, "FLOCK") == 0 && strcmp(mode, "WRITE") == 0 && maj == major(sb.st_dev) &&
+            min == minor(sb.st_dev) && ino == (unsigned long long)sb.st_ino && p > 0)
+            pid = (pid_t)p;
+    }
+    fclose(f);
+    return pid;
+}
+
+/* Takes the store root's own flock: the root is what a mount names, and it
+ * stays the same directory whatever happens to .cbfs/ inside it (renamed or
+ * removed under a running daemon, a second daemon would otherwise make a
+ * fresh .cbfs/, lock that, and serve the same files beside the first).
+ * .cbfs/lock stays the lock that older versions take and that carries the
+ * holder's pid. A root we cannot open for reading, or a file system that
+ * cannot flock a directory opened read-only (NFS turns flock into a POSIX
+ * lock, which needs a writable descriptor), leaves only .cbfs/lock, as
+ * before. @return CBFS_OK, or CBFS_E_BUSY with *holder the holder's pid
+ * (0: unknown). */
+static cbfs_err cbfs_store_lock_root(struct cbfs_store *st, pid_t *holder)
+{
+    st->root_lock_fd = openat(st->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st->root_lock_fd < 0) return CBFS_OK; /* a root we may search, not read */
+    while (flock(st->root_lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR) continue;
+        const bool busy = errno == EWOULDBLOCK;
+        if (busy) *holder = cbfs_store_flock_holder(st->root_lock_fd);
+        close(st->root_lock_fd);
+        st->root_lock_fd = -1;
+        return busy ? CBFS_E_BUSY : CBFS_OK;
+    }
+    return CBFS_OK;
+}
+
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder)
 {
     cbfs_err e;
     *holder = 0;
     bool created = false;
-    if (mkdirat(st->root_fd, CBFS_STORE_DIR, 0700) == 0)
+    if ((e = cbfs_store_lock_root(st, holder)) != CBFS_OK) return e;
+    if (mkdirat(st->root_fd, CBFS_STORE_DIR, 0700) == 0) {
         created = true;
-    else if (errno != EEXIST && errno != EROFS)
-        return cbfs_err_from_errno(errno);
+    } else if (errno != EEXIST && errno != EROFS) {
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
 
     /* O_NOFOLLOW: a symlink named .cbfs must not redirect the lock elsewhere. */
     st->meta_fd =
         openat(st->root_fd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (st->meta_fd < 0) {
-        if (errno == ENOENT) return CBFS_E_ROFS; /* mkdir failed with EROFS */
-        e = (errno == ENOTDIR || errno == ELOOP) ? CBFS_E_INVAL : cbfs_err_from_errno(errno);
+        if (errno == ENOENT)
+            e = CBFS_E_ROFS; /* mkdir failed with EROFS */
+        else
+            e = (errno == ENOTDIR || errno == ELOOP) ? CBFS_E_INVAL : cbfs_err_from_errno(errno);
         goto fail;
     }
     /* A new .cbfs/ must survive a crash before anything inside it counts. */
@@ -222,7 +281,8 @@ cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder)
 fail:
     if (st->lock_fd >= 0) close(st->lock_fd);
     if (st->meta_fd >= 0) close(st->meta_fd);
-    st->lock_fd = st->meta_fd = -1;
+    if (st->root_lock_fd >= 0) close(st->root_lock_fd);
+    st->lock_fd = st->meta_fd = st->root_lock_fd = -1;
     return e;
 }
 
@@ -544,6 +604,7 @@ void cbfs_store_close(struct cbfs_store *st)
         if (st->fresh) unlinkat(st->root_fd, CBFS_STORE_DIR, AT_REMOVEDIR);
     }
     if (st->meta_fd >= 0) close(st->meta_fd);
+    if (st->root_lock_fd >= 0) close(st->root_lock_fd); /* after .cbfs/ is settled */
     if (st->root_fd >= 0) close(st->root_fd);
     free(st);
 }

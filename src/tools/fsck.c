@@ -317,8 +317,10 @@ int tool_fsck_main(int argc, char **argv)
             tool_err("fsck", "%s is in use by %s: run fsck when that has finished", path, who);
             break;
         case CBFS_HOLDER_UNKNOWN:
-            tool_err("fsck", "%s is in use: %s holds %s/%s (a mount, or a cbfs tool)", path, who,
-                     CBFS_STORE_DIR, CBFS_STORE_LOCK);
+            tool_err("fsck",
+                     "%s is in use: %s holds the lock on its root or on %s/%s (a mount, or a "
+                     "cbfs tool)",
+                     path, who, CBFS_STORE_DIR, CBFS_STORE_LOCK);
             break;
         }
         goto out;

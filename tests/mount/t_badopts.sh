@@ -61,6 +61,13 @@ mkdir -p "$T/mnt2"
 expect_refused 'in use|lock|busy|another' -f "$store" "$T/mnt2"
 echo still-works >"$mnt/x"
 check_eq still-works "$(cat "$mnt/x")" "first mount after the refused second daemon"
+# .cbfs/ renamed away under the daemon: its lock file went with it, and a second daemon
+# made a fresh .cbfs/ and served the same files beside the first (the root is locked too)
+mv "$store/.cbfs" "$store/.cbfs-moved"
+expect_refused 'in use by a cbfs daemon \(pid [0-9]+\); unmount it' -f "$store" "$T/mnt2"
+[[ -e $store/.cbfs ]] && fail "the refused mount made a fresh $store/.cbfs"
+mv "$store/.cbfs-moved" "$store/.cbfs"
+check_eq still-works "$(cat "$mnt/x")" "first mount after .cbfs/ came back"
 # a directory of the store as a store of its own: two daemons served the same files (the
 # lock is the root's), and the second wrote a .cbfs/ into the first one's tree
 mkdir "$mnt/db" && echo db >"$mnt/db/a"
