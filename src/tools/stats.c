@@ -68,7 +68,7 @@ struct tool_view {
     double lw, pw, lr, pr; /* bytes in the interval */
     double ratio_now, ratio_avg;
     double stage_s[5], stage_pct[5];
-    double hit_rate;
+    double hit_rate; /* percent; < 0: no lookups in the interval */
     const char *verdict;
 };
 
@@ -130,7 +130,7 @@ static void tool_stats_view(const struct cbfs_stats *cur, const struct cbfs_stat
     }
     const double hits = (double)(a->cache_hits - b->cache_hits);
     const double lookups = hits + (double)(a->cache_misses - b->cache_misses);
-    v->hit_rate = lookups > 0 ? 100.0 * hits / lookups : 0;
+    v->hit_rate = lookups > 0 ? 100.0 * hits / lookups : -1;
     v->verdict = tool_stats_verdict(v, workers);
 }
 
@@ -165,9 +165,14 @@ static void tool_stats_text(const char *mnt, const struct cbfs_stats *s, const s
     printf("%-18s %14s %14s\n", "stage", "seconds", "% wall*workers");
     for (int i = 0; i < 5; i++)
         printf("%-18s %14.2f %13.1f%%\n", tool_stage_names[i], v->stage_s[i], v->stage_pct[i]);
-    printf("cache hit rate %.1f%% (%" PRIu64 " hits, %" PRIu64 " misses), read-ahead hits %" PRIu64
+    /* the rate is the interval's, the counts are totals: an idle second has no rate */
+    if (v->hit_rate < 0)
+        printf("cache hit rate -");
+    else
+        printf("cache hit rate %.1f%%", v->hit_rate);
+    printf(" (total %" PRIu64 " hits, %" PRIu64 " misses), read-ahead hits %" PRIu64
            ", in flight %s\n",
-           v->hit_rate, s->st.cache_hits, s->st.cache_misses, s->st.readahead_hits,
+           s->st.cache_hits, s->st.cache_misses, s->st.readahead_hits,
            tool_fmt_bytes(s->st.inflight_bytes, b2, sizeof b2));
     printf("errors: %" PRIu64 " write, %" PRIu64 " read%s\n", s->st.write_errors,
            s->st.read_errors,
@@ -191,10 +196,14 @@ static void tool_stats_json(const struct cbfs_stats *s, const struct tool_view *
 #undef TOOL_STATS_JSON_
     printf(",\"interval_s\":%.3f,\"logical_write_mbps\":%.2f,\"physical_write_mbps\":%.2f,"
            "\"logical_read_mbps\":%.2f,\"physical_read_mbps\":%.2f,\"ratio_current\":%.4f,"
-           "\"ratio_average\":%.4f,\"cache_hit_rate\":%.2f,\"stages\":{",
+           "\"ratio_average\":%.4f,\"cache_hit_rate\":",
            v->wall, tool_stats_mbps(v->lw, v->wall), tool_stats_mbps(v->pw, v->wall),
            tool_stats_mbps(v->lr, v->wall), tool_stats_mbps(v->pr, v->wall),
-           v->ratio_now, v->ratio_avg, v->hit_rate);
+           v->ratio_now, v->ratio_avg);
+    if (v->hit_rate < 0)
+        printf("null,\"stages\":{"); /* no lookups in the interval */
+    else
+        printf("%.2f,\"stages\":{", v->hit_rate);
     for (int i = 0; i < 5; i++)
         printf("%s\"%s\":{\"seconds\":%.3f,\"pct\":%.2f}", i ? "," : "", tool_stage_names[i],
                v->stage_s[i], v->stage_pct[i]);

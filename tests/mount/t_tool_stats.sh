@@ -38,6 +38,20 @@ grep -q 'bottleneck: compression (CPU)' "$T/check.out" || fail "cpu verdict: $(c
 grep -q 'average 4.00' "$T/check.out" || fail "ratio: $(cat "$T/check.out")"
 grep -Eq 'compress +18.00 +90.0%' "$T/check.out" || fail "stage line: $(cat "$T/check.out")"
 grep -q '^errors: 0 write, 2 read (journalctl' "$T/check.out" || fail "errors line: $(cat "$T/check.out")"
+# no lookups: no rate (it once printed "0.0%" beside the totals of a finished restore)
+grep -q '^cache hit rate - (total 0 hits, 0 misses)' "$T/check.out" ||
+    fail "hit rate without lookups: $(grep 'cache hit' "$T/check.out")"
+sed -e 's/^cache_hits=.*/cache_hits=1738/' -e 's/^cache_misses=.*/cache_misses=6/' \
+    "$T/cpu.txt" >"$T/hits.txt"
+check "$CBFS" stats --input "$T/hits.txt" /nonexistent
+grep -q '^cache hit rate 99.7% (total 1738 hits, 6 misses)' "$T/check.out" ||
+    fail "hit rate: $(grep 'cache hit' "$T/check.out")"
+check "$CBFS" stats --json --input "$T/cpu.txt" /nonexistent
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["cache_hit_rate"] is None, d
+' "$T/check.out" || fail "stats --json without lookups: $(cat "$T/check.out")"
 
 # disk-bound writer: little compress time, store writes busy most of the wall
 sed -e 's/^ns_compress=.*/ns_compress=2000000000/' -e 's/^ns_store_write=.*/ns_store_write=8000000000/' \
