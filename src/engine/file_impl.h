@@ -130,7 +130,7 @@ struct cbfs_file {
     bool dirty;              /* lock: frames or records stored since the last fdatasync
                                 began (set where they are, not by the write) */
     bool syncing;            /* lock: a flush is in fdatasync (one at a time) */
-    uint64_t ra_last;        /* lock: last block a reader touched (UINT64_MAX: none) */
+    uint64_t ra_last;        /* lock: the stream's front, its furthest block read (UINT64_MAX: none) */
     uint64_t ra_issued;      /* lock: read-ahead issued for blocks below this */
     unsigned ra_window;      /* lock: current read-ahead window in blocks */
     unsigned ra_jobs;        /* lock: read-ahead jobs in flight; close waits for 0 */

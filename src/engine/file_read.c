@@ -191,18 +191,34 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
     free(j);
 }
 
+/* Whether a read of blocks [first, last] continues the stream whose
+ * furthest block read is f->ra_last. One reader's stream does not arrive in
+ * order: the kernel's read-ahead keeps two or more of its READs in flight,
+ * and the serving threads take them in any order, so the next read may come
+ * after the one behind it. A read belongs to the stream when it starts at
+ * most one read's length (plus 2 blocks) past the front, or behind it by at
+ * most two such lengths plus the window. Before that, the stream had to go
+ * strictly forward, and every swapped pair of READs restarted it at a window
+ * of 0: reads swapped in pairs got no read-ahead at all. Lock held. */
+static bool cbfs_file_ra_continues(const struct cbfs_file *f, uint64_t first, uint64_t last)
+{
+    cbfs_assert_held(&f->lock);
+    if (f->ra_last == UINT64_MAX) return first == 0;
+    const uint64_t slack = last - first + 3;
+    return first <= f->ra_last + slack && first + 2 * slack + f->ra_window >= f->ra_last;
+}
+
 /* Sequential detection and read-ahead for a read of blocks [first, last].
- * The window starts at 2 blocks and doubles while the reader keeps going
- * forward, up to cfg.readahead, so a restore keeps every worker decoding.
- * Lock held; only non-blocking cache calls. */
+ * The window starts at 2 blocks and doubles while the reader moves its
+ * front forward, up to cfg.readahead, so a restore keeps every worker
+ * decoding. Lock held; only non-blocking cache calls. */
 static void cbfs_file_readahead(struct cbfs_file *f, uint64_t first, uint64_t last)
 {
     cbfs_assert_held(&f->lock);
     struct cbfs_engine *eng = f->eng;
     unsigned max = eng->cfg.readahead;
     if (!max) return;
-    bool seq = (f->ra_last == UINT64_MAX) ? first == 0
-                                          : first >= f->ra_last && first <= f->ra_last + 2;
+    const bool seq = cbfs_file_ra_continues(f, first, last);
     if (!seq) {
         f->ra_window = 0;
         f->ra_issued = 0;

@@ -703,6 +703,43 @@ Test(engine, sequential_roundtrip_every_codec)
     free(data);
 }
 
+/* A reader's READs reach the engine out of order (the kernel keeps two in
+ * flight and serving threads take them in any order): reads of 4 blocks in
+ * swapped pairs, 0-3 after 4-7 and so on, still get read-ahead. Before, every
+ * swapped pair restarted the stream at a window of 0: no read-ahead at all. */
+Test(engine, swapped_reads_keep_the_read_ahead)
+{
+    const size_t bs = 64 << 10, chunk = 4 * bs, nchunks = 32, size = nchunks * chunk;
+    /* a cache that holds the window beside the reader's blocks (the suite's
+     * 1 MiB evicts read-ahead blocks before their reads come) */
+    cbfs_engine_destroy(eng);
+    struct cbfs_engine_config cfg = {.block_size = bs, .workers = 2, .readahead = 4,
+                                     .cache_bytes = 8 << 20, .inflight_bytes = 512 << 10};
+    cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
+    unsigned char *data = malloc(size), *got = malloc(chunk);
+    cbfs_td_backup(data, size, 11);
+    struct cbfs_file *f = eng_open("swapped", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("swapped", false, "lz4");
+    struct cbfs_engine_stats before, after;
+    cbfs_engine_get_stats(eng, &before);
+    for (size_t i = 0; i < nchunks; i++) {
+        const size_t c = i ^ 1; /* 1, 0, 3, 2, ... */
+        size_t n = 0;
+        cr_assert_eq(cbfs_file_read(f, got, chunk, c * chunk, &n), CBFS_OK);
+        cr_assert_eq(n, chunk);
+        cr_assert(memcmp(got, data + c * chunk, chunk) == 0, "chunk %zu differs", c);
+    }
+    cbfs_engine_get_stats(eng, &after);
+    const uint64_t hits = after.readahead_hits - before.readahead_hits;
+    cr_assert(hits >= size / bs / 3, "%llu of %zu blocks were read ahead",
+              (unsigned long long)hits, size / bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(got);
+    free(data);
+}
+
 Test(engine, random_overwrites_holes_and_truncate)
 {
     size_t cap = 2u << 20;
