@@ -66,9 +66,15 @@ const char *cbfs_format_size(uint64_t n, char *buf, size_t cap);
  * the line. For help texts. */
 void cbfs_print_wrapped(FILE *out, int col, int indent, const char *text);
 
-/* pread/pwrite that loop until len bytes moved. A short read at EOF is
- * CBFS_E_TRUNCATED for pread_full; EINTR is retried; other errors mapped. */
+/* pread/pwrite that loop until len bytes moved: a store may move fewer
+ * bytes than asked in one call anywhere (NFS, CIFS, a FUSE store; ENOSPC
+ * after part of a write), not only at the end. *moved (where given): the
+ * bytes moved, also on an error. pread_upto stops early only at the end of
+ * the file; pread_full calls that CBFS_E_TRUNCATED. EINTR is retried; a
+ * write of 0 bytes is CBFS_E_IO; other errors mapped. */
+cbfs_err cbfs_pread_upto(int fd, void *buf, size_t len, uint64_t off, size_t *moved);
 cbfs_err cbfs_pread_full(int fd, void *buf, size_t len, uint64_t off);
+cbfs_err cbfs_pwrite_upto(int fd, const void *buf, size_t len, uint64_t off, size_t *moved);
 cbfs_err cbfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 /* Reads the entry names of directory fd (consumed: closed on every path), "."

@@ -115,37 +115,55 @@ void cbfs_print_wrapped(FILE *out, int col, int indent, const char *text)
     fputc('\n', out);
 }
 
-cbfs_err cbfs_pread_full(int fd, void *buf, size_t len, uint64_t off)
+cbfs_err cbfs_pread_upto(int fd, void *buf, size_t len, uint64_t off, size_t *moved)
 {
     char *p = buf;
+    *moved = 0;
     while (len) {
         ssize_t n = pread(fd, p, len, (off_t)off);
         if (n < 0) {
             if (errno == EINTR) continue;
             return cbfs_err_from_errno(errno);
         }
-        if (n == 0) return CBFS_E_TRUNCATED;
+        if (n == 0) break; /* the end of the file */
         p += n;
         len -= (size_t)n;
         off += (uint64_t)n;
+        *moved += (size_t)n;
     }
     return CBFS_OK;
 }
 
-cbfs_err cbfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+cbfs_err cbfs_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+    size_t got;
+    const cbfs_err e = cbfs_pread_upto(fd, buf, len, off, &got);
+    return e ? e : got < len ? CBFS_E_TRUNCATED : CBFS_OK;
+}
+
+cbfs_err cbfs_pwrite_upto(int fd, const void *buf, size_t len, uint64_t off, size_t *moved)
 {
     const char *p = buf;
+    *moved = 0;
     while (len) {
         ssize_t n = pwrite(fd, p, len, (off_t)off);
         if (n < 0) {
             if (errno == EINTR) continue;
             return cbfs_err_from_errno(errno);
         }
+        if (n == 0) return CBFS_E_IO; /* no progress and no reason: never loop on it */
         p += n;
         len -= (size_t)n;
         off += (uint64_t)n;
+        *moved += (size_t)n;
     }
     return CBFS_OK;
+}
+
+cbfs_err cbfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+    size_t done;
+    return cbfs_pwrite_upto(fd, buf, len, off, &done);
 }
 
 uint64_t cbfs_random64(void)

@@ -279,12 +279,21 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
     if (!h->file) {
-        /* plain: spliced straight from the store file when possible */
-        struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
-        bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-        bv.buf[0].fd = h->fd;
-        bv.buf[0].pos = off;
-        fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_MOVE);
+        /* plain: read whole. The kernel takes a short READ for the file's
+         * end (zeros past it under the writeback cache, a cut size without),
+         * and a store may read short anywhere (NFS, CIFS, a FUSE store):
+         * only the end of the file ends a read early, and an error after
+         * part of it is the error. (libfuse's fd buffers read once, and
+         * keep the part on an error: the channel does not splice anyway.) */
+        char *const buf = malloc(size ? size : 1);
+        size_t got = 0;
+        const cbfs_err e = buf ? cbfs_pread_upto(h->fd, buf, size, (uint64_t)off, &got)
+                               : CBFS_E_NOMEM;
+        if (e)
+            fuse_reply_err(req, cbfs_err_errno(e));
+        else
+            fuse_reply_buf(req, buf, got);
+        free(buf);
         return;
     }
     /* compressed: the reply is written from the decompressed blocks
@@ -303,6 +312,23 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     cbfs_read_vec_free(&v);
 }
 
+/* Writes all of buf into a plain file at off (through an O_APPEND
+ * descriptor: at its end). A store may take part of a write and then fail
+ * (ENOSPC, a quota, NFS): a caller's own write is then answered with the part,
+ * as write(2) would be, but a page the kernel writes back (writepage) gets
+ * the error: the kernel looks only at the error of such a reply, so a short
+ * count would drop the rest of it unseen. @return the bytes written, or -1
+ * with *err set. */
+static ssize_t cbfs_plain_pwrite(int fd, const char *buf, size_t size, off_t off, bool writepage,
+                                 int *err)
+{
+    size_t done;
+    const cbfs_err e = cbfs_pwrite_upto(fd, buf, size, (uint64_t)off, &done);
+    if (!e || (done && !writepage)) return (ssize_t)done;
+    *err = cbfs_err_errno(e);
+    return -1;
+}
+
 /* A write through wfd into the plain file inode whose bytes could land in
  * its first CBFS_FRAME_ENVELOPE_SIZE: checked first
  * (cbfs_store_check_plain_write) under inode->lock, so that two such writes
@@ -312,7 +338,8 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * or, where that is write-only, a read-only open of the same file. @return
  * the bytes written, or -1 with *err set. */
 static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, struct cbfs_inode *inode, int wfd,
-                                     const char *buf, size_t size, off_t off, int *err)
+                                     const char *buf, size_t size, off_t off, bool writepage,
+                                     int *err)
 {
     struct stat st;
     ssize_t n = -1;
@@ -344,8 +371,7 @@ static ssize_t cbfs_plain_write_head(struct cbfs_fs *fs, struct cbfs_inode *inod
         *err = cbfs_err_errno(e);
         goto out;
     }
-    n = pwrite(wfd, buf, size, off);
-    if (n == -1) *err = errno;
+    n = cbfs_plain_pwrite(wfd, buf, size, off, writepage, err);
 out:
     if (rfd != wfd && rfd != -1) close(rfd);
     cbfs_mutex_unlock(&inode->lock);
@@ -379,9 +405,9 @@ static ssize_t cbfs_plain_write(struct cbfs_fs *fs, const struct cbfs_handle *h,
         head = fstat(wfd, &st) == -1 || st.st_size < CBFS_FRAME_ENVELOPE_SIZE;
     ssize_t n;
     if (head)
-        n = cbfs_plain_write_head(fs, h->inode, wfd, buf, size, off, err);
-    else if ((n = pwrite(wfd, buf, size, off)) == -1)
-        *err = errno;
+        n = cbfs_plain_write_head(fs, h->inode, wfd, buf, size, off, writepage, err);
+    else
+        n = cbfs_plain_pwrite(wfd, buf, size, off, writepage, err);
     if (wfd != h->fd) close(wfd);
     return n;
 }
