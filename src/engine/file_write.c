@@ -524,6 +524,18 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
         }
     }
 out:
+    if (err && !f->err) {
+        /* What is left of this write is not stored, and later writes would
+         * be: a new block it did not reach would read as zeros behind them
+         * (helper-10: a failed allocation left 13 such blocks). As after a
+         * failed store, nothing more is stored until a flush has reported
+         * it and dropped what is open (cbfs_file_reset): a correct prefix. */
+        f->err = err;
+        cbfs_file_count_failure(f, err);
+        CBFS_STAT_ADD(f->eng, st_write_errors, 1);
+        cbfs_log_err("%s: a write failed at offset %llu: %s", f->name,
+                     (unsigned long long)off, cbfs_err_str(err));
+    }
     f->in_write--;
     atomic_fetch_sub(&f->writers, 1);
     if (f->slot_waiters || f->truncating) pthread_cond_broadcast(&f->cond); /* one fewer */

@@ -869,6 +869,52 @@ Test(engine, threads_share_one_file)
     free(data);
 }
 
+/* A write that fails part-way (here: the read-modify-write of a damaged last
+ * block) stores nothing more until a flush has reported it. Before, the next
+ * append was stored, and the new block that the failed write never reached
+ * read as zeros in front of it. */
+Test(engine, failed_write_stores_nothing_behind_it)
+{
+    const size_t bs = 64 << 10, size = bs + bs / 2;
+    unsigned char *data = malloc(3 * bs);
+    cbfs_td_rows(data, 3 * bs, 9);
+    struct cbfs_file *f = eng_open("halfdamaged", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    /* damage block 1 (the file's last, half full): the second frame's payload */
+    struct stat st;
+    const int fd = eng_data_open("halfdamaged", &st);
+    unsigned char hdr[64], byte;
+    cr_assert_eq(pread(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+    uint32_t plen;
+    memcpy(&plen, hdr + 36, sizeof plen); /* docs/FORMAT.md: plen at byte 36 */
+    const off_t where = 64 + (off_t)plen + 64 + 100;
+    cr_assert_lt(where, st.st_size);
+    cr_assert_eq(pread(fd, &byte, 1, where), 1);
+    byte ^= 0x5A;
+    cr_assert_eq(pwrite(fd, &byte, 1, where), 1);
+    close(fd);
+
+    f = eng_open("halfdamaged", false, "lz4");
+    /* appends: the first needs block 1's stored half and fails */
+    cr_assert_neq(cbfs_file_write(f, data + size, bs, size), CBFS_OK);
+    const cbfs_err later = cbfs_file_write(f, data + size + bs, bs / 2, size + bs);
+    const cbfs_err flushed = cbfs_file_flush(f, NULL);
+    cr_assert_eq(cbfs_file_size(f), size, "size %llu after a failed append",
+                 (unsigned long long)cbfs_file_size(f));
+    cr_assert(later != CBFS_OK || flushed != CBFS_OK, "the failure must be reported");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("halfdamaged", false, "lz4");
+    cr_assert_eq(cbfs_file_size(f), size);
+    size_t got;
+    unsigned char *buf = malloc(bs);
+    cr_assert_eq(cbfs_file_read(f, buf, bs, 0, &got), CBFS_OK);
+    cr_assert(got == bs && memcmp(buf, data, bs) == 0, "block 0 changed");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(buf);
+    free(data);
+}
+
 Test(engine, corrupt_frame_is_eio_not_wrong_bytes)
 {
     size_t size = 512u << 10;
