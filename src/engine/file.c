@@ -145,6 +145,8 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     if (!empty && fstat(data_fd, &st) == 0 && (uint64_t)st.st_size > f->append_off)
         f->append_off = (uint64_t)st.st_size;
     f->behind_off = f->append_off;
+    f->synced_end = f->append_off; /* what the open found counts as durable */
+    f->synced_size = f->idx.size;
     *out = f;
     return CBFS_OK;
 fail:
@@ -172,6 +174,7 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     if (f->idx_fd >= 0) close(f->idx_fd);
     cbfs_index_free(&f->idx);
     free(f->dead);
+    free(f->undo);
     pthread_cond_destroy(&f->cond);
     cbfs_mutex_destroy(&f->lock);
     free(f);

@@ -38,6 +38,10 @@
 /* Store data is handed to the disk (sync_file_range) every this many bytes
  * appended: see cbfs_file_write_behind. */
 #define CBFS_WRITE_BEHIND (8u << 20)
+/* Most blocks whose earlier entries a file keeps between good syncs
+ * (cbfs_file_undo): 48 bytes each, 3 MiB; 16 GiB of rewrites at 256K blocks.
+ * A file that rewrites more between two syncs is not taken back. */
+#define CBFS_UNDO_MAX 65536
 
 #define CBFS_OBLOCK_RUNS 6      /* written pieces of an open block that are tracked */
 #define CBFS_OBLOCK_UNTRACKED 0xff
@@ -74,6 +78,12 @@ struct cbfs_wjob {
 struct cbfs_dead {
     uint64_t offset;
     uint32_t plen;
+};
+
+/* A block's entry before its first rewrite since the last good sync. */
+struct cbfs_undo {
+    uint64_t block;
+    struct cbfs_index_entry prev;
 };
 
 struct cbfs_file {
@@ -137,6 +147,16 @@ struct cbfs_file {
     struct cbfs_dead *dead;  /* lock: garbage frames to punch after the next fdatasync */
     size_t ndead, dead_cap;  /* lock */
     bool no_punch;           /* lock: the store refused FALLOC_FL_PUNCH_HOLE */
+    /* What a failed fdatasync of the data file takes back (cbfs_file_undo):
+     * the kernel may have dropped the frames written since the last good
+     * one, while their records stay in the sidecar. */
+    uint64_t synced_end;     /* lock: the data file's end when the last good sync began (or
+                                at open): frames below it are durable */
+    uint64_t synced_size;    /* lock: the logical size then */
+    struct cbfs_undo *undo;  /* lock: blocks rewritten since, each with the entry it had
+                                then (its first rewrite's), whose frame lies below synced_end */
+    size_t nundo, undo_cap;  /* lock */
+    bool undo_lost;          /* lock: a rewrite since could not be noted (no memory) */
 };
 
 /* ---- file_read.c ---- */

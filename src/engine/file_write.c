@@ -119,6 +119,30 @@ static void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e)
     f->err_heard = false;
 }
 
+/* Notes block b's entry before its first rewrite since the last good sync,
+ * for cbfs_file_undo: only a frame below synced_end (durable) counts, so a
+ * block's later rewrites (whose entries point past it) are not noted again.
+ * Lock held. */
+static void cbfs_file_note_rewrite(struct cbfs_file *f, uint64_t b)
+{
+    cbfs_assert_held(&f->lock);
+    const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, b);
+    if (!e || !e->generation || f->undo_lost ||
+        e->offset + CBFS_FRAME_HDR_SIZE + e->plen > f->synced_end)
+        return;
+    if (f->nundo == f->undo_cap) {
+        const size_t cap = f->undo_cap ? f->undo_cap * 2 : 64;
+        struct cbfs_undo *v = cap <= CBFS_UNDO_MAX ? realloc(f->undo, cap * sizeof *v) : NULL;
+        if (!v) {
+            f->undo_lost = true; /* this rewrite cannot be taken back */
+            return;
+        }
+        f->undo = v;
+        f->undo_cap = cap;
+    }
+    f->undo[f->nundo++] = (struct cbfs_undo){b, *e};
+}
+
 /* Becomes the committer unless someone else is, and appends every finished
  * job at the head of the pending list, in submission order. Called and
  * returns with f->lock held (drops it around store I/O). */
@@ -152,6 +176,7 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
                  * corrupt could fail here, and then the write fails (its
                  * frame and record are on disk, but neither this table nor
                  * the next open's replay takes them) */
+                cbfs_file_note_rewrite(f, j->block);
                 const cbfs_err ae = cbfs_index_apply(&f->idx, &recs[r++]);
                 if (ae && !j->err) j->err = ae;
                 CBFS_STAT_ADD(eng, st_physical_written, j->frame_len);
@@ -617,6 +642,68 @@ uint64_t cbfs_file_err_seq(struct cbfs_file *f)
     return seq;
 }
 
+/* After a failed fdatasync of the data file. The kernel may have dropped
+ * what was written since the last good sync (Linux reports a writeback
+ * error once and can forget the pages), while the sidecar keeps the records
+ * of those frames: a block rewritten since would read as damage for good,
+ * the bytes of it that were acknowledged before included (helper-10: a
+ * 1-byte rewrite cost a whole 64K block). Every such block is pointed back
+ * at the frame it had at the last good sync, which is durable and was never
+ * punched (the failed sync's garbage list was not), with one record each,
+ * synced. Only while the size is what it was then: in a file that grew or
+ * shrank since, the new records stay, and what reads as damage was never
+ * acknowledged. Lock held; takes the committer role for the append. */
+static void cbfs_file_undo(struct cbfs_file *f, bool lost)
+{
+    cbfs_assert_held(&f->lock);
+    while (f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
+    f->committing = true;
+    size_t n = 0;
+    struct cbfs_index_rec *recs = NULL;
+    if (!lost && f->nundo && f->idx.size == f->synced_size &&
+        (recs = malloc(f->nundo * sizeof *recs)) != NULL) {
+        for (size_t i = 0; i < f->nundo; i++) {
+            const struct cbfs_undo *u = &f->undo[i];
+            const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, u->block);
+            if (e && e->offset == u->prev.offset) continue; /* back already */
+            recs[n++] = (struct cbfs_index_rec){
+                .type = CBFS_REC_BLOCK,
+                .codec = u->prev.codec,
+                .flags = u->prev.flags,
+                .block = u->block,
+                .offset = u->prev.offset,
+                .plen = u->prev.plen,
+                .ulen = u->prev.ulen,
+                .generation = u->prev.generation,
+                .hash = u->prev.hash,
+            };
+        }
+    }
+    cbfs_err e = CBFS_OK;
+    if (n && (e = cbfs_index_append(&f->idx, f->idx_fd, recs, n)) == CBFS_OK) {
+        for (size_t i = 0; i < n; i++) {
+            (void)cbfs_index_apply(&f->idx, &recs[i]); /* entries it held: no memory */
+            /* live again: off the garbage list (the failed sync's is gone) */
+            for (size_t k = 0; k < f->ndead; k++)
+                if (f->dead[k].offset == recs[i].offset) f->dead[k--] = f->dead[--f->ndead];
+        }
+        if (fdatasync(f->idx_fd) != 0) e = cbfs_err_from_errno(errno);
+    }
+    if (n)
+        cbfs_log_warn("%s: %zu block(s) rewritten since the last good sync %s their earlier, "
+                      "durable frames%s%s",
+                      f->name, n, e ? "could not be pointed back at" : "point back at",
+                      e ? ": " : "", e ? cbfs_err_str(e) : "");
+    else if (lost || (f->nundo && f->idx.size != f->synced_size))
+        cbfs_log_warn("%s: blocks rewritten since the last good sync cannot be pointed back at "
+                      "their earlier frames (%s): they may read as damage",
+                      f->name, lost ? "too many" : "the file's size changed since");
+    free(recs);
+    f->nundo = 0;
+    f->committing = false;
+    pthread_cond_broadcast(&f->cond);
+}
+
 /* settle (if not NULL) runs once what was written is stored, without the
  * file's lock (its caller takes its own: the inode's, which is taken before
  * this one), before the syncs. */
@@ -643,6 +730,11 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
     const bool sync = (f->dirty || meta) && !serr;
     struct cbfs_dead *dead = NULL;
     size_t ndead = 0;
+    /* what this sync makes durable if it succeeds (cbfs_file_undo's state);
+     * data_end, not append_off: a committer may be storing right now */
+    const uint64_t end0 = f->idx.data_end, size0 = f->idx.size;
+    const size_t undo0 = f->nundo;
+    const bool lost0 = f->undo_lost;
     if (sync) {
         f->dirty = false;
         f->syncing = true;
@@ -650,14 +742,16 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
         ndead = f->ndead;
         f->dead = NULL;
         f->ndead = f->dead_cap = 0;
+        f->undo_lost = false; /* from here: losses during the sync */
     }
     cbfs_mutex_unlock(&f->lock);
     cbfs_err e = CBFS_OK;
+    bool data_failed = false;
     if (sync) {
         /* fsync(2) adds the inodes' metadata (mode, owner, times) to what
          * fdatasync(2) makes durable */
         if ((meta ? fsync(f->data_fd) : fdatasync(f->data_fd)) != 0)
-            e = cbfs_err_from_errno(errno);
+            e = cbfs_err_from_errno(errno), data_failed = true;
         else if (f->idx_fd >= 0 && (meta ? fsync(f->idx_fd) : fdatasync(f->idx_fd)) != 0)
             e = cbfs_err_from_errno(errno); /* none: read-only, rebuilt in memory */
         if (e) {
@@ -671,6 +765,19 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
     }
     cbfs_mutex_lock(&f->lock);
     if (sync) {
+        if (!e) {
+            /* the rewrites noted before it began are durable now, and so
+             * are the frames they replaced (the garbage just punched) */
+            if (undo0) {
+                memmove(f->undo, f->undo + undo0, (f->nundo - undo0) * sizeof *f->undo);
+                f->nundo -= undo0;
+            }
+            f->synced_end = end0;
+            f->synced_size = size0;
+        } else {
+            f->undo_lost = f->undo_lost || lost0;
+            if (data_failed && f->idx_fd >= 0) cbfs_file_undo(f, f->undo_lost);
+        }
         f->syncing = false;
         if (e) cbfs_file_count_failure(f, e);
         pthread_cond_broadcast(&f->cond);
@@ -729,7 +836,10 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
     }
     CBFS_STAT_ADD(f->eng, st_physical_written, f->append_off - start);
     f->dirty = true; /* stored: the next flush syncs it, whatever follows */
-    for (size_t i = 0; i < n && !e; i++) e = cbfs_index_apply(&f->idx, &r[i]);
+    for (size_t i = 0; i < n && !e; i++) {
+        if (!(p[i].h.flags & CBFS_FRAME_SIZE)) cbfs_file_note_rewrite(f, p[i].h.block);
+        e = cbfs_index_apply(&f->idx, &r[i]);
+    }
     return e;
 }
 
