@@ -745,7 +745,12 @@ static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_si
     if (cbfs_fs_link_fd(fs, fd, b->fd, b->sc) == 0) {
         /* a link left there would make the sidecar's rename a no-op (both
          * names one file): the rename fails instead */
-        if (cbfs_fs_unlinkat(fs, b->fd, b->sc) == -1) err = errno;
+        if (cbfs_fs_unlinkat(fs, b->fd, b->sc) == -1) {
+            err = errno;
+            cbfs_log_warn("a rename to '%s' failed and left a link of the sidecar of '%s' "
+                          "behind (an orphan sidecar to cbfs fsck --repair): %s",
+                          b->name, a->name, strerror(err));
+        }
     } else if (errno == ENOSPC || errno == EDQUOT) {
         err = errno;
     }

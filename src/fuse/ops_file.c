@@ -178,8 +178,15 @@ fail:
     if (fd >= 0) close(fd);
     if (*inode) cbfs_inode_unref(fs, *inode, 1);
     *inode = NULL;
-    if (made_sc) (void)cbfs_fs_unlinkat(fs, dirfd, sc);
-    (void)unlinkat(dirfd, name, 0);
+    /* what this create made goes again; what cannot is said (a sidecar
+     * left is an orphan to verify and fsck --repair, and a later create of
+     * the name replaces it; a data file left is an empty file of that name) */
+    if (made_sc && cbfs_fs_unlinkat(fs, dirfd, sc) == -1 && errno != ENOENT)
+        cbfs_log_warn("a create of '%s' failed and left its sidecar behind: %s", name,
+                      strerror(errno));
+    if (unlinkat(dirfd, name, 0) == -1 && errno != ENOENT)
+        cbfs_log_warn("a create of '%s' failed and left the file behind: %s", name,
+                      strerror(errno));
     return err;
 }
 
