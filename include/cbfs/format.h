@@ -210,6 +210,9 @@ struct cbfs_index_report {
     uint64_t frames_damaged;   /* indexed frames whose header is unreadable: kept in the
                                   table (their reads fail with CBFS_E_CORRUPT) */
     uint64_t first_damaged_offset; /* data-file offset of the first of them */
+    bool records_lost;         /* replay stopped at a damaged record (it fails its checksum
+                                  and is not zeros, a torn append's): records past it, of
+                                  frames a flush may have acknowledged, were lost */
     bool tail_kept;            /* the tail holds frame magic (damage, not a torn write),
                                   or no frame of the file is intact: never truncated;
                                   appends go after it */

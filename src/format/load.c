@@ -74,8 +74,12 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
         if (e) return e;
         for (uint64_t i = 0; i < chunk; i += CBFS_INDEX_REC_SIZE, off += CBFS_INDEX_REC_SIZE) {
             struct cbfs_index_rec r;
-            if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER)
+            if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER) {
+                /* zeros are a torn append (a record lies in one sector); other
+                 * bytes are damage, behind which acknowledged records may lie */
+                rep->records_lost = !cbfs_is_zero(buf + i, CBFS_INDEX_REC_SIZE);
                 return CBFS_OK;
+            }
             if (!check_all && rep->records_replayed > 0) {
                 /* Fast path: trust our own checksummed record if its frame
                  * lies inside the data file; the frame header is checked
@@ -143,6 +147,7 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
 /* What cbfs_load_scan collects while walking the frames. */
 struct cbfs_load_scan_ctx {
     bool check_id, verify;
+    bool records_lost; /* verify: the sidecar lost records to damage (cbfs_index_report) */
     int data_fd;
     uint64_t dsize;
     uint64_t *file_id;
@@ -256,12 +261,20 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
     if (c->verify) {
         cbfs_err e = cbfs_load_verify(c->data_fd, off, fh, &c->buf, &c->cap);
         if (cbfs_load_is_format_err(e)) {
-            /* Torn (its length reaches over a later frame): never written
-             * whole, the frames end here. Otherwise it is damage in place
-             * (bit rot under a lost record): applied as before, so that its
-             * block reads as damage rather than as an older version. */
-            bool torn;
-            e = cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
+            /* Torn: never written whole, the frames end here. So is every
+             * such frame past records that ended cleanly (or in a torn
+             * append's zeros): a flush syncs the sidecar before it returns,
+             * so no frame past them was ever acknowledged, and a power cut
+             * leaves a rewrite's header on disk with zeros after it where
+             * the block's previous, acknowledged frame is whole (helper-8).
+             * Past a damaged record, acknowledged frames may lie: one whose
+             * length reaches over a later frame is torn; any other is
+             * damage in place (bit rot under a lost record), applied, so
+             * that its block reads as damage rather than as an older
+             * version. */
+            bool torn = !c->records_lost;
+            e = torn ? CBFS_OK
+                     : cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
             if (e) return e;
             if (torn) {
                 *stop = true;
@@ -278,19 +291,25 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
 
 /* Walks the frames from off, collecting a record for each. With check_id, a
  * frame of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's
- * id is taken (rebuild). With verify, a frame that does not decode to its
- * hash and whose length reaches over the start of a later frame ends the
- * frames before it: frames past the sidecar's end were written by a writer
- * that may have been cut off, and a torn frame whose header landed gets a
- * length that fits the file once later frames are appended behind it (a
- * kept tail), so a header that checks is not enough. */
+ * id is taken (rebuild). With verify (frames past the sidecar's records), a
+ * frame that does not decode to its hash ends the frames before it: frames
+ * there were written by a writer that may have been cut off. With
+ * records_lost (the sidecar lost records to damage, and acknowledged frames
+ * may lie there), only where its length reaches over the start of a later
+ * frame: a torn frame whose header landed gets a length that fits the file
+ * once later frames are appended behind it (a kept tail), so a header that
+ * checks is not enough; any other is damage in place. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
-                               bool verify, uint64_t *file_id, struct cbfs_recvec *rv,
-                               uint64_t *end)
+                               bool verify, bool records_lost, uint64_t *file_id,
+                               struct cbfs_recvec *rv, uint64_t *end)
 {
-    struct cbfs_load_scan_ctx c = {
-        .check_id = check_id, .verify = verify, .data_fd = data_fd, .dsize = dsize,
-        .file_id = file_id, .rv = rv};
+    struct cbfs_load_scan_ctx c = {.check_id = check_id,
+                                   .verify = verify,
+                                   .records_lost = records_lost,
+                                   .data_fd = data_fd,
+                                   .dsize = dsize,
+                                   .file_id = file_id,
+                                   .rv = rv};
     const cbfs_err e = cbfs_frame_walk(data_fd, dsize, off, cbfs_load_scan_one, &c, end);
     free(c.buf);
     return e;
@@ -777,7 +796,8 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
         uint64_t fid = idx->file_id;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, &fid, &rv, NULL);
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, rp.records_lost, &fid, &rv,
+                           NULL);
         if (e) goto fail;
         if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
             e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
@@ -795,7 +815,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         uint64_t fid = 0;
         uint32_t block_size = 0;
         uint64_t end;
-        e = cbfs_load_scan(data_fd, dsize, 0, false, false, &fid, &rv, &end);
+        e = cbfs_load_scan(data_fd, dsize, 0, false, false, false, &fid, &rv, &end);
         if (e) goto fail;
         /* A frame header at offset 0 whose length reaches past the data
          * (torn) still names the file: later frames may be its writer's. */
@@ -822,7 +842,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
             if (e) goto fail;
             if (!next) break;
             rp.torn_bytes_skipped += skipped;
-            e = cbfs_load_scan(data_fd, dsize, next, true, false, &fid, &rv, &end);
+            e = cbfs_load_scan(data_fd, dsize, next, true, false, false, &fid, &rv, &end);
             if (e) goto fail;
         }
         if (rv.n == 0) {

@@ -631,6 +631,65 @@ Test(engine, rebuild_does_not_vouch_for_bytes_it_did_not_search)
  * lost with the sidecar's tail) that is damaged in place, not torn, is still
  * applied, so its block reads as damage, not as an older version or as
  * nothing, and the frames after it still count. */
+/* A power cut after a rewrite of an acknowledged block: the new frame's
+ * header reached the disk but its payload did not (zeros from the next page
+ * on, inside the file's size), and its record never did. No frame past
+ * records that end cleanly was ever acknowledged (a flush syncs the sidecar
+ * before it returns), so the torn frame is not applied: the block reads its
+ * acknowledged content. Before, it was taken for damage in place, and the
+ * block read as damage for good (helper-8's power-cut emulator). */
+Test(engine, torn_rewrite_past_the_records_keeps_the_acknowledged_block)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs), *v1 = malloc(4ull * bs);
+    cbfs_td_random(v1, 4ull * bs, 21);
+    struct cbfs_file *f = eng_open("cut", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, v1, 4ull * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK); /* acknowledged */
+    char p[128], q[140];
+    snprintf(p, sizeof p, "%s/cut", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    struct stat dst, ist;
+    cr_assert_eq(stat(p, &dst), 0);
+    cr_assert_eq(stat(q, &ist), 0);
+    int dfd = open(p, O_RDONLY);
+    cr_assert(dfd >= 0);
+    unsigned char *acked = malloc((size_t)dst.st_size);
+    cr_assert_eq(pread(dfd, acked, (size_t)dst.st_size, 0), dst.st_size);
+    close(dfd);
+    f = eng_open("cut", false, "lz4");
+    cbfs_td_random(blk, bs, 22);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK); /* rewrite block 1 */
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    /* what the cut left: the files as acknowledged (the close also punched
+     * the old frame, which only a completed sync does), then the new frame
+     * with its payload zeros from the first page boundary after its header */
+    cr_assert_eq(truncate(q, ist.st_size), 0);
+    dfd = open(p, O_RDWR);
+    cr_assert(dfd >= 0);
+    struct stat now;
+    cr_assert_eq(fstat(dfd, &now), 0);
+    cr_assert_gt(now.st_size, dst.st_size);
+    cr_assert_eq(pwrite(dfd, acked, (size_t)dst.st_size, 0), dst.st_size);
+    const off_t from = (dst.st_size + 64 + 4095) / 4096 * 4096;
+    cr_assert_lt(from, now.st_size);
+    static const unsigned char zeros[4096];
+    for (off_t at = from; at < now.st_size; at += 4096) {
+        const size_t n = now.st_size - at < 4096 ? (size_t)(now.st_size - at) : 4096;
+        cr_assert_eq(pwrite(dfd, zeros, n, at), (ssize_t)n);
+    }
+    close(dfd);
+    free(acked);
+    f = eng_open("cut", false, "lz4"); /* writable: repairs */
+    eng_check(f, v1, 4ull * bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("cut", false, "lz4");
+    eng_check(f, v1, 4ull * bs); /* the repair did not index the torn frame */
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(v1);
+    free(blk);
+}
+
 Test(engine, damaged_frame_past_the_records_still_reads_as_damage)
 {
     const uint32_t bs = 64 << 10;
@@ -646,8 +705,17 @@ Test(engine, damaged_frame_past_the_records_still_reads_as_damage)
     char p[128], q[140];
     snprintf(p, sizeof p, "%s/rot", eng_dir);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    /* the records of blocks 2 and 3 are lost; block 2's payload rots */
-    cr_assert_eq(truncate(q, 3 * CBFS_INDEX_REC_SIZE), 0);
+    /* the records of blocks 2 and 3 are lost to damage (block 2's rots, so
+     * replay stops there; a clean end would mean they were never
+     * acknowledged: see failed_sync... and torn_rewrite_past_the_records);
+     * block 2's payload rots too */
+    const int ifd = open(q, O_RDWR);
+    cr_assert(ifd >= 0);
+    unsigned char r;
+    cr_assert_eq(pread(ifd, &r, 1, 3 * CBFS_INDEX_REC_SIZE + 20), 1);
+    r ^= 0x01;
+    cr_assert_eq(pwrite(ifd, &r, 1, 3 * CBFS_INDEX_REC_SIZE + 20), 1);
+    close(ifd);
     const int dfd = open(p, O_RDWR);
     cr_assert(dfd >= 0);
     struct stat st;
