@@ -35,6 +35,10 @@ void cbfs_op_init(void *userdata, struct fuse_conn_info *conn)
     /* Big writes mean whole blocks reach the engine in one request. libfuse
      * caps this to its buffer size and asks the kernel for the pages. */
     conn->max_write = CBFS_MAX_WRITE;
+    /* O_TRUNC as a SETATTR after the open, not inside OPEN: the kernel
+     * checks for a running program (ETXTBSY) only once OPEN has returned,
+     * so a truncate inside it emptied the file of a failed open */
+    conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
     /* max_readahead already holds the largest value the kernel offers. */
     if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
     if (fs->opt.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
