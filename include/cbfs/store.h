@@ -102,6 +102,12 @@ bool cbfs_store_is_sidecar_name(const char *name);
  * (layout 2). */
 bool cbfs_store_name_hidden(unsigned layout, const char *name, bool in_root);
 
+/* The link count the mount shows for the directory dirfd (in_root: the
+ * store root) whose store count is nlink: a directory counts one link per
+ * subdirectory (its ".."), and the hidden ones (CBFS_INDEX_DIR in layout 2,
+ * CBFS_STORE_DIR in the root) are not the mount's. */
+nlink_t cbfs_store_dir_nlink(unsigned layout, int dirfd, bool in_root, nlink_t nlink);
+
 /* @return true if path, a '/'-separated path below a store root of layout
  * (from the root, or absolute), names a sidecar or another object that only
  * sidecars may use: its last component is a name cbfs_store_name_hidden

@@ -22,6 +22,13 @@ bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, co
     return cbfs_store_name_hidden(fs->opt.layout, name, dir == fs->root);
 }
 
+void cbfs_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st)
+{
+    if (!S_ISDIR(st->st_mode)) return;
+    const bool root = st->st_dev == fs->root->dev && st->st_ino == fs->root->ino;
+    st->st_nlink = cbfs_store_dir_nlink(fs->opt.layout, fd, root, st->st_nlink);
+}
+
 int cbfs_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
                     const char *op)
 {
@@ -664,9 +671,11 @@ int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *na
     } else if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
         err = errno;
         close(fd);
-    } else if ((err = cbfs_inode_intern(fs, dirfd, name, fd, st, &inode)) == 0 &&
-               (err = cbfs_inode_attach_idx(fs, inode, dirfd, name)) != 0) {
-        cbfs_inode_unref(fs, inode, 1);
+    } else {
+        cbfs_dir_nlink(fs, fd, st);
+        if ((err = cbfs_inode_intern(fs, dirfd, name, fd, st, &inode)) == 0 &&
+            (err = cbfs_inode_attach_idx(fs, inode, dirfd, name)) != 0)
+            cbfs_inode_unref(fs, inode, 1);
     }
     cbfs_inode_unpin(fs, dir);
     if (err) return err;

@@ -321,6 +321,10 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file);
 /* true for names the mount hides (cbfs_store_name_hidden for the store's
  * layout): ".cbfs" in the root, the sidecar names or index directory anywhere. */
 bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name);
+/* Makes st, the store's attributes of the object on fd, show the link count
+ * the mount has for a directory: without its hidden subdirectories
+ * (cbfs_store_dir_nlink). Other types are left as they are. */
+void cbfs_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st);
 /* The check of every name an operation receives (cbfs_store_name_check):
  * op NULL for a name that must exist (hidden: ENOENT), else the operation
  * creating it, for the log line of a refused reserved name (EPERM).

@@ -161,6 +161,8 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
         err = errno;
     else if (inode->kind == CBFS_KIND_COMPRESSED)
         err = cbfs_inode_stat_compressed(fs, inode, fd, st);
+    else
+        cbfs_dir_nlink(fs, fd, st);
     cbfs_inode_unpin(fs, inode);
     return err;
 }

@@ -44,6 +44,18 @@ bool cbfs_store_name_hidden(unsigned layout, const char *name, bool in_root)
     return strcmp(name, CBFS_INDEX_DIR) == 0;
 }
 
+nlink_t cbfs_store_dir_nlink(unsigned layout, int dirfd, bool in_root, nlink_t nlink)
+{
+    struct stat st;
+    if (layout != CBFS_LAYOUT_SUFFIX && nlink > 2 &&
+        fstatat(dirfd, CBFS_INDEX_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+        nlink--;
+    if (in_root && nlink > 2 && fstatat(dirfd, CBFS_STORE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode))
+        nlink--;
+    return nlink;
+}
+
 bool cbfs_store_path_reserved(unsigned layout, const char *path)
 {
     const char *const slash = strrchr(path, '/');

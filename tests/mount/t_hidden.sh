@@ -4,6 +4,7 @@
 # root or *.cbfsidx anywhere through the mount, creating such names fails;
 # compressed files have a sidecar in the store, codec=none files do not. Below the
 # root ".cbfs" is an ordinary name, and the cbfs tool walks what the mount shows.
+# Directories' link counts leave out the hidden ones (layout 2).
 . "$(dirname "$0")/lib.sh"
 CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
 [[ -x $CBFS ]] || fail "tool not built: $CBFS"
@@ -69,4 +70,25 @@ same_file "$T/a.csv" "$mnt/a"   # old lz4 file still reads under codec=none
 cbfs_umount "$mnt"
 [[ ! -e $store/p.cbfsidx ]] || fail "codec=none file has a sidecar"
 same_file "$T/a.csv" "$store/p"  # and is stored as plain bytes
+
+# a directory's link count counts its subdirectories: the hidden ones (.cbfsidx in each
+# directory of layout 2, .cbfs in the root) are not the mount's; they were counted
+# (helper-9, pjdfstest)
+store2=$T/store2 ref=$T/ref
+mkdir -p "$store2" "$ref"
+cbfs_mount "$store2" "$mnt" codec=lz4
+for d in "$mnt" "$ref"; do
+    mkdir "$d/d" "$d/e" "$d/e/sub"
+    for f in d/f e/f top; do cp "$T/a.csv" "$d/$f"; done
+done
+[[ -d $store2/d/.cbfsidx && -d $store2/.cbfs ]] || fail "layout 2 store without .cbfsidx or .cbfs"
+links() { (cd "$1" && stat -c '%n %h' . d e e/sub); }
+check_eq "$(links "$ref")" "$(links "$mnt")" "link counts of directories"
+rm "$mnt/d/f" "$ref/d/f"
+check_eq "$(links "$ref")" "$(links "$mnt")" "link counts after an unlink"
+cbfs_umount "$mnt"
+drop_caches
+cbfs_mount "$store2" "$mnt"
+check_eq "$(links "$ref")" "$(links "$mnt")" "link counts after a remount (lookups)"
+cbfs_umount "$mnt"
 pass
