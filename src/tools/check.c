@@ -86,6 +86,14 @@ static void tool_check_first_dropped(const char *display, const char *side,
     struct cbfs_index_rec r;
     cbfs_err e = cbfs_pread_full(tf->idx_fd, buf, sizeof buf, idx->index_end);
     if (e == CBFS_OK) e = cbfs_index_rec_decode(buf, &r);
+    if ((e == CBFS_E_TRUNCATED || cbfs_is_zero(buf, sizeof buf)) && !tf->rep.records_lost) {
+        /* zeros, or less than a record: an append a crash cut short */
+        tool_check_add(chk, side, idx->index_end,
+                       "torn tail: %" PRIu64 " byte(s) past the last whole record (a crash cut "
+                       "an append short; nothing there was acknowledged)",
+                       (uint64_t)tf->idx_st.st_size - idx->index_end);
+        return;
+    }
     if (e) {
         tool_check_add(chk, side, idx->index_end,
                        "index record: %s (%" PRIu64 " record(s) from here not replayed)",
@@ -146,7 +154,7 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
         const cbfs_err e =
             cbfs_frame_read_hdr(tf->data_fd, idx->data_end, (uint64_t)tf->data_st.st_size, &h);
         const char *const why = e ? cbfs_err_str(e) : "frame does not follow the last indexed one";
-        if (rep->records_dropped && !rep->sidecar_missing)
+        if (rep->records_dropped && rep->records_lost && !rep->sidecar_missing)
             tool_check_add(chk, display, idx->data_end,
                            "damaged frame (%s): %" PRIu64 " byte(s) from here are unreachable, "
                            "%" PRIu64 " index record(s) point into them",
