@@ -76,6 +76,9 @@ needs() {
         need test cmd "$c" "the mount tests"
     done
     for c in mkfs.btrfs btrfs; do need test cmd "$c" "tests/mount/t_store_subvolumes.sh"; done
+    for c in mkfs.ext4 e2fsck losetup pkg-config; do
+        need test cmd "$c" "tests/mount/t_powercut.sh (ext4 on a loop device over tools/volatile.c)"
+    done
     for c in initdb pg_ctl postgres psql pg_basebackup pg_verifybackup pg_dump pg_restore pgbench; do
         need test file "/usr/lib/postgresql/15/bin/$c" "tests/mount/t_e2e_pg.sh"
     done

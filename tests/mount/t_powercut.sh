@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Power cut (not kill -9, which keeps the store's page cache): cbfs on an ext4 on a loop
+# device over a disk with a volatile write cache, tools/volatile.c, a one-file FUSE server:
+# WRITEs land in memory, FSYNC (what the loop driver sends for a cache flush and for FUA)
+# makes them durable; a cut drops what was not flushed, or keeps a seeded random subset of
+# it (a disk's cache writes back out of order), and fails every later request with EIO, so
+# nothing issued after the cut reaches the image.
+#
+# Each cycle: the emulator on the image, ext4 on a loop device over its file, mount.cbfs on
+# a store there; tools/pcwork.py writes in a new directory c<K> (1 MiB and 8 KiB
+# sequential writes, block rewrites, a file rewritten from the start, O_TRUNC, ftruncate,
+# a tmp file renamed over another, unlink) with fsync/fdatasync/close/directory fsync at
+# chosen points, logging each operation before and after (outside the image), then keeps
+# writing; the power is cut (at a time, at the writer's Nth WRITE or FSYNC, or armed by the
+# writer right before a close, fsync, rename, first flush or unlink); the daemon is
+# killed (-9) and everything torn down. Recovery on the image itself: ext4 replays its
+# journal, e2fsck -fn, cbfs fsck (read-only) and verify may report crash debris only,
+# a mount, and pcwork.py check: every acknowledged byte is there; a page written since its
+# file's last acknowledgement holds its acknowledged or a newer written version or reads
+# EIO, never other bytes; a name holds one of the files it held since the last directory
+# fsync; the files of the earlier cycles of the chain read as after their own check.
+# Cycles chain on one image (4, then a fresh mkfs): a recovery also meets the last one's.
+#
+# Written by helper-8 (tenth session); its exploration runs (about 530 cycles, 512 B
+# sectors, commit=1, keep shares 0-100 %) found the torn rewrite that the loader applied as
+# damage in place, and the tools' wording for a torn sidecar tail.
+# Seeds are fixed (the cut's timing is not: ext4 and the kernel schedule their writeback).
+# Environment: CBFS_POWERCUT_CYCLES (default 20, 2-4 s each: ~50 s), CBFS_POWERCUT_SEED (default 1),
+#   CBFS_POWERCUT_STRICT=1 also fails on what docs/ENGINE.md lists as known limits (a block
+#   whose acknowledged content reads EIO after an unacknowledged rewrite) and on tool
+#   verdicts beyond crash debris.
+. "$(dirname "$0")/lib.sh"
+cbfs_tool
+[[ $(id -u) == 0 ]] || fail "needs root (loop devices, mounts)"
+cycles=${CBFS_POWERCUT_CYCLES:-20} seed0=${CBFS_POWERCUT_SEED:-1} chain=4
+strict=${CBFS_POWERCUT_STRICT:-0}
+note "seed $seed0, $cycles cycles (CBFS_POWERCUT_SEED, CBFS_POWERCUT_CYCLES)"
+cc -O2 -Wall -Wextra -o "$T/volatile" "$CBFS_TOOLS/volatile.c" $(pkg-config --cflags --libs fuse3) ||
+    fail "cannot build tools/volatile.c"
+img=$T/img emu=$T/emu ext=$T/ext mnt=$T/mnt
+mkdir -p "$emu" "$ext"
+EMU_PID= WPID= LOOP=
+# After a cut the daemon logs the ext4's errors at its death; the check mounts may log
+# recovery (repairs, dropped records); nothing else.
+cbfs_expect_log_errors 'torn|tail|repair|rescan|lags|not indexed|dropped|recover'
+# What cbfs fsck/verify may say about a store after a power cut: crash debris. (They
+# once called a torn tail of the sidecar, zeros where its size was durable and its bytes
+# not, a damaged frame with records pointing into it: helper-8's report.) A block whose
+# acknowledged content reads "corrupt data: checksum mismatch" after the cut is the known
+# limit of docs/ENGINE.md (a rewrite's record durable, its frame not); remarked, fatal
+# only when strict. (A torn rewrite frame without its record was once applied as damage
+# in place too: src/format/load.c, fixed.)
+debris='torn tail|index lags the data file|index record\(s\) not replayed|record\(s\) from here not replayed|index rebuilt|repaired|header record unusable|^fsck |^verified '
+
+pc_cleanup() {
+    local rc=$?
+    set +e
+    [[ -n $WPID ]] && kill -9 "$WPID" 2>/dev/null
+    local m
+    for m in "${!CBFS_PID[@]}"; do
+        kill -9 "${CBFS_PID[$m]}" 2>/dev/null
+        fusermount3 -uz "$m" 2>/dev/null
+        wait "${CBFS_PID[$m]}" 2>/dev/null
+        unset "CBFS_PID[$m]"
+    done
+    [[ -n $EMU_PID ]] && kill -USR1 "$EMU_PID" 2>/dev/null  # a dead disk: nothing more lands
+    if grep -qsF " $ext " /proc/mounts; then umount "$ext" 2>/dev/null || umount -l "$ext"; fi
+    [[ -n $LOOP ]] && losetup -d "$LOOP" 2>/dev/null
+    if grep -qsF " $emu fuse" /proc/mounts; then fusermount3 -u "$emu" 2>/dev/null || fusermount3 -uz "$emu"; fi
+    [[ -n $EMU_PID ]] && { kill "$EMU_PID" 2>/dev/null; wait "$EMU_PID" 2>/dev/null; }
+    (exit "$rc")
+    cbfs_cleanup
+}
+trap pc_cleanup EXIT
+
+mounted() { grep -qsF " $1 $2" /proc/mounts; }
+wait_for() {
+    local i
+    for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
+    return 1
+}
+loop_up() { LOOP=$(losetup -f --show "$1") || fail "losetup $1"; }
+loop_down() { losetup -d "$LOOP" || fail "losetup -d $LOOP"; LOOP=; }
+
+# crash_daemon: SIGKILL the daemon serving $mnt (as t_crash does), detach the mount
+crash_daemon() {
+    local pid=${CBFS_PID[$mnt]}
+    kill -9 "$pid"
+    wait "$pid" 2>/dev/null || true
+    unset "CBFS_PID[$mnt]"
+    fusermount3 -uz "$mnt" || fail "fusermount3 -uz $mnt after the cut failed"
+}
+
+codecs=(lz4 lz4 zstd lz4) bsizes=(64K 256K 128K 1M 64K)
+nchecked=0 neio=0 neio_acked=0 kept=0 remarks=
+t0=$SECONDS
+for ((k = 1; k <= cycles; k++)); do
+    if (((k - 1) % chain == 0)); then
+        rm -f "$img"
+        truncate -s 512M "$img"
+        mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img" || fail "mkfs.ext4"
+    fi
+    s=$((seed0 * 1000 + k))
+    RANDOM=$s
+    mode=$((RANDOM % 4)) keep=$(((RANDOM % 3) * 25))
+    opts="codec=${codecs[k % 4]},block_size=${bsizes[k % 5]}"
+    ((k % 3 == 2)) && opts+=",writeback_cache=off"
+    args=(--seed "$s" --keep "$keep")
+    ((k % 5 == 4)) && args+=(--sector 512)
+    case $mode in
+    0) cut="at a time" ;;
+    1) n=$((1 + RANDOM % 200)) && args+=(--relative 1 --cut-write "$n") && cut="at the writer's WRITE $n" ;;
+    2) n=$((1 + RANDOM % 40)) && args+=(--relative 1 --cut-fsync "$n") && cut="at the writer's FSYNC $n" ;;
+    3) cut="armed by the writer" ;;
+    esac
+    what="cycle $k (seed $s, $opts, cut $cut, keep $keep%)"
+    elog=$T/emu.$k.log
+    "$T/volatile" "${args[@]}" "$img" "$emu" -f >"$elog" 2>&1 &
+    EMU_PID=$!
+    wait_for mounted "$emu" fuse || fail "$what: the emulator did not mount: $(tail -n 3 "$elog")"
+    loop_up "$emu/img"
+    mount -t ext4 "$LOOP" "$ext" || fail "$what: cannot mount the ext4"
+    mkdir -p "$ext/store"
+    cbfs_mount "$ext/store" "$mnt" "$opts"
+    python3 "$CBFS_TOOLS/pcwork.py" write "$mnt" "c$k" "$T/log.$k" "$s" "$((20 + RANDOM % 30))" \
+        "$EMU_PID" "$((mode == 3))" >"$T/writer.$k.out" 2>&1 &
+    WPID=$!
+    ms=$((300 + RANDOM % 2500))
+    limit=$((mode == 0 ? ms : 1000 + 2 * ms))
+    for ((i = 0; i < limit / 50; i++)); do
+        grep -q CUT "$elog" && break
+        sleep 0.05
+    done
+    grep -q CUT "$elog" || { kill -USR1 "$EMU_PID" && ls "$emu" >/dev/null 2>&1; } || true
+    wait_for grep -q CUT "$elog" || fail "$what: the emulator did not cut"
+    # the disk is dead: tear everything down, nothing more can land
+    crash_daemon
+    wait_for bash -c "! kill -0 $WPID 2>/dev/null" || fail "$what: the writer hangs after the cut"
+    wait "$WPID" || fail "$what: writer: $(tail -n 3 "$T/writer.$k.out")"
+    WPID=
+    umount "$ext" 2>/dev/null || umount -l "$ext"
+    loop_down
+    fusermount3 -u "$emu" || fail "$what: cannot unmount the emulator"
+    wait "$EMU_PID" || fail "$what: the emulator exited $?"
+    EMU_PID=
+    c=$(sed -n 's/.* kept \([0-9]*\) sectors.*/\1/p' "$elog" | head -n 1)
+    kept=$((kept + ${c:-0}))
+    # recovery, on the image itself
+    loop_up "$img"
+    mount -t ext4 "$LOOP" "$ext" || fail "$what: the ext4 does not mount after the cut"
+    umount "$ext"
+    e2fsck -fn "$LOOP" >"$T/e2fsck.$k" 2>&1 || fail "$what: e2fsck -fn after the journal replay: $(tail -n 4 "$T/e2fsck.$k" | tr '\n' '|')"
+    mount -t ext4 "$LOOP" "$ext" || fail "$what: cannot mount the ext4 again"
+    for tool in fsck verify; do
+        rc=0
+        "$CBFS" "$tool" "$ext/store" >"$T/$tool.$k" 2>&1 || rc=$?
+        bad=$(grep -Ev "$debris" "$T/$tool.$k" || true)
+        if ((rc != 0 && rc != 1 && rc != 4)); then
+            fail "$what: cbfs $tool exited $rc: $(tail -n 3 "$T/$tool.$k" | tr '\n' '|')"
+        elif [[ -n $bad ]]; then
+            remarks+="cycle $k: cbfs $tool: $(head -n 2 <<<"$bad" | tr '\n' '|') "
+            ((strict)) && fail "$what: cbfs $tool reports more than crash debris: $(head -n 3 <<<"$bad" | tr '\n' '|')"
+        fi
+    done
+    cbfs_mount "$ext/store" "$mnt" "$opts"
+    out=$(python3 "$CBFS_TOOLS/pcwork.py" check "$mnt" "c$k" "$T/log.$k" 2>&1) ||
+        fail "$what: $(grep -m 4 PROBLEM <<<"$out" | tr '\n' '|') emulator: $(grep CUT "$elog" | sed 's/.*| //')"
+    x=$(sed -n 's/.*eio-pages \([0-9]*\) (over acked data \([0-9]*\)).*/\1 \2/p' <<<"$out")
+    read -r e ea <<<"${x:-0 0}"
+    neio=$((neio + e)) neio_acked=$((neio_acked + ea))
+    if ((ea > 0)); then
+        remarks+="cycle $k: $(grep -m 1 EIO-OVER-ACKED <<<"$out") "
+        ((strict)) && fail "$what: acknowledged data reads EIO after an unacknowledged rewrite: $(grep -m 2 EIO-OVER-ACKED <<<"$out" | tr '\n' '|')"
+    fi
+    # the files of this chain's earlier cycles read as they did after their own check
+    for ((j = (k - 1) / chain * chain + 1; j < k; j++)); do
+        (cd "$mnt" && sha256sum c$j/* 2>&1 | LC_ALL=C sort) >"$T/man.$j.now" || true
+        cmp -s "$T/man.$j" "$T/man.$j.now" ||
+            fail "$what: the files of cycle $j changed: $(diff "$T/man.$j" "$T/man.$j.now" | head -n 4 | tr '\n' '|')"
+    done
+    (cd "$mnt" && sha256sum c$k/* 2>&1 | LC_ALL=C sort) >"$T/man.$k" || true
+    cbfs_umount "$mnt"
+    umount "$ext"
+    loop_down
+    nchecked=$((nchecked + 1))
+    [[ ${CBFS_TEST_VERBOSE:-0} == 1 ]] && note "$what: $(tail -n 1 <<<"$out")"
+done
+note "$nchecked cycles in $((SECONDS - t0)) s; sectors the cut kept past the last flush: $kept; pages reading EIO (unacknowledged writes): $neio, of which held acknowledged data before: $neio_acked"
+[[ -n $remarks ]] && note "remarks (known limits, tool verdicts): $remarks"
+pass "$nchecked cycles"
