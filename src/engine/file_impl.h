@@ -84,6 +84,8 @@ struct cbfs_dead {
 struct cbfs_undo {
     uint64_t block;
     struct cbfs_index_entry prev;
+    bool provisional; /* prev is durable only if the sync running when it was noted
+                         succeeds (it lies below that sync's sync_end0) */
 };
 
 struct cbfs_file {
@@ -153,10 +155,12 @@ struct cbfs_file {
     uint64_t synced_end;     /* lock: the data file's end when the last good sync began (or
                                 at open): frames below it are durable */
     uint64_t synced_size;    /* lock: the logical size then */
+    uint64_t sync_end0;      /* lock: while syncing, the data end that sync makes durable */
     struct cbfs_undo *undo;  /* lock: blocks rewritten since, each with the entry it had
                                 then (its first rewrite's), whose frame lies below synced_end */
     size_t nundo, undo_cap;  /* lock */
-    bool undo_lost;          /* lock: a rewrite since could not be noted (no memory) */
+    bool undo_lost;          /* lock: a change since cannot be taken back (no memory to note a
+                                rewrite, or a SIZE record: a truncate or an extend) */
 };
 
 /* ---- file_read.c ---- */

@@ -122,14 +122,16 @@ static void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e)
 /* Notes block b's entry before its first rewrite since the last good sync,
  * for cbfs_file_undo: only a frame below synced_end (durable) counts, so a
  * block's later rewrites (whose entries point past it) are not noted again.
- * Lock held. */
+ * While a sync runs, a frame below the end it makes durable (sync_end0) is
+ * noted provisionally: it counts if that sync succeeds. Lock held. */
 static void cbfs_file_note_rewrite(struct cbfs_file *f, uint64_t b)
 {
     cbfs_assert_held(&f->lock);
     const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, b);
-    if (!e || !e->generation || f->undo_lost ||
-        e->offset + CBFS_FRAME_HDR_SIZE + e->plen > f->synced_end)
-        return;
+    if (!e || !e->generation || f->undo_lost) return;
+    const uint64_t end = e->offset + CBFS_FRAME_HDR_SIZE + e->plen;
+    const bool provisional = end > f->synced_end;
+    if (provisional && (!f->syncing || end > f->sync_end0)) return;
     if (f->nundo == f->undo_cap) {
         const size_t cap = f->undo_cap ? f->undo_cap * 2 : 64;
         struct cbfs_undo *v = cap <= CBFS_UNDO_MAX ? realloc(f->undo, cap * sizeof *v) : NULL;
@@ -140,7 +142,18 @@ static void cbfs_file_note_rewrite(struct cbfs_file *f, uint64_t b)
         f->undo = v;
         f->undo_cap = cap;
     }
-    f->undo[f->nundo++] = (struct cbfs_undo){b, *e};
+    f->undo[f->nundo++] = (struct cbfs_undo){b, *e, provisional};
+}
+
+/* Keeps the undo entries for which keep(f, u) holds, in order. Lock held. */
+static void cbfs_file_undo_filter(struct cbfs_file *f,
+                                  bool (*keep)(struct cbfs_file *f, struct cbfs_undo *u))
+{
+    cbfs_assert_held(&f->lock);
+    size_t n = 0;
+    for (size_t i = 0; i < f->nundo; i++)
+        if (keep(f, &f->undo[i])) f->undo[n++] = f->undo[i];
+    f->nundo = n;
 }
 
 /* Becomes the committer unless someone else is, and appends every finished
@@ -549,12 +562,15 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
         }
     }
 out:
-    if (err && !f->err) {
-        /* What is left of this write is not stored, and later writes would
-         * be: a new block it did not reach would read as zeros behind them
-         * (helper-10: a failed allocation left 13 such blocks). As after a
-         * failed store, nothing more is stored until a flush has reported
-         * it and dropped what is open (cbfs_file_reset): a correct prefix. */
+    if (err && !f->err && f->resets == resets && left < len) {
+        /* Part of this write was taken and the rest is not stored, while
+         * later writes would be: a new block it did not reach would read as
+         * zeros behind them (helper-10: a failed allocation left 13 such
+         * blocks). As after a failed store, nothing more is stored until a
+         * flush has reported it and dropped what is open (cbfs_file_reset):
+         * a correct prefix. A write that took nothing just fails (a damaged
+         * block's read-modify-write must not stop the file's other writers),
+         * and one that a reset failed reports what the reset did. */
         f->err = err;
         cbfs_file_count_failure(f, err);
         CBFS_STAT_ADD(f->eng, st_write_errors, 1);
@@ -642,30 +658,56 @@ uint64_t cbfs_file_err_seq(struct cbfs_file *f)
     return seq;
 }
 
-/* After a failed fdatasync of the data file. The kernel may have dropped
- * what was written since the last good sync (Linux reports a writeback
- * error once and can forget the pages), while the sidecar keeps the records
- * of those frames: a block rewritten since would read as damage for good,
- * the bytes of it that were acknowledged before included (helper-10: a
- * 1-byte rewrite cost a whole 64K block). Every such block is pointed back
- * at the frame it had at the last good sync, which is durable and was never
- * punched (the failed sync's garbage list was not), with one record each,
- * synced. Only while the size is what it was then: in a file that grew or
- * shrank since, the new records stay, and what reads as damage was never
- * acknowledged. Lock held; takes the committer role for the append. */
-static void cbfs_file_undo(struct cbfs_file *f, bool lost)
+/* cbfs_file_undo_filter: a provisional entry goes with the sync that failed */
+static bool cbfs_undo_not_provisional(struct cbfs_file *f, struct cbfs_undo *u)
+{
+    (void)f;
+    return !u->provisional;
+}
+
+/* cbfs_file_undo_filter: after a good sync, what it noted provisionally counts */
+static bool cbfs_undo_confirm(struct cbfs_file *f, struct cbfs_undo *u)
+{
+    (void)f;
+    u->provisional = false;
+    return true;
+}
+
+/* After a failed fdatasync of the data file, which was to make durable the
+ * frames below end0 (the data end when it began). The kernel may have
+ * dropped what was written since the last good sync (Linux reports a
+ * writeback error once and can forget the pages), while the sidecar keeps
+ * the records of those frames: a block rewritten since would read as damage
+ * for good, the bytes of it that were acknowledged before included
+ * (helper-10: a 1-byte rewrite cost a whole 64K block). Every such block
+ * whose frame the failed sync covered (below end0) is pointed back at the
+ * frame it had at the last good sync, which is durable and was never punched
+ * (the failed sync's garbage list was not), with one record each, synced;
+ * a clean open block of it goes too (a flush leaves it open, and reads would
+ * still see the bytes taken back). A block stored again while the sync ran
+ * (at or past end0) keeps its new frame, which the next sync covers, and its
+ * entry here. Nothing when a change since cannot be taken back (lost: a
+ * truncate or an extend, no memory) or the size moved: then the new records
+ * stay, and what reads as damage was never acknowledged, but for a hole
+ * filled since (noted nowhere: its acknowledged zeros read as damage; docs/
+ * ENGINE.md). Lock held; takes the committer role for the append. */
+static void cbfs_file_undo(struct cbfs_file *f, bool lost, uint64_t end0)
 {
     cbfs_assert_held(&f->lock);
     while (f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
     f->committing = true;
-    size_t n = 0;
+    size_t n = 0, kept = 0;
     struct cbfs_index_rec *recs = NULL;
-    if (!lost && f->nundo && f->idx.size == f->synced_size &&
-        (recs = malloc(f->nundo * sizeof *recs)) != NULL) {
+    const bool can = !lost && f->idx.size == f->synced_size;
+    if (can && f->nundo && (recs = malloc(f->nundo * sizeof *recs)) != NULL) {
         for (size_t i = 0; i < f->nundo; i++) {
             const struct cbfs_undo *u = &f->undo[i];
             const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, u->block);
-            if (e && e->offset == u->prev.offset) continue; /* back already */
+            if (!e || e->offset == u->prev.offset) continue; /* gone, or back already */
+            if (e->offset >= end0) {
+                f->undo[kept++] = *u; /* stored while the sync ran: the next one's */
+                continue;
+            }
             recs[n++] = (struct cbfs_index_rec){
                 .type = CBFS_REC_BLOCK,
                 .codec = u->prev.codec,
@@ -686,6 +728,11 @@ static void cbfs_file_undo(struct cbfs_file *f, bool lost)
             /* live again: off the garbage list (the failed sync's is gone) */
             for (size_t k = 0; k < f->ndead; k++)
                 if (f->dead[k].offset == recs[i].offset) f->dead[k--] = f->dead[--f->ndead];
+            for (unsigned k = 0; k < f->nopen; k++) {
+                if (f->open[k].block != recs[i].block || f->open[k].dirty) continue;
+                cbfs_engine_buf_put(f->eng, f->open[k].data, f->bs);
+                f->open[k--] = f->open[--f->nopen];
+            }
         }
         if (fdatasync(f->idx_fd) != 0) e = cbfs_err_from_errno(errno);
     }
@@ -694,12 +741,14 @@ static void cbfs_file_undo(struct cbfs_file *f, bool lost)
                       "durable frames%s%s",
                       f->name, n, e ? "could not be pointed back at" : "point back at",
                       e ? ": " : "", e ? cbfs_err_str(e) : "");
-    else if (lost || (f->nundo && f->idx.size != f->synced_size))
+    else if (!can && f->nundo)
         cbfs_log_warn("%s: blocks rewritten since the last good sync cannot be pointed back at "
                       "their earlier frames (%s): they may read as damage",
-                      f->name, lost ? "too many" : "the file's size changed since");
+                      f->name,
+                      lost ? "a truncate, an extend or too many rewrites since"
+                           : "the file's size changed since");
     free(recs);
-    f->nundo = 0;
+    f->nundo = can && recs ? kept : 0;
     f->committing = false;
     pthread_cond_broadcast(&f->cond);
 }
@@ -736,6 +785,7 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
     const size_t undo0 = f->nundo;
     const bool lost0 = f->undo_lost;
     if (sync) {
+        f->sync_end0 = end0;
         f->dirty = false;
         f->syncing = true;
         dead = f->dead; /* replaced by what this sync makes durable */
@@ -772,11 +822,13 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
                 memmove(f->undo, f->undo + undo0, (f->nundo - undo0) * sizeof *f->undo);
                 f->nundo -= undo0;
             }
+            cbfs_file_undo_filter(f, cbfs_undo_confirm);
             f->synced_end = end0;
             f->synced_size = size0;
         } else {
+            cbfs_file_undo_filter(f, cbfs_undo_not_provisional);
             f->undo_lost = f->undo_lost || lost0;
-            if (data_failed && f->idx_fd >= 0) cbfs_file_undo(f, f->undo_lost);
+            if (data_failed && f->idx_fd >= 0) cbfs_file_undo(f, f->undo_lost, end0);
         }
         f->syncing = false;
         if (e) cbfs_file_count_failure(f, e);
@@ -837,7 +889,10 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
     CBFS_STAT_ADD(f->eng, st_physical_written, f->append_off - start);
     f->dirty = true; /* stored: the next flush syncs it, whatever follows */
     for (size_t i = 0; i < n && !e; i++) {
-        if (!(p[i].h.flags & CBFS_FRAME_SIZE)) cbfs_file_note_rewrite(f, p[i].h.block);
+        if (p[i].h.flags & CBFS_FRAME_SIZE)
+            f->undo_lost = true; /* entries it drops have no record to come back by */
+        else
+            cbfs_file_note_rewrite(f, p[i].h.block);
         e = cbfs_index_apply(&f->idx, &r[i]);
     }
     return e;

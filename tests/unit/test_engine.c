@@ -948,9 +948,29 @@ Test(engine, threads_share_one_file)
 static ino_t fail_ino;
 static off_t fail_from = -1;
 
+/* runs inside the next fdatasync of fail_ino, before it (the file's lock
+ * dropped, as in cbfs_file_sync): a write while the sync runs */
+static void (*sync_hook)(void);
 int fdatasync(int fd)
 {
     struct stat st;
+    if (sync_hook && fstat(fd, &st) == 0 && st.st_ino == fail_ino) {
+        void (*h)(void) = sync_hook;
+        sync_hook = NULL;
+        const off_t before = st.st_size;
+        h();
+        if (fail_from >= 0) {
+            static const unsigned char z[4096];
+            for (off_t at = fail_from; at < before; at += (off_t)sizeof z) {
+                const size_t n = before - at < (off_t)sizeof z ? (size_t)(before - at) : sizeof z;
+                if (pwrite(fd, z, n, at) != (ssize_t)n) break;
+            }
+            fail_from = -1;
+            errno = EIO;
+            return -1;
+        }
+        return (int)syscall(SYS_fdatasync, fd);
+    }
     if (fail_from >= 0 && fstat(fd, &st) == 0 && st.st_ino == fail_ino) {
         static const unsigned char zeros[4096];
         for (off_t at = fail_from; at < st.st_size; at += (off_t)sizeof zeros) {
@@ -992,10 +1012,10 @@ Test(engine, failed_sync_keeps_what_the_last_sync_made_durable)
     free(data);
 }
 
-/* A write that fails part-way (here: the read-modify-write of a damaged last
- * block) stores nothing more until a flush has reported it. Before, the next
- * append was stored, and the new block that the failed write never reached
- * read as zeros in front of it. */
+/* A write that fails part-way (its first piece taken, then the read-modify-
+ * write of a damaged last block) stores nothing more until a flush has
+ * reported it. Before, the next append was stored, and the new block that
+ * the failed write never reached read as zeros in front of it. */
 Test(engine, failed_write_stores_nothing_behind_it)
 {
     const size_t bs = 64 << 10, size = bs + bs / 2;
@@ -1019,8 +1039,9 @@ Test(engine, failed_write_stores_nothing_behind_it)
     close(fd);
 
     f = eng_open("halfdamaged", false, "lz4");
-    /* appends: the first needs block 1's stored half and fails */
-    cr_assert_neq(cbfs_file_write(f, data + size, bs, size), CBFS_OK);
+    /* a write across blocks 0 and 1: block 0's piece is taken, block 1's
+     * needs its stored half and fails */
+    cr_assert_neq(cbfs_file_write(f, data + bs / 2, bs, bs / 2), CBFS_OK);
     const cbfs_err later = cbfs_file_write(f, data + size + bs, bs / 2, size + bs);
     const cbfs_err flushed = cbfs_file_flush(f, NULL);
     cr_assert_eq(cbfs_file_size(f), size, "size %llu after a failed append",
@@ -1659,4 +1680,263 @@ Test(engine_config, default_inflight_budget)
                      cases[i].workers, cases[i].block, (unsigned long long)cfg.inflight_bytes,
                      (unsigned long long)cases[i].want);
     }
+}
+
+
+/* ---- a failed fdatasync's undo, and a failed write's poison: the cases a
+ * review found (helper-11) ---- */
+
+/* Rewrite block 3, truncate to 0, extend back to the synced size, the data
+ * fdatasync fails: the size is as it was, but the truncate dropped block 3's
+ * entry; pointing it back at its pre-truncate frame made a state that never
+ * was (zeros, then the old block 3). A SIZE record since the last good sync
+ * now rules the undo out. */
+Test(engine, undo_skips_a_truncate_and_extend)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size), *nb = malloc(bs), *zero = calloc(1, size);
+    cbfs_td_rows(data, size, 13);
+    cbfs_td_random(nb, bs, 5);
+    struct cbfs_file *f = eng_open("undo_tr", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    struct stat st;
+    close(eng_data_open("undo_tr", &st));
+    fail_ino = st.st_ino;
+    cr_assert_eq(cbfs_file_write(f, nb, bs, 3 * bs), CBFS_OK); /* rewrite block 3 */
+    cr_assert_eq(cbfs_file_truncate(f, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_extend(f, size), CBFS_OK);
+    eng_check(f, zero, size); /* what the process sees before the sync */
+    fail_from = st.st_size;
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    unsigned char *got = malloc(size);
+    size_t n = 0;
+    cr_assert_eq(cbfs_file_read(f, got, size, 0, &n), CBFS_OK);
+    const bool b012_zero = memcmp(got, zero, 3 * bs) == 0;
+    const bool b3_old = memcmp(got + 3 * bs, data + 3 * bs, bs) == 0;
+    cr_assert(!(b012_zero && b3_old), "a state that never existed: zeros, then the old block 3");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(got);
+    free(data);
+    free(nb);
+    free(zero);
+}
+
+/* A 1-byte rewrite stays in an open (clean) block after the failing flush;
+ * the undo points the block back at its old frame, and the open block must
+ * go too, or reads see the new byte until a reopen shows the old one. */
+Test(engine, undo_drops_the_open_block_it_takes_back)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_rows(data, size, 13);
+    struct cbfs_file *f = eng_open("undo_open", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    struct stat st;
+    close(eng_data_open("undo_open", &st));
+    fail_ino = st.st_ino;
+    const unsigned char x = (unsigned char)(data[bs + 100] ^ 0xFF);
+    cr_assert_eq(cbfs_file_write(f, &x, 1, bs + 100), CBFS_OK);
+    fail_from = st.st_size;
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    unsigned char b1, b2;
+    size_t n;
+    cr_assert_eq(cbfs_file_read(f, &b1, 1, bs + 100, &n), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("undo_open", false, "lz4");
+    cr_assert_eq(cbfs_file_read(f, &b2, 1, bs + 100, &n), CBFS_OK);
+    cr_assert_eq(b1, b2, "the byte flips with no write in between (same open: %s)",
+                 b1 == x ? "new" : "old");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
+
+static struct cbfs_file *hook_f;
+static unsigned char *hook_c;
+static off_t hook_size_before_c = -1;
+static void hook_write_c(void)
+{
+    struct stat st;
+    close(eng_data_open(hook_f == NULL ? "" : "undo_during", &st));
+    hook_size_before_c = st.st_size;
+    cr_assert_eq(cbfs_file_write(hook_f, hook_c, 64 << 10, 64 << 10), CBFS_OK); /* block 1 */
+    usleep(400 * 1000); /* its commit, on the pool */
+}
+
+/* Block 1 was rewritten (B) since the last good sync; while the failing
+ * fdatasync runs, another write stores block 1 again (C). The undo must not
+ * take C back (the failed sync did not cover it; the next one does): it once
+ * did, and the next flush said 0 with C gone. */
+Test(engine, undo_keeps_a_write_stored_while_the_sync_ran)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *a = malloc(size), *b = malloc(bs), *c = malloc(bs), *got = malloc(bs);
+    cbfs_td_rows(a, size, 13);
+    cbfs_td_random(b, bs, 6);
+    cbfs_td_random(c, bs, 7);
+    struct cbfs_file *f = eng_open("undo_during", true, "lz4");
+    uint64_t seen = cbfs_file_err_seq(f);
+    cr_assert_eq(cbfs_file_write(f, a, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, &seen), CBFS_OK);
+    struct stat st;
+    close(eng_data_open("undo_during", &st));
+    fail_ino = st.st_ino;
+    cr_assert_eq(cbfs_file_write(f, b, bs, bs), CBFS_OK); /* B */
+    hook_f = f;
+    hook_c = c;
+    sync_hook = hook_write_c;
+    fail_from = st.st_size; /* B's frame lost; C's (written during the sync) not */
+    cr_assert_eq(cbfs_file_flush(f, &seen), CBFS_E_IO);
+    const cbfs_err again = cbfs_file_flush(f, &seen);
+    size_t n;
+    cr_assert_eq(cbfs_file_read(f, got, bs, bs, &n), CBFS_OK);
+    cr_assert(again != CBFS_OK || !memcmp(got, c, bs),
+              "write(C) and the next flush said 0, but block 1 is %s",
+              !memcmp(got, a + bs, bs) ? "A (taken back)" : "other bytes");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(a); free(b); free(c); free(got);
+}
+
+/* Block 1 rewritten (B) before a good sync S1, rewritten again (C) while S1
+ * runs. S1 succeeds (B durable). The next sync fails and loses C: block 1
+ * points back at B, noted provisionally while S1 ran. Before, C's rewrite was
+ * never noted (B lay past synced_end then): block 1 read as damage. */
+Test(engine, undo_covers_a_rewrite_during_a_good_sync)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *a = malloc(size), *b = malloc(bs), *c = malloc(bs), *got = malloc(bs);
+    cbfs_td_rows(a, size, 13);
+    cbfs_td_random(b, bs, 6);
+    cbfs_td_random(c, bs, 7);
+    struct cbfs_file *f = eng_open("undo_during", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, a, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    struct stat st;
+    close(eng_data_open("undo_during", &st));
+    fail_ino = st.st_ino;
+    cr_assert_eq(cbfs_file_write(f, b, bs, bs), CBFS_OK); /* B */
+    hook_f = f;
+    hook_c = c;
+    sync_hook = hook_write_c; /* C during S1, which succeeds */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    fail_from = hook_size_before_c; /* S2 loses C's frame */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("undo_during", false, "lz4");
+    size_t n;
+    const cbfs_err r = cbfs_file_read(f, got, bs, bs, &n);
+    cr_assert_eq(r, CBFS_OK, "block 1, durable as B at the last good sync: %s", cbfs_err_str(r));
+    cr_assert(!memcmp(got, b, bs), "block 1 is not B, its content at the last good sync");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(a); free(b); free(c); free(got);
+}
+
+/* A write into a damaged block (its read-modify-write fails, nothing taken)
+ * fails alone: another handle's writes before and after it are stored. The
+ * first version of the poison rule (21f5284) stopped the whole file and
+ * dropped the other handle's write at the next flush. */
+Test(engine, write_into_a_damaged_block_fails_alone)
+{
+    const size_t bs = 64 << 10, size = 8 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_rows(data, size, 9);
+    struct cbfs_file *f = eng_open("damaged_alone", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    struct stat st;
+    const int fd = eng_data_open("damaged_alone", &st);
+    unsigned char hdr[64], byte;
+    cr_assert_eq(pread(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+    uint32_t plen;
+    memcpy(&plen, hdr + 36, sizeof plen);
+    const off_t where = 64 + (off_t)plen + 64 + 100; /* block 1's payload */
+    cr_assert_eq(pread(fd, &byte, 1, where), 1);
+    byte ^= 0x5A;
+    cr_assert_eq(pwrite(fd, &byte, 1, where), 1);
+    close(fd);
+    f = eng_open("damaged_alone", false, "lz4");
+    uint64_t s1 = cbfs_file_err_seq(f), s2 = cbfs_file_err_seq(f);
+    const unsigned char y = (unsigned char)(data[5 * bs + 7] ^ 0xFF);
+    cr_assert_eq(cbfs_file_write(f, &y, 1, 5 * bs + 7), CBFS_OK); /* handle 2, healthy block */
+    const cbfs_err w1 = cbfs_file_write(f, "Z", 1, bs + 3);            /* handle 1, damaged */
+    const cbfs_err w2 = cbfs_file_write(f, &y, 1, 6 * bs + 7);         /* handle 2 again */
+    const cbfs_err f2 = cbfs_file_flush(f, &s2);
+    const cbfs_err f1 = cbfs_file_flush(f, &s1);
+    unsigned char got;
+    size_t n;
+    cr_assert_eq(cbfs_file_read(f, &got, 1, 5 * bs + 7, &n), CBFS_OK);
+    cr_assert_neq(w1, CBFS_OK, "the write into the damaged block");
+    cr_assert_eq(w2, CBFS_OK, "a later write elsewhere: %s", cbfs_err_str(w2));
+    cr_assert_eq(f2, CBFS_OK, "the other handle's flush: %s", cbfs_err_str(f2));
+    (void)f1;
+    cr_assert_eq(got, y, "the other handle's acknowledged write was dropped");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
+
+#include "engine/file_impl.h"
+
+struct waiting_write {
+    struct cbfs_file *f;
+    unsigned char *blk;
+    cbfs_err e;
+};
+static void *waiting_writer(void *arg)
+{
+    struct waiting_write *w = arg;
+    w->e = cbfs_file_write(w->f, w->blk, 64 << 10, 33ull * (64 << 10)); /* needs a slot */
+    return NULL;
+}
+
+/* A store failure, reported and reset by a flush while a write waits for a
+ * slot: the write fails with err_last, and must not poison the file and
+ * count the same failure again (a handle that heard it heard it twice). The
+ * failure and the flush's reset are done by hand, under the lock. */
+Test(engine, a_reset_during_a_wait_is_counted_once)
+{
+    const size_t bs = 64 << 10;
+    unsigned char *blk = malloc(bs);
+    cbfs_td_random(blk, bs, 3);
+    struct cbfs_file *f = eng_open("reset_wait", true, "lz4");
+    uint64_t seen = cbfs_file_err_seq(f);
+    for (uint64_t b = 1; b <= 32; b++) cr_assert_eq(cbfs_file_write(f, blk, bs, b * bs), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    cbfs_mutex_unlock(&f->lock);
+    atomic_fetch_add(&f->writers, 1); /* another writer in sight: W waits for the gap */
+    struct waiting_write w = {.f = f, .blk = blk};
+    pthread_t t;
+    pthread_create(&t, NULL, waiting_writer, &w);
+    usleep(30 * 1000);
+    cbfs_mutex_lock(&f->lock); /* as a failed store does (cbfs_file_count_failure) */
+    f->err = CBFS_E_IO;
+    f->err_seq++;
+    f->err_last = CBFS_E_IO;
+    f->err_heard = false;
+    const uint64_t seq1 = f->err_seq;
+    /* the flush's drain returns and it resets before W looks again (one
+     * locked stretch, as in cbfs_file_sync: drain -> cbfs_file_reset) */
+    f->err = CBFS_OK;
+    f->resets++;
+    for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
+    f->nopen = 0;
+    f->size = f->idx.size;
+    if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
+    seen = f->err_seq; /* this flush reported it to the handle */
+    const cbfs_err f1 = CBFS_E_IO;
+    cbfs_mutex_unlock(&f->lock);
+    pthread_join(t, NULL);
+    atomic_fetch_sub(&f->writers, 1);
+    cbfs_mutex_lock(&f->lock);
+    const uint64_t seq2 = f->err_seq;
+    const bool poisoned = f->err != CBFS_OK;
+    cbfs_mutex_unlock(&f->lock);
+    const cbfs_err f2 = cbfs_file_flush(f, &seen);
+    (void)f1;
+    cr_assert_neq(w.e, CBFS_OK, "the waiting write");
+    cr_assert(seq2 == seq1 && !poisoned, "counted again: err_seq %llu -> %llu",
+              (unsigned long long)seq1, (unsigned long long)seq2);
+    cr_assert_eq(f2, CBFS_OK, "one failure reported twice to the same handle");
+    (void)cbfs_file_close(f);
+    free(blk);
 }
