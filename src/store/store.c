@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,11 @@ enum cbfs_store_holder cbfs_store_holder_describe(pid_t holder, char *buf, size_
     return CBFS_HOLDER_UNKNOWN;
 }
 
+static bool cbfs_store_pid_alive(pid_t pid)
+{
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
 /* The pid of the process whose flock(LOCK_EX) holds fd's file, from
  * /proc/locks ("1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO 0 EOF", the device
  * in hex); 0 if not found. */
@@ -219,7 +225,20 @@ static cbfs_err cbfs_store_lock_root(struct cbfs_store *st, pid_t *holder)
     while (flock(st->root_lock_fd, LOCK_EX | LOCK_NB) < 0) {
         if (errno == EINTR) continue;
         const bool busy = errno == EWOULDBLOCK;
-        if (busy) *holder = cbfs_store_flock_holder(st->root_lock_fd);
+        if (busy) {
+            /* .cbfs/lock's pid first: /proc/locks names the process that
+             * took the flock, which a daemonized mount took before its fork
+             * (that parent is gone); it is the one left where .cbfs/ went */
+            const int fd = openat(st->root_fd, CBFS_STORE_DIR "/" CBFS_STORE_LOCK,
+                                  O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0) {
+                *holder = cbfs_store_read_pid(fd);
+                close(fd);
+            }
+            if (!cbfs_store_pid_alive(*holder))
+                *holder = cbfs_store_flock_holder(st->root_lock_fd);
+            if (!cbfs_store_pid_alive(*holder)) *holder = 0;
+        }
         close(st->root_lock_fd);
         st->root_lock_fd = -1;
         return busy ? CBFS_E_BUSY : CBFS_OK;

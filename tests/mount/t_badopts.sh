@@ -55,6 +55,16 @@ grep -q 'default 256K' "$T/help.out" || fail "--help does not show block_size's 
 grep -A2 '^  block_size=' "$T/help.out" | grep -q 'default 1M' &&
     fail "--help still shows block_size's old 1M default"
 
+# a daemonized mount takes the locks before it forks: a second daemon names the daemon
+# (.cbfs/lock's pid), not the parent that took the flock and is gone
+mkdir -p "$T/mnt3" "$T/mnt2"
+"$CBFS_MOUNT_BIN" -o codec=lz4 "$store" "$T/mnt3" || fail "daemonized mount failed"
+dpid=$(pgrep -f -- " $T/mnt3\$") || fail "no daemon for $T/mnt3"
+expect_refused "in use by a cbfs daemon \(pid $dpid\); unmount it" -f "$store" "$T/mnt2"
+fusermount3 -u "$T/mnt3" || fail "cannot unmount $T/mnt3"
+for ((i = 0; i < 100; i++)); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$dpid" 2>/dev/null && fail "the daemonized mount's daemon did not exit"
+
 # a second daemon on a locked store
 cbfs_mount "$store" "$mnt" codec=lz4
 mkdir -p "$T/mnt2"
