@@ -39,7 +39,7 @@
  * appended: see cbfs_file_write_behind. */
 #define CBFS_WRITE_BEHIND (8u << 20)
 /* Most blocks whose earlier entries a file keeps between good syncs
- * (cbfs_file_undo): 48 bytes each, 3 MiB; 16 GiB of rewrites at 256K blocks.
+ * (cbfs_file_undo): 56 bytes each, 3.5 MiB; 16 GiB of rewrites at 256K blocks.
  * A file that rewrites more between two syncs is not taken back. */
 #define CBFS_UNDO_MAX 65536
 
@@ -161,6 +161,8 @@ struct cbfs_file {
     size_t nundo, undo_cap;  /* lock */
     bool undo_lost;          /* lock: a change since cannot be taken back (no memory to note a
                                 rewrite, or a SIZE record: a truncate or an extend) */
+    bool undo_late;          /* lock: an undo took back a frame stored while the failed sync
+                                ran, whose writer heard no error yet: the next flush reports one */
 };
 
 /* ---- file_read.c ---- */

@@ -524,7 +524,7 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
     while (f->truncating) cbfs_mutex_wait(&f->lock, &f->cond);
     if (within && off + len > f->size) left = len = off >= f->size ? 0 : (size_t)(f->size - off);
     f->in_write++;
-    const uint64_t resets = f->resets;
+    const uint64_t resets = f->resets, end = off + len;
     while (left) {
         uint64_t b = off / f->bs;
         uint32_t boff = (uint32_t)(off % f->bs);
@@ -562,15 +562,17 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
         }
     }
 out:
-    if (err && !f->err && f->resets == resets && left < len) {
-        /* Part of this write was taken and the rest is not stored, while
-         * later writes would be: a new block it did not reach would read as
-         * zeros behind them (helper-10: a failed allocation left 13 such
-         * blocks). As after a failed store, nothing more is stored until a
-         * flush has reported it and dropped what is open (cbfs_file_reset):
-         * a correct prefix. A write that took nothing just fails (a damaged
-         * block's read-modify-write must not stop the file's other writers),
-         * and one that a reset failed reports what the reset did. */
+    if (err && !f->err && f->resets == resets && (left < len || end > f->size)) {
+        /* Part of this write was taken, or it was to extend the file, and
+         * the rest is not stored, while later writes would be: a new block
+         * it did not reach would read as zeros behind them (helper-10: a
+         * failed allocation left 13 such blocks; helper-12: an append whose
+         * first piece failed). As after a failed store, nothing more is
+         * stored until a flush has reported it and dropped what is open
+         * (cbfs_file_reset): a correct prefix. A write inside the file that
+         * took nothing just fails (a damaged block's read-modify-write must
+         * not stop the file's other writers), and one that a reset failed
+         * reports what the reset did. */
         f->err = err;
         cbfs_file_count_failure(f, err);
         CBFS_STAT_ADD(f->eng, st_write_errors, 1);
@@ -673,56 +675,59 @@ static bool cbfs_undo_confirm(struct cbfs_file *f, struct cbfs_undo *u)
     return true;
 }
 
-/* After a failed fdatasync of the data file, which was to make durable the
- * frames below end0 (the data end when it began). The kernel may have
- * dropped what was written since the last good sync (Linux reports a
- * writeback error once and can forget the pages), while the sidecar keeps
- * the records of those frames: a block rewritten since would read as damage
- * for good, the bytes of it that were acknowledged before included
- * (helper-10: a 1-byte rewrite cost a whole 64K block). Every such block
- * whose frame the failed sync covered (below end0) is pointed back at the
- * frame it had at the last good sync, which is durable and was never punched
- * (the failed sync's garbage list was not), with one record each, synced;
- * a clean open block of it goes too (a flush leaves it open, and reads would
- * still see the bytes taken back). A block stored again while the sync ran
- * (at or past end0) keeps its new frame, which the next sync covers, and its
- * entry here. Nothing when a change since cannot be taken back (lost: a
+/* After a failed fdatasync of the data file. The kernel may have dropped
+ * what was written since the last good sync (Linux reports a writeback
+ * error once and can forget the pages), while the sidecar keeps the records
+ * of those frames: a block rewritten since would read as damage for good,
+ * the bytes of it that were acknowledged before included (helper-10: a
+ * 1-byte rewrite cost a whole 64K block). Every such block is pointed back
+ * at the frame it had at the last good sync, which is durable and was never
+ * punched (the failed sync's garbage list was not), with one record each,
+ * synced; a clean open block of it goes too (a flush leaves it open, and
+ * reads would still see the bytes taken back). That includes a block stored
+ * again while the sync ran (at or past end0, the data end when it began):
+ * the failed fdatasync wrote whatever was dirty when it began, and its
+ * writer heard no error yet, so the next flush reports one (undo_late;
+ * helper-12). Nothing when a change since cannot be taken back (lost: a
  * truncate or an extend, no memory) or the size moved: then the new records
  * stay, and what reads as damage was never acknowledged, but for a hole
  * filled since (noted nowhere: its acknowledged zeros read as damage; docs/
- * ENGINE.md). Lock held; takes the committer role for the append. */
+ * ENGINE.md). Nor when its own append fails: that block reads as damage.
+ * Lock held; takes the committer role for the append. */
 static void cbfs_file_undo(struct cbfs_file *f, bool lost, uint64_t end0)
 {
     cbfs_assert_held(&f->lock);
     while (f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
     f->committing = true;
-    size_t n = 0, kept = 0;
+    /* noted while the committer role was awaited: that sync failed */
+    cbfs_file_undo_filter(f, cbfs_undo_not_provisional);
+    size_t n = 0;
+    bool late = false;
     struct cbfs_index_rec *recs = NULL;
     const bool can = !lost && f->idx.size == f->synced_size;
-    if (can && f->nundo && (recs = malloc(f->nundo * sizeof *recs)) != NULL) {
-        for (size_t i = 0; i < f->nundo; i++) {
-            const struct cbfs_undo *u = &f->undo[i];
-            const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, u->block);
-            if (!e || e->offset == u->prev.offset) continue; /* gone, or back already */
-            if (e->offset >= end0) {
-                f->undo[kept++] = *u; /* stored while the sync ran: the next one's */
-                continue;
-            }
-            recs[n++] = (struct cbfs_index_rec){
-                .type = CBFS_REC_BLOCK,
-                .codec = u->prev.codec,
-                .flags = u->prev.flags,
-                .block = u->block,
-                .offset = u->prev.offset,
-                .plen = u->prev.plen,
-                .ulen = u->prev.ulen,
-                .generation = u->prev.generation,
-                .hash = u->prev.hash,
-            };
-        }
+    if (can && f->nundo && !(recs = malloc(f->nundo * sizeof *recs)))
+        cbfs_log_err("%s: no memory to point rewritten blocks back at their durable frames",
+                     f->name);
+    for (size_t i = 0; recs && i < f->nundo; i++) {
+        const struct cbfs_undo *u = &f->undo[i];
+        const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, u->block);
+        if (!e || e->offset == u->prev.offset) continue; /* gone, or back already */
+        if (e->offset >= end0) late = true;
+        recs[n++] = (struct cbfs_index_rec){
+            .type = CBFS_REC_BLOCK,
+            .codec = u->prev.codec,
+            .flags = u->prev.flags,
+            .block = u->block,
+            .offset = u->prev.offset,
+            .plen = u->prev.plen,
+            .ulen = u->prev.ulen,
+            .generation = u->prev.generation,
+            .hash = u->prev.hash,
+        };
     }
-    cbfs_err e = CBFS_OK;
-    if (n && (e = cbfs_index_append(&f->idx, f->idx_fd, recs, n)) == CBFS_OK) {
+    cbfs_err e = n ? cbfs_index_append(&f->idx, f->idx_fd, recs, n) : CBFS_OK;
+    const bool applied = n && !e;
+    if (applied) {
         for (size_t i = 0; i < n; i++) {
             (void)cbfs_index_apply(&f->idx, &recs[i]); /* entries it held: no memory */
             /* live again: off the garbage list (the failed sync's is gone) */
@@ -734,12 +739,16 @@ static void cbfs_file_undo(struct cbfs_file *f, bool lost, uint64_t end0)
                 f->open[k--] = f->open[--f->nopen];
             }
         }
+        if (late) f->undo_late = true;
         if (fdatasync(f->idx_fd) != 0) e = cbfs_err_from_errno(errno);
     }
     if (n)
         cbfs_log_warn("%s: %zu block(s) rewritten since the last good sync %s their earlier, "
                       "durable frames%s%s",
-                      f->name, n, e ? "could not be pointed back at" : "point back at",
+                      f->name, n,
+                      !applied ? "could not be pointed back at"
+                      : e      ? "point back at (not synced)"
+                               : "point back at",
                       e ? ": " : "", e ? cbfs_err_str(e) : "");
     else if (!can && f->nundo)
         cbfs_log_warn("%s: blocks rewritten since the last good sync cannot be pointed back at "
@@ -748,7 +757,7 @@ static void cbfs_file_undo(struct cbfs_file *f, bool lost, uint64_t end0)
                       lost ? "a truncate, an extend or too many rewrites since"
                            : "the file's size changed since");
     free(recs);
-    f->nundo = can && recs ? kept : 0;
+    f->nundo = 0;
     f->committing = false;
     pthread_cond_broadcast(&f->cond);
 }
@@ -760,6 +769,10 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
                         cbfs_err (*settle)(void *arg), void *arg)
 {
     cbfs_mutex_lock(&f->lock);
+    if (f->undo_late) { /* a write stored during a failed sync was taken back */
+        f->undo_late = false;
+        cbfs_file_count_failure(f, CBFS_E_IO);
+    }
     const cbfs_err serr = cbfs_file_seal_all(f, true); /* what it did seal is drained below */
     cbfs_file_drain(f);
     cbfs_err settled = CBFS_OK;

@@ -951,14 +951,19 @@ static off_t fail_from = -1;
 /* runs inside the next fdatasync of fail_ino, before it (the file's lock
  * dropped, as in cbfs_file_sync): a write while the sync runs */
 static void (*sync_hook)(void);
+/* review: the failed writeback also loses what the hook appended (its pages
+ * were dirty when the fdatasync began, so that fdatasync wrote them too) */
+static bool fail_hook_too;
 int fdatasync(int fd)
 {
     struct stat st;
     if (sync_hook && fstat(fd, &st) == 0 && st.st_ino == fail_ino) {
         void (*h)(void) = sync_hook;
         sync_hook = NULL;
-        const off_t before = st.st_size;
+        off_t before = st.st_size;
         h();
+        if (fail_hook_too && fstat(fd, &st) == 0) before = st.st_size;
+        fail_hook_too = false;
         if (fail_from >= 0) {
             static const unsigned char z[4096];
             for (off_t at = fail_from; at < before; at += (off_t)sizeof z) {
@@ -1939,4 +1944,100 @@ Test(engine, a_reset_during_a_wait_is_counted_once)
     cr_assert_eq(f2, CBFS_OK, "one failure reported twice to the same handle");
     (void)cbfs_file_close(f);
     free(blk);
+}
+
+
+/* ---- the second review (helper-12) ---- */
+
+static struct cbfs_file *rv_f;
+
+/* during the data fdatasync: a 1-byte write at block 1's last byte, which
+ * completes the clean open block and seals it at once (frame C) */
+static void rv_hook_last_byte(void)
+{
+    const unsigned char y = 0xA5;
+    cr_assert_eq(cbfs_file_write(rv_f, &y, 1, 2 * (64 << 10) - 1), CBFS_OK);
+    usleep(400 * 1000); /* its commit, on the pool */
+}
+
+/* A frame C stored while the failing fdatasync ran: that fdatasync wrote
+ * (and lost) its pages too, and Linux reports the error once. An undo that
+ * kept C (6d97663) left block 1, whose other 65534 bytes a good sync had
+ * acknowledged, reading as damage for good. C is taken back as well, and
+ * the next flush reports the failure to C's writer. */
+Test(engine, undo_takes_back_a_frame_the_failed_writeback_lost)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *a = malloc(size), *got = malloc(bs);
+    cbfs_td_rows(a, size, 13);
+    struct cbfs_file *f = eng_open("rv_lost_c", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, a, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK); /* A acknowledged */
+    struct stat st;
+    close(eng_data_open("rv_lost_c", &st));
+    fail_ino = st.st_ino;
+    const unsigned char x = (unsigned char)(a[bs + 100] ^ 0xFF);
+    cr_assert_eq(cbfs_file_write(f, &x, 1, bs + 100), CBFS_OK); /* B at the flush */
+    rv_f = f;
+    sync_hook = rv_hook_last_byte;
+    fail_from = st.st_size;
+    fail_hook_too = true; /* B and C lost */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    const cbfs_err again = cbfs_file_flush(f, NULL);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("rv_lost_c", false, "lz4");
+    size_t n = 0;
+    const cbfs_err r = cbfs_file_read(f, got, bs, bs, &n);
+    cr_assert_eq(r, CBFS_OK, "block 1 (A acknowledged, then 2 bytes changed) reads as %s; "
+                 "the flush after the failed one said %s", cbfs_err_str(r), cbfs_err_str(again));
+    for (size_t i = 0; i < bs; i++)
+        if (i != 100 && i != bs - 1 && got[i] != a[bs + i])
+            cr_assert_fail("byte %zu of block 1 is not A's", i);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(a);
+    free(got);
+}
+
+/* An append that fails at its first piece (the read-modify-write of a
+ * damaged last block) takes nothing but poisons the file all the same: it
+ * was to extend the file, and a later append stored past it would leave the
+ * blocks it never reached reading as zeros (6d97663 let that through). */
+Test(engine, a_failed_append_stores_nothing_behind_it)
+{
+    const size_t bs = 64 << 10, size = 2 * bs + bs / 2;
+    unsigned char *data = malloc(6 * bs), *got = malloc(bs), *zero = calloc(1, bs);
+    cbfs_td_rows(data, 6 * bs, 9);
+    struct cbfs_file *f = eng_open("rv_gap", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    struct stat st;
+    const int fd = eng_data_open("rv_gap", &st);
+    off_t at = 0;
+    for (int k = 0; k < 2; k++) { /* past blocks 0 and 1 */
+        unsigned char hdr[64];
+        uint32_t plen;
+        cr_assert_eq(pread(fd, hdr, sizeof hdr, at), (ssize_t)sizeof hdr);
+        memcpy(&plen, hdr + 36, sizeof plen);
+        at += 64 + (off_t)plen;
+    }
+    unsigned char byte;
+    cr_assert_eq(pread(fd, &byte, 1, at + 64 + 10), 1); /* block 2's payload */
+    byte ^= 0x5A;
+    cr_assert_eq(pwrite(fd, &byte, 1, at + 64 + 10), 1);
+    close(fd);
+    f = eng_open("rv_gap", false, "lz4");
+    /* an appender's requests, as the writeback cache sends them */
+    const cbfs_err w1 = cbfs_file_write(f, data + size, 2 * bs, size);
+    const cbfs_err w2 = cbfs_file_write(f, data + size + 2 * bs, bs, size + 2 * bs);
+    const cbfs_err fl = cbfs_file_flush(f, NULL);
+    size_t n = 0;
+    const cbfs_err r = cbfs_file_read(f, got, bs, 3 * bs, &n);
+    cr_assert_neq(w1, CBFS_OK, "the write starting in the damaged block");
+    cr_assert(!(w2 == CBFS_OK && r == CBFS_OK && n == bs && !memcmp(got, zero, bs)),
+              "block 3, never written, reads as zeros in front of a later write that was "
+              "stored (w2 %s, flush %s)", cbfs_err_str(w2), cbfs_err_str(fl));
+    (void)cbfs_file_close(f);
+    free(data);
+    free(got);
+    free(zero);
 }
