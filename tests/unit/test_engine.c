@@ -1770,10 +1770,11 @@ static void hook_write_c(void)
 }
 
 /* Block 1 was rewritten (B) since the last good sync; while the failing
- * fdatasync runs, another write stores block 1 again (C). The undo must not
- * take C back (the failed sync did not cover it; the next one does): it once
- * did, and the next flush said 0 with C gone. */
-Test(engine, undo_keeps_a_write_stored_while_the_sync_ran)
+ * fdatasync runs, another write stores block 1 again (C). The undo takes
+ * block 1 back to A (the failed sync may have lost C too), so the next
+ * flush must not say 0 as if C were stored: the first undo did, with C gone
+ * (helper-11). */
+Test(engine, undo_reports_a_write_it_takes_back)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *a = malloc(size), *b = malloc(bs), *c = malloc(bs), *got = malloc(bs);
