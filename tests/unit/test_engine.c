@@ -939,6 +939,29 @@ Test(engine, threads_share_one_file)
     free(data);
 }
 
+/* Flips a byte of the payload of name's frame number k (0: the first in the
+ * data file): that block's read-modify-write fails its checksum. */
+static void eng_damage_frame(const char *name, int k)
+{
+    struct stat st;
+    const int fd = eng_data_open(name, &st);
+    off_t at = 0;
+    for (int i = 0; i < k; i++) {
+        unsigned char hdr[CBFS_FRAME_HDR_SIZE];
+        uint32_t plen;
+        cr_assert_eq(pread(fd, hdr, sizeof hdr, at), (ssize_t)sizeof hdr);
+        memcpy(&plen, hdr + 36, sizeof plen); /* docs/FORMAT.md: plen at byte 36 */
+        at += CBFS_FRAME_HDR_SIZE + (off_t)plen;
+    }
+    const off_t where = at + CBFS_FRAME_HDR_SIZE + 10;
+    cr_assert_lt(where, st.st_size, "no frame %d in %s", k, name);
+    unsigned char byte;
+    cr_assert_eq(pread(fd, &byte, 1, where), 1);
+    byte ^= 0x5A;
+    cr_assert_eq(pwrite(fd, &byte, 1, where), 1);
+    close(fd);
+}
+
 /* fdatasync for this test binary (the engine is linked in, so its calls come
  * here): once armed, the next fdatasync of the file with inode fail_ino fails
  * with EIO as a disk's write error does on Linux, which reports the error
@@ -990,6 +1013,21 @@ int fdatasync(int fd)
     return (int)syscall(SYS_fdatasync, fd);
 }
 
+/* Makes name of size bytes of data, synced (a good sync), for the failed-sync
+ * tests: the next fdatasync they arm (fail_from) is its data file's
+ * (fail_ino). @return the file, still open; *st: its data file after the
+ * sync. */
+static struct cbfs_file *eng_synced(const char *name, const unsigned char *data, size_t size,
+                                    struct stat *st)
+{
+    struct cbfs_file *f = eng_open(name, true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    close(eng_data_open(name, st));
+    fail_ino = st->st_ino;
+    return f;
+}
+
 /* A failed fdatasync of the data file lost the frame of a 1-byte rewrite,
  * while its record stayed in the sidecar: the whole block, acknowledged by
  * the fsync before, read as damage for good. The blocks rewritten since the
@@ -1029,19 +1067,7 @@ Test(engine, failed_write_stores_nothing_behind_it)
     struct cbfs_file *f = eng_open("halfdamaged", true, "lz4");
     cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    /* damage block 1 (the file's last, half full): the second frame's payload */
-    struct stat st;
-    const int fd = eng_data_open("halfdamaged", &st);
-    unsigned char hdr[64], byte;
-    cr_assert_eq(pread(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
-    uint32_t plen;
-    memcpy(&plen, hdr + 36, sizeof plen); /* docs/FORMAT.md: plen at byte 36 */
-    const off_t where = 64 + (off_t)plen + 64 + 100;
-    cr_assert_lt(where, st.st_size);
-    cr_assert_eq(pread(fd, &byte, 1, where), 1);
-    byte ^= 0x5A;
-    cr_assert_eq(pwrite(fd, &byte, 1, where), 1);
-    close(fd);
+    eng_damage_frame("halfdamaged", 1); /* block 1: the file's last, half full */
 
     f = eng_open("halfdamaged", false, "lz4");
     /* a write across blocks 0 and 1: block 0's piece is taken, block 1's
@@ -1702,12 +1728,8 @@ Test(engine, undo_skips_a_truncate_and_extend)
     unsigned char *data = malloc(size), *nb = malloc(bs), *zero = calloc(1, size);
     cbfs_td_rows(data, size, 13);
     cbfs_td_random(nb, bs, 5);
-    struct cbfs_file *f = eng_open("undo_tr", true, "lz4");
-    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     struct stat st;
-    close(eng_data_open("undo_tr", &st));
-    fail_ino = st.st_ino;
+    struct cbfs_file *f = eng_synced("undo_tr", data, size, &st);
     cr_assert_eq(cbfs_file_write(f, nb, bs, 3 * bs), CBFS_OK); /* rewrite block 3 */
     cr_assert_eq(cbfs_file_truncate(f, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_extend(f, size), CBFS_OK);
@@ -1735,12 +1757,8 @@ Test(engine, undo_drops_the_open_block_it_takes_back)
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *data = malloc(size);
     cbfs_td_rows(data, size, 13);
-    struct cbfs_file *f = eng_open("undo_open", true, "lz4");
-    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     struct stat st;
-    close(eng_data_open("undo_open", &st));
-    fail_ino = st.st_ino;
+    struct cbfs_file *f = eng_synced("undo_open", data, size, &st);
     const unsigned char x = (unsigned char)(data[bs + 100] ^ 0xFF);
     cr_assert_eq(cbfs_file_write(f, &x, 1, bs + 100), CBFS_OK);
     fail_from = st.st_size;
@@ -1815,12 +1833,8 @@ Test(engine, undo_covers_a_rewrite_during_a_good_sync)
     cbfs_td_rows(a, size, 13);
     cbfs_td_random(b, bs, 6);
     cbfs_td_random(c, bs, 7);
-    struct cbfs_file *f = eng_open("undo_during", true, "lz4");
-    cr_assert_eq(cbfs_file_write(f, a, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     struct stat st;
-    close(eng_data_open("undo_during", &st));
-    fail_ino = st.st_ino;
+    struct cbfs_file *f = eng_synced("undo_during", a, size, &st);
     cr_assert_eq(cbfs_file_write(f, b, bs, bs), CBFS_OK); /* B */
     hook_f = f;
     hook_c = c;
@@ -1850,17 +1864,7 @@ Test(engine, write_into_a_damaged_block_fails_alone)
     struct cbfs_file *f = eng_open("damaged_alone", true, "lz4");
     cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    struct stat st;
-    const int fd = eng_data_open("damaged_alone", &st);
-    unsigned char hdr[64], byte;
-    cr_assert_eq(pread(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
-    uint32_t plen;
-    memcpy(&plen, hdr + 36, sizeof plen);
-    const off_t where = 64 + (off_t)plen + 64 + 100; /* block 1's payload */
-    cr_assert_eq(pread(fd, &byte, 1, where), 1);
-    byte ^= 0x5A;
-    cr_assert_eq(pwrite(fd, &byte, 1, where), 1);
-    close(fd);
+    eng_damage_frame("damaged_alone", 1);
     f = eng_open("damaged_alone", false, "lz4");
     uint64_t s1 = cbfs_file_err_seq(f), s2 = cbfs_file_err_seq(f);
     const unsigned char y = (unsigned char)(data[5 * bs + 7] ^ 0xFF);
@@ -1971,12 +1975,8 @@ Test(engine, undo_takes_back_a_frame_the_failed_writeback_lost)
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *a = malloc(size), *got = malloc(bs);
     cbfs_td_rows(a, size, 13);
-    struct cbfs_file *f = eng_open("rv_lost_c", true, "lz4");
-    cr_assert_eq(cbfs_file_write(f, a, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK); /* A acknowledged */
     struct stat st;
-    close(eng_data_open("rv_lost_c", &st));
-    fail_ino = st.st_ino;
+    struct cbfs_file *f = eng_synced("rv_lost_c", a, size, &st); /* A acknowledged */
     const unsigned char x = (unsigned char)(a[bs + 100] ^ 0xFF);
     cr_assert_eq(cbfs_file_write(f, &x, 1, bs + 100), CBFS_OK); /* B at the flush */
     rv_f = f;
@@ -2011,21 +2011,7 @@ Test(engine, a_failed_append_stores_nothing_behind_it)
     struct cbfs_file *f = eng_open("rv_gap", true, "lz4");
     cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    struct stat st;
-    const int fd = eng_data_open("rv_gap", &st);
-    off_t at = 0;
-    for (int k = 0; k < 2; k++) { /* past blocks 0 and 1 */
-        unsigned char hdr[64];
-        uint32_t plen;
-        cr_assert_eq(pread(fd, hdr, sizeof hdr, at), (ssize_t)sizeof hdr);
-        memcpy(&plen, hdr + 36, sizeof plen);
-        at += 64 + (off_t)plen;
-    }
-    unsigned char byte;
-    cr_assert_eq(pread(fd, &byte, 1, at + 64 + 10), 1); /* block 2's payload */
-    byte ^= 0x5A;
-    cr_assert_eq(pwrite(fd, &byte, 1, at + 64 + 10), 1);
-    close(fd);
+    eng_damage_frame("rv_gap", 2);
     f = eng_open("rv_gap", false, "lz4");
     /* an appender's requests, as the writeback cache sends them */
     const cbfs_err w1 = cbfs_file_write(f, data + size, 2 * bs, size);
