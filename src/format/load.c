@@ -58,6 +58,19 @@ static bool cbfs_load_rec_matches(const struct cbfs_index_rec *r, const struct c
            fh->ulen == r->ulen && fh->hash == r->hash;
 }
 
+/* Whether the sidecar holds nothing but zeros from off to its end (isize). */
+static bool cbfs_load_zero_tail(int idx_fd, uint64_t off, uint64_t isize)
+{
+    uint8_t buf[4096];
+    while (off < isize) {
+        const size_t n = isize - off < sizeof buf ? (size_t)(isize - off) : sizeof buf;
+        if (cbfs_pread_full(idx_fd, buf, n, off) != CBFS_OK || !cbfs_is_zero(buf, n))
+            return false;
+        off += n;
+    }
+    return true;
+}
+
 /* Replays sidecar records from offset 64 while each is valid and its frame is
  * in the data file; sets idx->index_end past the last good one. */
 static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64_t isize,
@@ -75,9 +88,12 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
         for (uint64_t i = 0; i < chunk; i += CBFS_INDEX_REC_SIZE, off += CBFS_INDEX_REC_SIZE) {
             struct cbfs_index_rec r;
             if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER) {
-                /* zeros are a torn append (a record lies in one sector); other
-                 * bytes are damage, behind which acknowledged records may lie */
-                rep->records_lost = !cbfs_is_zero(buf + i, CBFS_INDEX_REC_SIZE);
+                /* zeros to the end are appends a crash cut short (a record
+                 * lies in one sector); anything else is records lost, behind
+                 * which acknowledged records may lie: damage, or zeros with
+                 * records after them (a failed sync dropped those pages,
+                 * and later appends were synced: helper-13) */
+                rep->records_lost = !cbfs_load_zero_tail(idx_fd, off, isize);
                 return CBFS_OK;
             }
             if (!check_all && rep->records_replayed > 0) {

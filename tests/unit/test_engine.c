@@ -1028,6 +1028,47 @@ static struct cbfs_file *eng_synced(const char *name, const unsigned char *data,
     return f;
 }
 
+/* A failed fdatasync of the sidecar (Linux may forget its unsynced pages:
+ * here its records since the last good sync become zeros), then rewrites
+ * that later flushes acknowledged, their records appended behind the zeros.
+ * The loader once took those zeros for a torn end: it dropped the records
+ * behind them and ended its rescan at the first frame that did not decode
+ * (a punched garbage frame), so acknowledged blocks read as damage or as
+ * older versions (helper-13). Zeros with records behind them are records
+ * lost, and the rescan takes every frame. */
+Test(engine, zeros_inside_the_sidecar_are_not_its_end)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *v = malloc(size);
+    cbfs_td_rows(v, size, 13);
+    struct cbfs_file *f = eng_open_fd("sidezero", true, "lz4", NULL);
+    cr_assert_eq(cbfs_file_write(f, v, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    char q[160];
+    snprintf(q, sizeof q, "%s/sidezero%s", eng_dir, CBFS_INDEX_SUFFIX);
+    struct stat ist;
+    cr_assert_eq(stat(q, &ist), 0);
+    fail_ino = ist.st_ino; /* the sidecar's next fdatasync fails */
+    fail_from = ist.st_size;
+    cbfs_td_random(v + bs, bs, 31);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    /* acknowledged from here on */
+    cbfs_td_random(v + bs, bs, 32);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cbfs_td_random(v + 2 * bs, bs, 33);
+    cr_assert_eq(cbfs_file_write(f, v + 2 * bs, bs, 2 * bs), CBFS_OK);
+    for (size_t i = 0; i < 100; i++) v[i] ^= 0x55;
+    cr_assert_eq(cbfs_file_write(f, v, 100, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("sidezero", false, "lz4");
+    eng_check(f, v, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(v);
+}
+
 /* A failed fdatasync of the data file lost the frame of a 1-byte rewrite,
  * while its record stayed in the sidecar: the whole block, acknowledged by
  * the fsync before, read as damage for good. The blocks rewritten since the
