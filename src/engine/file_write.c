@@ -689,12 +689,12 @@ static bool cbfs_undo_confirm(struct cbfs_file *f, struct cbfs_undo *u)
  * the failed fdatasync wrote whatever was dirty when it began, and its
  * writer heard no error yet, so the next flush reports one (undo_late;
  * helper-12). Nothing when a change since cannot be taken back (lost: a
- * truncate or an extend, no memory) or the size moved: then the new records
+ * truncate or an extend, no memory: undo_lost) or the size moved: then the new records
  * stay, and what reads as damage was never acknowledged, but for a hole
  * filled since (noted nowhere: its acknowledged zeros read as damage; docs/
  * ENGINE.md). Nor when its own append fails: that block reads as damage.
  * Lock held; takes the committer role for the append. */
-static void cbfs_file_undo(struct cbfs_file *f, bool lost, uint64_t end0)
+static void cbfs_file_undo(struct cbfs_file *f, uint64_t end0)
 {
     cbfs_assert_held(&f->lock);
     while (f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
@@ -704,6 +704,7 @@ static void cbfs_file_undo(struct cbfs_file *f, bool lost, uint64_t end0)
     size_t n = 0;
     bool late = false;
     struct cbfs_index_rec *recs = NULL;
+    const bool lost = f->undo_lost;
     const bool can = !lost && f->idx.size == f->synced_size;
     if (can && f->nundo && !(recs = malloc(f->nundo * sizeof *recs)))
         cbfs_log_err("%s: no memory to point rewritten blocks back at their durable frames",
@@ -839,9 +840,11 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
             f->synced_end = end0;
             f->synced_size = size0;
         } else {
-            cbfs_file_undo_filter(f, cbfs_undo_not_provisional);
             f->undo_lost = f->undo_lost || lost0;
-            if (data_failed && f->idx_fd >= 0) cbfs_file_undo(f, f->undo_lost, end0);
+            if (data_failed && f->idx_fd >= 0)
+                cbfs_file_undo(f, end0); /* drops the provisional entries too */
+            else
+                cbfs_file_undo_filter(f, cbfs_undo_not_provisional);
         }
         f->syncing = false;
         if (e) cbfs_file_count_failure(f, e);

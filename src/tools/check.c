@@ -85,10 +85,11 @@ static void tool_check_first_dropped(const char *display, const char *side,
     uint8_t buf[CBFS_INDEX_REC_SIZE];
     struct cbfs_index_rec r;
     cbfs_err e = cbfs_pread_full(tf->idx_fd, buf, sizeof buf, idx->index_end);
-    const bool torn = e == CBFS_E_TRUNCATED || (e == CBFS_OK && cbfs_is_zero(buf, sizeof buf));
-    if (e == CBFS_OK) e = cbfs_index_rec_decode(buf, &r);
-    if (torn && !tf->rep.records_lost) {
-        /* zeros, or less than a record: an append a crash cut short */
+    const bool read = e == CBFS_OK;
+    if (read) e = cbfs_index_rec_decode(buf, &r);
+    if (!tf->rep.records_lost && (e == CBFS_E_TRUNCATED || (read && e))) {
+        /* the loader's verdict (records_lost): zeros to the end, or less
+         * than a record, are an append a crash cut short */
         tool_check_add(chk, side, idx->index_end,
                        "torn tail: %" PRIu64 " byte(s) past the last whole record (a crash cut "
                        "an append short; nothing there was acknowledged)",

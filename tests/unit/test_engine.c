@@ -91,6 +91,16 @@ static void eng_check(struct cbfs_file *f, const unsigned char *want, size_t siz
 
 TestSuite(engine, .init = eng_setup, .fini = eng_teardown, .timeout = 120);
 
+/* Writes zeros over [from, end) of fd. */
+static void eng_zero_range(int fd, off_t from, off_t end)
+{
+    static const unsigned char zeros[4096];
+    for (off_t at = from; at < end; at += (off_t)sizeof zeros) {
+        const size_t n = end - at < (off_t)sizeof zeros ? (size_t)(end - at) : sizeof zeros;
+        cr_assert_eq(pwrite(fd, zeros, n, at), (ssize_t)n);
+    }
+}
+
 /* Opens name's data file (O_RDWR) behind the engine's back; *st: its stat. */
 static int eng_data_open(const char *name, struct stat *st)
 {
@@ -673,11 +683,7 @@ Test(engine, torn_rewrite_past_the_records_keeps_the_acknowledged_block)
     cr_assert_eq(pwrite(dfd, acked, (size_t)dst.st_size, 0), dst.st_size);
     const off_t from = (dst.st_size + 64 + 4095) / 4096 * 4096;
     cr_assert_lt(from, now.st_size);
-    static const unsigned char zeros[4096];
-    for (off_t at = from; at < now.st_size; at += 4096) {
-        const size_t n = now.st_size - at < 4096 ? (size_t)(now.st_size - at) : 4096;
-        cr_assert_eq(pwrite(dfd, zeros, n, at), (ssize_t)n);
-    }
+    eng_zero_range(dfd, from, now.st_size);
     close(dfd);
     free(acked);
     f = eng_open("cut", false, "lz4"); /* writable: repairs */
@@ -980,37 +986,21 @@ static bool fail_hook_too;
 int fdatasync(int fd)
 {
     struct stat st;
-    if (sync_hook && fstat(fd, &st) == 0 && st.st_ino == fail_ino) {
+    if ((!sync_hook && fail_from < 0) || fstat(fd, &st) != 0 || st.st_ino != fail_ino)
+        return (int)syscall(SYS_fdatasync, fd);
+    off_t end = st.st_size;
+    if (sync_hook) {
         void (*h)(void) = sync_hook;
         sync_hook = NULL;
-        off_t before = st.st_size;
         h();
-        if (fail_hook_too && fstat(fd, &st) == 0) before = st.st_size;
+        if (fail_hook_too && fstat(fd, &st) == 0) end = st.st_size;
         fail_hook_too = false;
-        if (fail_from >= 0) {
-            static const unsigned char z[4096];
-            for (off_t at = fail_from; at < before; at += (off_t)sizeof z) {
-                const size_t n = before - at < (off_t)sizeof z ? (size_t)(before - at) : sizeof z;
-                if (pwrite(fd, z, n, at) != (ssize_t)n) break;
-            }
-            fail_from = -1;
-            errno = EIO;
-            return -1;
-        }
-        return (int)syscall(SYS_fdatasync, fd);
     }
-    if (fail_from >= 0 && fstat(fd, &st) == 0 && st.st_ino == fail_ino) {
-        static const unsigned char zeros[4096];
-        for (off_t at = fail_from; at < st.st_size; at += (off_t)sizeof zeros) {
-            const size_t n = st.st_size - at < (off_t)sizeof zeros ? (size_t)(st.st_size - at)
-                                                                     : sizeof zeros;
-            if (pwrite(fd, zeros, n, at) != (ssize_t)n) break;
-        }
-        fail_from = -1;
-        errno = EIO;
-        return -1;
-    }
-    return (int)syscall(SYS_fdatasync, fd);
+    if (fail_from < 0) return (int)syscall(SYS_fdatasync, fd);
+    eng_zero_range(fd, fail_from, end);
+    fail_from = -1;
+    errno = EIO;
+    return -1;
 }
 
 /* Makes name of size bytes of data, synced (a good sync), for the failed-sync
