@@ -29,9 +29,18 @@ struct cbfs_engine_config {
                                 0 = default: CBFS_INFLIGHT_PER_WORKER per worker, at most
                                 CBFS_INFLIGHT_MAX, or 4 blocks per worker where that is
                                 more */
+    uint64_t sync_lag_bytes; /* a file's frames wait for their sidecar records until its
+                                next sync (a record goes down only once its frame is
+                                durable); a writer that has this many frame bytes waiting
+                                (or one record per CBFS_SYNC_LAG_PER_REC of it) makes them
+                                durable and appends the records itself, which bounds their
+                                memory and what the next open rescans after a crash;
+                                0 = default CBFS_SYNC_LAG */
 };
 #define CBFS_INFLIGHT_PER_WORKER (16ull << 20)
 #define CBFS_INFLIGHT_MAX (1ull << 30)
+#define CBFS_SYNC_LAG (64ull << 20)
+#define CBFS_SYNC_LAG_PER_REC 4096u
 
 /* Starts the worker pool. @return CBFS_E_INVAL for a bad block size. */
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out);

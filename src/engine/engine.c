@@ -32,6 +32,7 @@ cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_en
         eng->cfg.workers = n > 0 ? (unsigned)n : 1;
     }
     if (!eng->cfg.cache_bytes) eng->cfg.cache_bytes = 64ull << 20;
+    if (!eng->cfg.sync_lag_bytes) eng->cfg.sync_lag_bytes = CBFS_SYNC_LAG;
     /* The budget must cover what the workers compress plus what waits behind
      * the per-file committers (store writes, write-behind) and in the reorder
      * window: bytes, in proportion to the workers' throughput. Four blocks per

@@ -1,10 +1,12 @@
 /* Lifetime of an engine file: open (index load or create), close, the name
  * used in log lines and the logical size. The read and write sides live in
  * file_read.c and file_write.c; the shared state in file_impl.h. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cbfs/log.h"
@@ -37,9 +39,8 @@ uint32_t cbfs_file_block_size(const struct cbfs_file *f)
  * than the unreachable frames, or the file end before them, with no error;
  * the loader repaired nothing, and cbfs cat --keep-going copies out what can
  * be reached. */
-static cbfs_err cbfs_file_load_index(const struct cbfs_engine *eng, int data_fd, int idx_fd,
-                                     bool repair, struct cbfs_index *idx,
-                                     struct cbfs_index_report *rep)
+cbfs_err cbfs_file_load_index(const struct cbfs_engine *eng, int data_fd, int idx_fd, bool repair,
+                              struct cbfs_index *idx, struct cbfs_index_report *rep)
 {
     /* a lost sidecar's block size: the mount's, where the frames agree */
     const struct cbfs_bs_hint hint = {.size = eng->cfg.block_size};
@@ -145,8 +146,8 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     if (!empty && fstat(data_fd, &st) == 0 && (uint64_t)st.st_size > f->append_off)
         f->append_off = (uint64_t)st.st_size;
     f->behind_off = f->append_off;
-    f->synced_end = f->append_off; /* what the open found counts as durable */
-    f->synced_size = f->idx.size;
+    f->durable_end = f->append_off; /* what the open found counts as durable */
+    f->idx_need = f->idx_reserved = f->idx.index_end;
     *out = f;
     return CBFS_OK;
 fail:
@@ -169,12 +170,17 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     while (f->ra_jobs) cbfs_mutex_wait(&f->lock, &f->cond);
     for (unsigned i = 0; i < f->nopen; i++) /* clean after flush */
         cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
+    /* the sidecar's room allocated ahead and not used (cbfs_file_reserve_records):
+     * a cut to its own length frees it */
+    const bool trim = !err && f->idx_reserved > f->idx.index_end && !f->nprec;
     cbfs_mutex_unlock(&f->lock);
+    if (trim && ftruncate(f->idx_fd, (off_t)f->idx.index_end) != 0)
+        cbfs_log_warn("%s: cannot free the sidecar's unused room: %s", f->name, strerror(errno));
     close(f->data_fd);
     if (f->idx_fd >= 0) close(f->idx_fd);
     cbfs_index_free(&f->idx);
     free(f->dead);
-    free(f->undo);
+    free(f->prec);
     pthread_cond_destroy(&f->cond);
     cbfs_mutex_destroy(&f->lock);
     free(f);

@@ -4,9 +4,11 @@
  *
  * Locking (see engine_impl.h for the global order): f->lock protects every
  * field marked "lock" below. The committer role (f->committing) is held by one
- * thread at a time; it owns append_off and idx.index_end and does its store
- * I/O without f->lock, so readers and writers keep going while frames are
- * written. Code holding f->lock never waits on the cache for another loader
+ * thread at a time; it owns append_off and does its store I/O without
+ * f->lock, so readers and writers keep going while frames are written. The
+ * sync role (f->syncing) is held by one thread at a time too; it owns the
+ * sidecar's tail (idx.index_end, idx.torn): records are appended only by a
+ * sync, once their frames are durable (cbfs_file_sync_records). Code holding f->lock never waits on the cache for another loader
  * (cbfs_cache_peek, private decode) — a pool thread that loads may itself be
  * waiting for f->lock. */
 #ifndef CBFS_ENGINE_FILE_IMPL_H
@@ -38,10 +40,10 @@
 /* Store data is handed to the disk (sync_file_range) every this many bytes
  * appended: see cbfs_file_write_behind. */
 #define CBFS_WRITE_BEHIND (8u << 20)
-/* Most blocks whose earlier entries a file keeps between good syncs
- * (cbfs_file_undo): 56 bytes each, 3.5 MiB; 16 GiB of rewrites at 256K blocks.
- * A file that rewrites more between two syncs is not taken back. */
-#define CBFS_UNDO_MAX 65536
+/* The sidecar is allocated ahead of its records in steps of this many bytes
+ * (cbfs_file_reserve_records), so that the records of frames already stored
+ * find room on a store that has filled up since. */
+#define CBFS_IDX_RESERVE (16u << 10)
 
 #define CBFS_OBLOCK_RUNS 6      /* written pieces of an open block that are tracked */
 #define CBFS_OBLOCK_UNTRACKED 0xff
@@ -70,6 +72,8 @@ struct cbfs_wjob {
     cbfs_err err;          /* set by worker before done; by the committer after */
     bool done;             /* lock */
     bool stored;           /* committer role */
+    bool dropped;          /* lock (and stable while a committer holds the job): a failed
+                              sync took back what it was made from (cbfs_file_revert) */
     struct cbfs_wjob *next; /* pending list: lock */
 };
 
@@ -78,14 +82,6 @@ struct cbfs_wjob {
 struct cbfs_dead {
     uint64_t offset;
     uint32_t plen;
-};
-
-/* A block's entry before its first rewrite since the last good sync. */
-struct cbfs_undo {
-    uint64_t block;
-    struct cbfs_index_entry prev;
-    bool provisional; /* prev is durable only if the sync running when it was noted
-                         succeeds (it lies below that sync's sync_end0) */
 };
 
 struct cbfs_file {
@@ -102,8 +98,8 @@ struct cbfs_file {
 
     struct cbfs_mutex lock;
     pthread_cond_t cond;     /* broadcast on every commit and read-ahead completion */
-    struct cbfs_index idx;   /* lock, but idx.torn and the sidecar's tail: the committer
-                                role alone (cbfs_index_append, cbfs_file_unstore) */
+    struct cbfs_index idx;   /* lock, but idx.torn and idx.index_end: the sync role alone
+                                (cbfs_index_append) */
     uint64_t size;           /* lock: logical size including data still in memory */
     struct cbfs_oblock open[CBFS_OPEN_MAX]; /* lock */
     unsigned nopen;          /* lock */
@@ -141,7 +137,8 @@ struct cbfs_file {
                                 before that hears it too: cbfs_file_err_seq) */
     bool dirty;              /* lock: frames or records stored since the last fdatasync
                                 began (set where they are, not by the write) */
-    bool syncing;            /* lock: a flush is in fdatasync (one at a time) */
+    bool syncing;            /* lock: the sync role: a flush, or a writer's catching up of the
+                                records (cbfs_file_sync_records), is under way */
     uint64_t ra_last;        /* lock: the stream's front, its furthest block read (UINT64_MAX: none) */
     uint64_t ra_issued;      /* lock: read-ahead issued for blocks below this */
     unsigned ra_window;      /* lock: current read-ahead window in blocks */
@@ -149,21 +146,31 @@ struct cbfs_file {
     struct cbfs_dead *dead;  /* lock: garbage frames to punch after the next fdatasync */
     size_t ndead, dead_cap;  /* lock */
     bool no_punch;           /* lock: the store refused FALLOC_FL_PUNCH_HOLE */
-    /* What a failed fdatasync of the data file takes back (cbfs_file_undo):
-     * the kernel may have dropped the frames written since the last good
-     * one, while their records stay in the sidecar. */
-    uint64_t synced_end;     /* lock: the data file's end when the last good sync began (or
-                                at open): frames below it are durable */
-    uint64_t synced_size;    /* lock: the logical size then */
-    uint64_t sync_end0;      /* lock: while syncing, the data end that sync makes durable */
-    struct cbfs_undo *undo;  /* lock: blocks rewritten since, each with the entry it had
-                                then (its first rewrite's), whose frame lies below synced_end */
-    size_t nundo, undo_cap;  /* lock */
-    bool undo_lost;          /* lock: a change since cannot be taken back (no memory to note a
-                                rewrite, or a SIZE record: a truncate or an extend) */
-    bool undo_late;          /* lock: an undo took back a frame stored while the failed sync
-                                ran, whose writer heard no error yet: the next flush reports one */
+    /* Records of stored frames that are not in the sidecar yet: a record is
+     * appended only once its frame is durable (cbfs_file_sync_records), so
+     * that a power cut never leaves a record whose frame did not land (the
+     * block would read as damage where its previous, acknowledged frame was
+     * whole). After a kill -9 the next open's rescan finds those frames. */
+    struct cbfs_index_rec *prec; /* lock: in log order, their frames in file order */
+    size_t nprec, prec_cap;  /* lock */
+    uint64_t prec_end;       /* lock: end of the newest pending record's frame */
+    uint64_t durable_end;    /* lock: frames below it are durable with their records in the
+                                sidecar; a failed sync cuts the data file back to it */
+    uint64_t idx_need;       /* lock: the sidecar's length once the pending records are in */
+    uint64_t idx_reserved;   /* committer role: sidecar bytes allocated ahead (fallocate) */
+    bool no_reserve;         /* committer role: the store cannot allocate ahead */
+    bool sync_late;          /* lock: a failed sync took back a frame stored while it ran,
+                                whose writer heard no error yet: the next flush reports one */
+    bool broken;             /* lock: a failed sync could not take the file back to what
+                                its sidecar holds: nothing more is stored (EIO) */
 };
+
+/* ---- file.c ---- */
+
+/* cbfs_index_open for the daemon: a file rebuilt without a usable sidecar
+ * whose frames go on past damage is CBFS_E_UNREACHABLE (see file.c). */
+cbfs_err cbfs_file_load_index(const struct cbfs_engine *eng, int data_fd, int idx_fd, bool repair,
+                              struct cbfs_index *idx, struct cbfs_index_report *rep);
 
 /* ---- file_read.c ---- */
 

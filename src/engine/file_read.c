@@ -128,7 +128,7 @@ bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **
     }
     bool found = false;
     for (struct cbfs_wjob *j = f->pend_head; j; j = j->next) {
-        if (j->block == b) { /* keep looking: the last match is the newest */
+        if (j->block == b && !j->dropped) { /* keep looking: the last match is the newest */
             *data = j->data;
             *len = j->len;
             found = true;

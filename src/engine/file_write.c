@@ -40,34 +40,86 @@ static void cbfs_file_write_behind(struct cbfs_file *f)
     f->behind_off = f->append_off;
 }
 
-/* Frames appended from start on lost their records (the sidecar append
- * failed): they are cut off the data file, so that the next open's rescan
- * cannot find and apply data the writer is told was not stored; unless the
- * sidecar could not be cut back (idx.torn): then a torn record may still
- * point at one of them, and they stay where it points (append_off does not
- * go back over them). Committer role. */
+/* Frames appended from start on failed (cbfs_file_store_frames): they are
+ * cut off the data file again, so that the next open's rescan cannot find and
+ * apply data the writer is told was not stored. Their records were never
+ * appended: that waits for a sync. Committer role. */
 static void cbfs_file_unstore(struct cbfs_file *f, uint64_t start)
 {
-    if (!f->idx.torn && ftruncate(f->data_fd, (off_t)start) == 0) {
+    if (ftruncate(f->data_fd, (off_t)start) == 0) {
         f->append_off = start;
         if (f->behind_off > start) f->behind_off = start;
     }
 }
 
-/* Stores a batch of encoded frames and their records. Committer role, no lock. */
+/* Allocates the sidecar up to want bytes (and on to the next CBFS_IDX_RESERVE
+ * step) before frames are stored whose records will need it, so that a store
+ * that fills up later still takes the records of what it stored: the frames
+ * fail instead, while the writer can still hear of it. A store that cannot
+ * allocate ahead (no fallocate) goes without. Committer role. */
+static cbfs_err cbfs_file_reserve_records(struct cbfs_file *f, uint64_t want)
+{
+    if (want <= f->idx_reserved || f->no_reserve) return CBFS_OK;
+    const uint64_t to = (want + CBFS_IDX_RESERVE - 1) / CBFS_IDX_RESERVE * CBFS_IDX_RESERVE;
+    if (fallocate(f->idx_fd, FALLOC_FL_KEEP_SIZE, (off_t)f->idx_reserved,
+                  (off_t)(to - f->idx_reserved)) != 0) {
+        if (errno != EOPNOTSUPP && errno != ENODEV && errno != ENOSYS)
+            return cbfs_err_from_errno(errno);
+        f->no_reserve = true;
+        return CBFS_OK;
+    }
+    f->idx_reserved = to;
+    return CBFS_OK;
+}
+
+/* Makes room for n more pending records, before their frames are stored: a
+ * frame whose record could not be kept would be stored without one. Lock
+ * held. */
+static cbfs_err cbfs_file_prec_room(struct cbfs_file *f, size_t n)
+{
+    cbfs_assert_held(&f->lock);
+    if (f->nprec + n <= f->prec_cap) return CBFS_OK;
+    size_t cap = f->prec_cap ? f->prec_cap : 64;
+    while (cap < f->nprec + n) cap *= 2;
+    struct cbfs_index_rec *v = realloc(f->prec, cap * sizeof *v);
+    if (!v) return CBFS_E_NOMEM;
+    f->prec = v;
+    f->prec_cap = cap;
+    return CBFS_OK;
+}
+
+/* Keeps record r of a frame just stored until a sync appends it, and applies
+ * it to the table. Room was made (cbfs_file_prec_room). Lock held. */
+static cbfs_err cbfs_file_stored(struct cbfs_file *f, const struct cbfs_index_rec *r,
+                                 uint64_t frame_len)
+{
+    cbfs_assert_held(&f->lock);
+    assert(f->nprec < f->prec_cap);
+    f->prec[f->nprec++] = *r;
+    f->prec_end = r->offset + frame_len;
+    f->idx_need += CBFS_INDEX_REC_SIZE;
+    f->dirty = true; /* set by the commit: a sync begun before it missed it */
+    return cbfs_index_apply(&f->idx, r);
+}
+
+/* Stores a batch of encoded frames (their records are kept by the caller
+ * until a sync: cbfs_file_stored), after allocating the sidecar for their
+ * records up to idx_want. Committer role, no lock. */
 static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch, size_t n,
-                                  cbfs_err poison, struct cbfs_index_rec *recs, size_t *nrecs)
+                                  cbfs_err poison, uint64_t idx_want,
+                                  struct cbfs_index_rec *recs, size_t *nrecs)
 {
     cbfs_assert_not_held(&f->lock);
     struct cbfs_engine *eng = f->eng;
     *nrecs = 0;
-    const uint64_t start = f->append_off;
     uint64_t t0 = cbfs_now_ns();
+    if (!poison) poison = cbfs_file_reserve_records(f, idx_want);
     for (size_t i = 0; i < n; i++) {
         struct cbfs_wjob *j = batch[i];
         /* After the first failure nothing more is stored until the error has
          * been reported: a later, smaller frame that still fits would leave a
          * gap (zeros) in the file where the failed block was. */
+        if (j->dropped) continue; /* by a failed sync (cbfs_file_revert) */
         if (j->err || (j->err = poison)) {
             poison = j->err;
             continue;
@@ -89,22 +141,7 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
         f->append_off += j->frame_len;
         j->stored = true;
     }
-    if (*nrecs) {
-        cbfs_err e = cbfs_index_append(&f->idx, f->idx_fd, recs, *nrecs);
-        if (e) {
-            /* Without their records the frames are not stored: the index
-             * keeps the blocks' previous frames (not garbage, not punched),
-             * and the frames go (cbfs_file_unstore). */
-            for (size_t i = 0; i < n; i++) {
-                if (!batch[i]->stored) continue;
-                batch[i]->stored = false;
-                if (!batch[i]->err) batch[i]->err = e;
-            }
-            *nrecs = 0;
-            cbfs_file_unstore(f, start);
-        }
-        cbfs_file_write_behind(f);
-    }
+    if (*nrecs) cbfs_file_write_behind(f);
     CBFS_STAT_ADD(eng, st_ns_store_write, cbfs_now_ns() - t0);
 }
 
@@ -117,43 +154,6 @@ static void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e)
     f->err_seq++;
     f->err_last = e;
     f->err_heard = false;
-}
-
-/* Notes block b's entry before its first rewrite since the last good sync,
- * for cbfs_file_undo: only a frame below synced_end (durable) counts, so a
- * block's later rewrites (whose entries point past it) are not noted again.
- * While a sync runs, a frame below the end it makes durable (sync_end0) is
- * noted provisionally: it counts if that sync succeeds. Lock held. */
-static void cbfs_file_note_rewrite(struct cbfs_file *f, uint64_t b)
-{
-    cbfs_assert_held(&f->lock);
-    const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, b);
-    if (!e || !e->generation || f->undo_lost) return;
-    const uint64_t end = e->offset + CBFS_FRAME_HDR_SIZE + e->plen;
-    const bool provisional = end > f->synced_end;
-    if (provisional && (!f->syncing || end > f->sync_end0)) return;
-    if (f->nundo == f->undo_cap) {
-        const size_t cap = f->undo_cap ? f->undo_cap * 2 : 64;
-        struct cbfs_undo *v = cap <= CBFS_UNDO_MAX ? realloc(f->undo, cap * sizeof *v) : NULL;
-        if (!v) {
-            f->undo_lost = true; /* this rewrite cannot be taken back */
-            return;
-        }
-        f->undo = v;
-        f->undo_cap = cap;
-    }
-    f->undo[f->nundo++] = (struct cbfs_undo){b, *e, provisional};
-}
-
-/* Keeps the undo entries for which keep(f, u) holds, in order. Lock held. */
-static void cbfs_file_undo_filter(struct cbfs_file *f,
-                                  bool (*keep)(struct cbfs_file *f, struct cbfs_undo *u))
-{
-    cbfs_assert_held(&f->lock);
-    size_t n = 0;
-    for (size_t i = 0; i < f->nundo; i++)
-        if (keep(f, &f->undo[i])) f->undo[n++] = f->undo[i];
-    f->nundo = n;
 }
 
 /* Becomes the committer unless someone else is, and appends every finished
@@ -178,8 +178,10 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
         cbfs_err poison = f->err;
         for (size_t i = 0; i < n && !poison; i++)
             poison = cbfs_index_reserve(&f->idx, batch[i]->block + 1);
+        if (!poison) poison = cbfs_file_prec_room(f, n);
+        const uint64_t idx_want = f->idx_need + n * CBFS_INDEX_REC_SIZE;
         cbfs_mutex_unlock(&f->lock);
-        cbfs_file_store_batch(f, batch, n, poison, recs, &nrecs);
+        cbfs_file_store_batch(f, batch, n, poison, idx_want, recs, &nrecs);
         cbfs_mutex_lock(&f->lock);
         size_t r = 0;
         for (size_t i = 0; i < n; i++) {
@@ -189,11 +191,9 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
                  * corrupt could fail here, and then the write fails (its
                  * frame and record are on disk, but neither this table nor
                  * the next open's replay takes them) */
-                cbfs_file_note_rewrite(f, j->block);
-                const cbfs_err ae = cbfs_index_apply(&f->idx, &recs[r++]);
+                const cbfs_err ae = cbfs_file_stored(f, &recs[r++], j->frame_len);
                 if (ae && !j->err) j->err = ae;
                 CBFS_STAT_ADD(eng, st_physical_written, j->frame_len);
-                f->dirty = true; /* set by the commit: a sync begun before it missed it */
             }
             if (j->err && !f->err) {
                 f->err = j->err;
@@ -508,6 +508,17 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     return CBFS_OK;
 }
 
+/* One sync of the records: a copy of the records pending when it began,
+ * whose frames its fdatasync makes durable, and where those frames end. */
+struct cbfs_rsync {
+    struct cbfs_index_rec *recs;
+    size_t n;
+    uint64_t end;
+};
+
+static bool cbfs_file_lagging(struct cbfs_file *f, struct cbfs_rsync *rs);
+static void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs);
+
 /* cbfs_file_write; within: only the part of [off, off + len) below the
  * size the file has once the write holds the lock (a punch's zeros: a
  * truncate that came first is not undone by them). */
@@ -582,9 +593,12 @@ out:
     f->in_write--;
     atomic_fetch_sub(&f->writers, 1);
     if (f->slot_waiters || f->truncating) pthread_cond_broadcast(&f->cond); /* one fewer */
+    struct cbfs_rsync rs;
+    const bool lag = cbfs_file_lagging(f, &rs);
     cbfs_mutex_unlock(&f->lock);
     CBFS_STAT_ADD(f->eng, st_logical_written, len - left);
     cbfs_engine_budget_wait(f->eng); /* backpressure, outside the file lock */
+    if (lag) cbfs_file_catch_up(f, &rs);
     return err;
 }
 
@@ -641,7 +655,7 @@ static cbfs_err cbfs_file_reset(struct cbfs_file *f)
 {
     cbfs_assert_held(&f->lock);
     const cbfs_err err = f->err;
-    f->err = CBFS_OK;
+    if (!f->broken) f->err = CBFS_OK;
     f->resets++;
     for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
     f->nopen = 0;
@@ -660,107 +674,170 @@ uint64_t cbfs_file_err_seq(struct cbfs_file *f)
     return seq;
 }
 
-/* cbfs_file_undo_filter: a provisional entry goes with the sync that failed */
-static bool cbfs_undo_not_provisional(struct cbfs_file *f, struct cbfs_undo *u)
+/* Takes the sync role with a copy of the pending records (their frames were
+ * written before: the sync's fdatasync covers them). Lock held, role free.
+ * @return CBFS_E_NOMEM, the role not taken. */
+static cbfs_err cbfs_file_sync_begin(struct cbfs_file *f, struct cbfs_rsync *rs)
 {
-    (void)f;
-    return !u->provisional;
+    cbfs_assert_held(&f->lock);
+    assert(!f->syncing);
+    *rs = (struct cbfs_rsync){.end = f->durable_end};
+    if (f->nprec) {
+        rs->recs = malloc(f->nprec * sizeof *rs->recs);
+        if (!rs->recs) return CBFS_E_NOMEM;
+        memcpy(rs->recs, f->prec, f->nprec * sizeof *rs->recs);
+        rs->n = f->nprec;
+        rs->end = f->prec_end;
+    }
+    f->syncing = true;
+    return CBFS_OK;
 }
 
-/* cbfs_file_undo_filter: after a good sync, what it noted provisionally counts */
-static bool cbfs_undo_confirm(struct cbfs_file *f, struct cbfs_undo *u)
+/* The sync's I/O: the data file durable (fsync with meta: the inode's mode,
+ * owner and times too), then the records of its frames appended, then, for a
+ * flush, the sidecar durable. Never a record before its frame is durable: a
+ * power cut between the two files' writeback would leave it pointing at a
+ * frame that did not land. *appended: the records are in the sidecar. No
+ * lock, sync role. */
+static cbfs_err cbfs_file_sync_io(struct cbfs_file *f, const struct cbfs_rsync *rs, bool flush,
+                                  bool meta, bool *appended)
 {
-    (void)f;
-    u->provisional = false;
-    return true;
+    cbfs_assert_not_held(&f->lock);
+    *appended = false;
+    if ((meta ? fsync(f->data_fd) : fdatasync(f->data_fd)) != 0) return cbfs_err_from_errno(errno);
+    if (f->idx_fd < 0) return CBFS_OK; /* read-only, rebuilt in memory: nothing stored */
+    if (rs->n) {
+        const cbfs_err e = cbfs_index_append(&f->idx, f->idx_fd, rs->recs, rs->n);
+        if (e) return e;
+    }
+    *appended = true;
+    if (flush && (meta ? fsync(f->idx_fd) : fdatasync(f->idx_fd)) != 0)
+        return cbfs_err_from_errno(errno);
+    return CBFS_OK;
 }
 
-/* After a failed fdatasync of the data file. The kernel may have dropped
- * what was written since the last good sync (Linux reports a writeback
- * error once and can forget the pages), while the sidecar keeps the records
- * of those frames: a block rewritten since would read as damage for good,
- * the bytes of it that were acknowledged before included (helper-10: a
- * 1-byte rewrite cost a whole 64K block). Every such block is pointed back
- * at the frame it had at the last good sync, which is durable and was never
- * punched (the failed sync's garbage list was not), with one record each,
- * synced; a clean open block of it goes too (a flush leaves it open, and
- * reads would still see the bytes taken back). That includes a block stored
- * again while the sync ran (at or past end0, the data end when it began):
- * the failed fdatasync wrote whatever was dirty when it began, and its
- * writer heard no error yet, so the next flush reports one (undo_late;
- * helper-12). Nothing when a change since cannot be taken back (lost: a
- * truncate or an extend, no memory: undo_lost) or the size moved: then the new records
- * stay, and what reads as damage was never acknowledged, but for a hole
- * filled since (noted nowhere: its acknowledged zeros read as damage; docs/
- * ENGINE.md). Nor when its own append fails: that block reads as damage.
- * Lock held; takes the committer role for the append. */
-static void cbfs_file_undo(struct cbfs_file *f, uint64_t end0)
+/* After a sync that failed before its records were appended: its fdatasync
+ * of the data file (Linux reports a writeback error once and may forget the
+ * pages) or the append. Frames stored since the last good sync may be gone,
+ * and none has its record in the sidecar yet, so the file goes back to what
+ * the sidecar holds, as a reset does after a failed store: the data file is
+ * cut back to durable_end (the next open's rescan must not apply a frame
+ * whose writer was told it failed), the table is loaded again from the
+ * sidecar, and the pending records, the garbage list (some of its frames are
+ * live again; the rest stay unpunched), the open blocks and the jobs not
+ * stored yet are dropped (they may hold bytes taken back, read for a
+ * read-modify-write). What was written
+ * while the sync ran (past the nsync records it covered) makes the next
+ * flush report a failure too (sync_late): its writer may have heard this one
+ * already. A torn append (records past index_end that a cut of the sidecar
+ * could not take back) keeps the frames they may point at, and a table that
+ * cannot be loaded again stays as it was: the file is then broken and stores
+ * nothing until it is opened again. All under the lock (a failure path: no
+ * writer may open a block from the old table meanwhile), once no committer
+ * is storing. Lock held, sync role. */
+static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
 {
     cbfs_assert_held(&f->lock);
     while (f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
-    f->committing = true;
-    /* noted while the committer role was awaited: that sync failed */
-    cbfs_file_undo_filter(f, cbfs_undo_not_provisional);
-    size_t n = 0;
-    bool late = false;
-    struct cbfs_index_rec *recs = NULL;
-    const bool lost = f->undo_lost;
-    const bool can = !lost && f->idx.size == f->synced_size;
-    if (can && f->nundo && !(recs = malloc(f->nundo * sizeof *recs)))
-        cbfs_log_err("%s: no memory to point rewritten blocks back at their durable frames",
-                     f->name);
-    for (size_t i = 0; recs && i < f->nundo; i++) {
-        const struct cbfs_undo *u = &f->undo[i];
-        const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, u->block);
-        if (!e || e->offset == u->prev.offset) continue; /* gone, or back already */
-        if (e->offset >= end0) late = true;
-        recs[n++] = (struct cbfs_index_rec){
-            .type = CBFS_REC_BLOCK,
-            .codec = u->prev.codec,
-            .flags = u->prev.flags,
-            .block = u->block,
-            .offset = u->prev.offset,
-            .plen = u->prev.plen,
-            .ulen = u->prev.ulen,
-            .generation = u->prev.generation,
-            .hash = u->prev.hash,
-        };
+    bool late = f->nprec > nsync;
+    for (struct cbfs_wjob *j = f->pend_head; j; j = j->next) {
+        j->dropped = true;
+        late = true;
     }
-    cbfs_err e = n ? cbfs_index_append(&f->idx, f->idx_fd, recs, n) : CBFS_OK;
-    const bool applied = n && !e;
-    if (applied) {
-        for (size_t i = 0; i < n; i++) {
-            (void)cbfs_index_apply(&f->idx, &recs[i]); /* entries it held: no memory */
-            /* live again: off the garbage list (the failed sync's is gone) */
-            for (size_t k = 0; k < f->ndead; k++)
-                if (f->dead[k].offset == recs[i].offset) f->dead[k--] = f->dead[--f->ndead];
-            for (unsigned k = 0; k < f->nopen; k++) {
-                if (f->open[k].block != recs[i].block || f->open[k].dirty) continue;
-                cbfs_engine_buf_put(f->eng, f->open[k].data, f->bs);
-                f->open[k--] = f->open[--f->nopen];
-            }
-        }
-        if (late) f->undo_late = true;
-        if (fdatasync(f->idx_fd) != 0) e = cbfs_err_from_errno(errno);
+    for (unsigned i = 0; i < f->nopen; i++) {
+        late = late || f->open[i].dirty;
+        cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
     }
-    if (n)
-        cbfs_log_warn("%s: %zu block(s) rewritten since the last good sync %s their earlier, "
-                      "durable frames%s%s",
-                      f->name, n,
-                      !applied ? "could not be pointed back at"
-                      : e      ? "point back at (not synced)"
-                               : "point back at",
-                      e ? ": " : "", e ? cbfs_err_str(e) : "");
-    else if (!can && f->nundo)
-        cbfs_log_warn("%s: blocks rewritten since the last good sync cannot be pointed back at "
-                      "their earlier frames (%s): they may read as damage",
-                      f->name,
-                      lost ? "a truncate, an extend or too many rewrites since"
-                           : "the file's size changed since");
-    free(recs);
-    f->nundo = 0;
-    f->committing = false;
+    f->nopen = 0;
+    f->resets++; /* a write that waited for a slot fails */
+    if (late) f->sync_late = true;
+    const size_t dropped = f->nprec;
+    f->nprec = 0;
+    f->ndead = 0;
+    const uint64_t end = f->durable_end;
+    const bool cut = !f->idx.torn && ftruncate(f->data_fd, (off_t)end) == 0;
+    if (cut) {
+        f->append_off = end;
+        if (f->behind_off > end) f->behind_off = end;
+    }
+    struct cbfs_index idx;
+    struct cbfs_index_report rep = {0};
+    const cbfs_err le = cbfs_file_load_index(f->eng, f->data_fd, f->idx_fd, false, &idx, &rep);
+    if (!le) {
+        idx.on_dead = cbfs_file_note_dead;
+        idx.on_dead_arg = f;
+        /* the decoded-block cache keys on generations: one taken back is
+         * never given to another frame */
+        if (idx.next_gen < f->idx.next_gen) idx.next_gen = f->idx.next_gen;
+        cbfs_index_free(&f->idx);
+        f->idx = idx;
+    }
+    f->idx_need = f->idx.index_end;
+    f->idx_reserved = f->idx.index_end; /* a cut back of the sidecar frees what lay past it */
+    f->size = f->idx.size;
+    if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
+    if (!cut || le) {
+        f->broken = true;
+        f->err = e;
+        cbfs_log_err("%s: after a failed sync, the file cannot go back to what its sidecar holds "
+                     "(%s): nothing more is stored until it is opened again",
+                     f->name, le ? cbfs_err_str(le) : "the data file cannot be cut back");
+    } else {
+        cbfs_log_warn("%s: a failed sync took the file back to its last durable state (%zu "
+                      "frame(s) stored since it are dropped)",
+                      f->name, dropped);
+    }
+}
+
+/* Ends a sync: the records it appended leave the pending list, or, when it
+ * failed before they were appended, the file goes back to what its sidecar
+ * holds (cbfs_file_revert). A failure is counted for every handle. Releases
+ * the sync role and frees rs. Lock held. */
+static void cbfs_file_sync_end(struct cbfs_file *f, struct cbfs_rsync *rs, cbfs_err e,
+                               bool appended)
+{
+    cbfs_assert_held(&f->lock);
+    assert(f->syncing && f->nprec >= rs->n);
+    if (appended) {
+        memmove(f->prec, f->prec + rs->n, (f->nprec - rs->n) * sizeof *f->prec);
+        f->nprec -= rs->n;
+        f->durable_end = rs->end;
+    } else if (e && f->writable && f->idx_fd >= 0) {
+        cbfs_file_revert(f, e, rs->n);
+    }
+    if (e) {
+        CBFS_STAT_ADD(f->eng, st_write_errors, 1);
+        cbfs_file_count_failure(f, e);
+    }
+    f->syncing = false;
     pthread_cond_broadcast(&f->cond);
+    free(rs->recs);
+}
+
+/* A writer that does not sync: once the engine's sync_lag_bytes of frames
+ * (or one record per CBFS_SYNC_LAG_PER_REC of it) wait for their records,
+ * and no sync runs, it makes them durable and appends their records (not
+ * synced: that is a flush's). Lock held; @return true with the sync role
+ * taken and rs filled, for cbfs_file_catch_up. */
+static bool cbfs_file_lagging(struct cbfs_file *f, struct cbfs_rsync *rs)
+{
+    cbfs_assert_held(&f->lock);
+    if (f->syncing || f->err || !f->nprec) return false;
+    const uint64_t lag = f->eng->cfg.sync_lag_bytes;
+    if (f->prec_end - f->durable_end < lag && f->nprec < lag / CBFS_SYNC_LAG_PER_REC)
+        return false;
+    return cbfs_file_sync_begin(f, rs) == CBFS_OK;
+}
+
+static void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs)
+{
+    bool appended;
+    const cbfs_err e = cbfs_file_sync_io(f, rs, false, false, &appended);
+    cbfs_mutex_lock(&f->lock);
+    if (e)
+        cbfs_log_err("%s: making stored frames durable failed: %s", f->name, cbfs_err_str(e));
+    cbfs_file_sync_end(f, rs, e, appended);
+    cbfs_mutex_unlock(&f->lock);
 }
 
 /* settle (if not NULL) runs once what was written is stored, without the
@@ -770,8 +847,8 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
                         cbfs_err (*settle)(void *arg), void *arg)
 {
     cbfs_mutex_lock(&f->lock);
-    if (f->undo_late) { /* a write stored during a failed sync was taken back */
-        f->undo_late = false;
+    if (f->sync_late) { /* a write stored while a failed sync ran was taken back */
+        f->sync_late = false;
         cbfs_file_count_failure(f, CBFS_E_IO);
     }
     const cbfs_err serr = cbfs_file_seal_all(f, true); /* what it did seal is drained below */
@@ -783,75 +860,40 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
         cbfs_mutex_lock(&f->lock);
     }
     cbfs_err found = f->err ? cbfs_file_reset(f) : CBFS_OK;
-    /* One fdatasync at a time. One already running may hold what this flush
-     * must make durable (it cleared dirty), so wait for it, and hear of a
-     * failure meanwhile (its own, counted): a flush never returns 0 before
-     * its data is durable. */
+    /* One sync at a time. One already running may hold what this flush must
+     * make durable (it cleared dirty), so wait for it, and hear of a failure
+     * meanwhile (its own, counted): a flush never returns 0 before its data
+     * is durable. */
     const uint64_t failures = f->err_seq; /* moves only while the wait drops the lock */
     while (f->syncing) cbfs_mutex_wait(&f->lock, &f->cond);
     if (f->err_seq != failures && !found) found = f->err_last;
-    const bool sync = (f->dirty || meta) && !serr;
+    struct cbfs_rsync rs;
+    cbfs_err e = (f->dirty || meta) && !serr ? cbfs_file_sync_begin(f, &rs) : CBFS_OK;
+    const bool sync = f->syncing; /* taken by this flush */
     struct cbfs_dead *dead = NULL;
     size_t ndead = 0;
-    /* what this sync makes durable if it succeeds (cbfs_file_undo's state);
-     * data_end, not append_off: a committer may be storing right now */
-    const uint64_t end0 = f->idx.data_end, size0 = f->idx.size;
-    const size_t undo0 = f->nundo;
-    const bool lost0 = f->undo_lost;
     if (sync) {
-        f->sync_end0 = end0;
         f->dirty = false;
-        f->syncing = true;
-        dead = f->dead; /* replaced by what this sync makes durable */
+        dead = f->dead; /* replaced by frames this sync makes durable */
         ndead = f->ndead;
         f->dead = NULL;
         f->ndead = f->dead_cap = 0;
-        f->undo_lost = false; /* from here: losses during the sync */
     }
     cbfs_mutex_unlock(&f->lock);
-    cbfs_err e = CBFS_OK;
-    bool data_failed = false;
+    bool appended = false;
     if (sync) {
-        /* fsync(2) adds the inodes' metadata (mode, owner, times) to what
-         * fdatasync(2) makes durable */
-        if ((meta ? fsync(f->data_fd) : fdatasync(f->data_fd)) != 0)
-            e = cbfs_err_from_errno(errno), data_failed = true;
-        else if (f->idx_fd >= 0 && (meta ? fsync(f->idx_fd) : fdatasync(f->idx_fd)) != 0)
-            e = cbfs_err_from_errno(errno); /* none: read-only, rebuilt in memory */
-        if (e) {
-            CBFS_STAT_ADD(f->eng, st_write_errors, 1);
+        e = cbfs_file_sync_io(f, &rs, true, meta, &appended);
+        if (e)
             cbfs_log_err("%s: %s failed: %s", f->name, meta ? "fsync" : "fdatasync",
                          cbfs_err_str(e));
-        } else {
+        else
             cbfs_file_punch_dead(f, dead, ndead);
-        }
         free(dead); /* after a failure: garbage that stays */
     }
     cbfs_mutex_lock(&f->lock);
-    if (sync) {
-        if (!e) {
-            /* the rewrites noted before it began are durable now, and so
-             * are the frames they replaced (the garbage just punched) */
-            if (undo0) {
-                memmove(f->undo, f->undo + undo0, (f->nundo - undo0) * sizeof *f->undo);
-                f->nundo -= undo0;
-            }
-            cbfs_file_undo_filter(f, cbfs_undo_confirm);
-            f->synced_end = end0;
-            f->synced_size = size0;
-        } else {
-            f->undo_lost = f->undo_lost || lost0;
-            if (data_failed && f->idx_fd >= 0)
-                cbfs_file_undo(f, end0); /* drops the provisional entries too */
-            else
-                cbfs_file_undo_filter(f, cbfs_undo_not_provisional);
-        }
-        f->syncing = false;
-        if (e) cbfs_file_count_failure(f, e);
-        pthread_cond_broadcast(&f->cond);
-    }
+    if (sync) cbfs_file_sync_end(f, &rs, e, appended);
     if (!found) found = e;
-    if (seen && !serr) {
+    if (seen && !serr && !(e && !sync)) {
         /* A handle hears every failure since it last heard, found here or not
          * (after it was told ENOMEM, at its next flush). */
         found = *seen != f->err_seq ? f->err_last : CBFS_OK;
@@ -875,9 +917,10 @@ struct cbfs_frame_piece {
 };
 
 /* Stores n (at most 2) frames as one: all appended to the data file, then
- * their records in one append (all or none), then applied. On a failure none
- * of them is stored: the frames already appended are cut off again
- * (cbfs_file_unstore). Lock held, committer role. */
+ * their records kept, in one piece of the pending list (a sync appends them
+ * together), and applied. On a failure none of them is stored: the frames
+ * already appended are cut off again (cbfs_file_unstore). Lock held,
+ * committer role. */
 static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_frame_piece *p,
                                        size_t n)
 {
@@ -889,27 +932,24 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
      * block frame here rewrites a block that has an entry. */
     for (size_t i = 0; i < n; i++)
         assert((p[i].h.flags & CBFS_FRAME_SIZE) || p[i].h.block < f->idx.cap);
+    cbfs_err e = cbfs_file_prec_room(f, n);
+    if (!e) e = cbfs_file_reserve_records(f, f->idx_need + n * CBFS_INDEX_REC_SIZE);
+    if (e) return e;
     const uint64_t start = f->append_off;
-    cbfs_err e = CBFS_OK;
     for (size_t i = 0; i < n; i++) {
         e = cbfs_pwrite_full(f->data_fd, p[i].frame, p[i].len, f->append_off);
         if (e) break;
         cbfs_index_rec_from_frame(&p[i].h, f->append_off, &r[i]);
         f->append_off += p[i].len;
     }
-    if (!e) e = cbfs_index_append(&f->idx, f->idx_fd, r, n);
     if (e) {
         cbfs_file_unstore(f, start);
         return e;
     }
     CBFS_STAT_ADD(f->eng, st_physical_written, f->append_off - start);
-    f->dirty = true; /* stored: the next flush syncs it, whatever follows */
-    for (size_t i = 0; i < n && !e; i++) {
-        if (p[i].h.flags & CBFS_FRAME_SIZE)
-            f->undo_lost = true; /* entries it drops have no record to come back by */
-        else
-            cbfs_file_note_rewrite(f, p[i].h.block);
-        e = cbfs_index_apply(&f->idx, &r[i]);
+    for (size_t i = 0; i < n; i++) {
+        const cbfs_err ae = cbfs_file_stored(f, &r[i], p[i].len);
+        if (!e) e = ae;
     }
     return e;
 }

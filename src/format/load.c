@@ -621,11 +621,6 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
             if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
             wrote_idx = true;
         }
-        if (rv->n) {
-            e = cbfs_index_append(idx, idx_fd, rv->v, rv->n);
-            if (e) return e;
-            wrote_idx = true;
-        }
     }
     /* A rebuild that passed over torn writes cuts its tail only once the new
      * sidecar is durable: until then the next load rebuilds again, and a cut
@@ -638,13 +633,19 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
         rep->data_tail_bytes = 0;
         wrote_data = true;
     }
-    /* Data first, then the sidecar that points into it: also when only the
-     * sidecar changed, if it now points at frames the rescan found. Those may
-     * still be only in the page cache (the writer was killed before its
-     * flush), and a record made durable before its frame reads as damage
-     * after a power loss, where the previous version was whole. */
-    if ((wrote_data || (wrote_idx && rv->n)) && fdatasync(data_fd) != 0)
-        return cbfs_err_from_errno(errno);
+    /* Data first, then the records that point into it, then the sidecar
+     * durable. The frames the rescan found may still be only in the page
+     * cache (the writer was killed before its flush), and no record may
+     * reach the disk before its frame: after a power loss it would point at
+     * a frame that never landed, and its block read as damage where the
+     * previous version was whole. */
+    const bool append = idx_fd >= 0 && rv->n;
+    if ((wrote_data || append) && fdatasync(data_fd) != 0) return cbfs_err_from_errno(errno);
+    if (append) {
+        e = cbfs_index_append(idx, idx_fd, rv->v, rv->n);
+        if (e) return e;
+        wrote_idx = true;
+    }
     if (wrote_idx && fdatasync(idx_fd) != 0) return cbfs_err_from_errno(errno);
     if (cut_late && wrote_idx) {
         if (ftruncate(data_fd, (off_t)idx->data_end) != 0 || fdatasync(data_fd) != 0)

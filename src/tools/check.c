@@ -146,7 +146,7 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
                        "%" PRIu64 " byte(s) of writes torn by a crash passed over by the rebuild "
                        "(a later writer's frames behind them are indexed)",
                        rep->torn_bytes_skipped);
-    if (!rep->sidecar_missing && rep->frames_rescanned)
+    if (!rep->sidecar_missing && rep->frames_rescanned && !chk->unindexed_ok)
         tool_check_add(chk, side, idx->index_end,
                        "index lags the data file: %" PRIu64
                        " frame(s) are not indexed (found again by scanning the frames)",

@@ -260,6 +260,10 @@ struct tool_check {
     struct tool_problem *v;
     size_t n, cap;
     bool unrepairable;    /* a block's payload is corrupt: only a backup helps */
+    bool unindexed_ok;    /* set by the caller (verify): frames past the sidecar's records
+                             that decode are not a problem. A writer's frames wait for their
+                             records until its next sync (docs/ENGINE.md), and a killed one's
+                             are indexed by the next open; fsck, which indexes them, lists them */
     uint64_t blocks, logical_bytes, frame_bytes; /* what was read */
 };
 

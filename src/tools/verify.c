@@ -116,6 +116,7 @@ int tool_verify_main(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     struct tool_verify v;
     memset(&v, 0, sizeof v);
+    v.chk.unindexed_ok = true;
     unsigned workers = tool_ncpus();
     int ch;
     optind = 1;

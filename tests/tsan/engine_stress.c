@@ -255,8 +255,11 @@ int main(void)
 {
     snprintf(st_dir, sizeof st_dir, "/tmp/cbfs-stress-XXXXXX");
     if (!mkdtemp(st_dir)) return 2;
+    /* sync_lag_bytes: writers catch their records up every few frames, so
+     * that those syncs race with flushes, truncates and reads too */
     struct cbfs_engine_config cfg = {.block_size = 128 << 10, .workers = 2, .readahead = 8,
-                                     .cache_bytes = 2 << 20, .inflight_bytes = 1 << 20};
+                                     .cache_bytes = 2 << 20, .inflight_bytes = 1 << 20,
+                                     .sync_lag_bytes = 512 << 10};
     if (cbfs_engine_create(&cfg, &st_eng)) return 2;
     int passed = 0, failed = 0;
     struct {
