@@ -89,6 +89,15 @@ static void eng_check(struct cbfs_file *f, const unsigned char *want, size_t siz
     free(got);
 }
 
+/* Opens name again (read-only) and checks that it holds want[0..size). */
+static void eng_reopen_check(const char *name, const char *codec_name, const unsigned char *want,
+                             size_t size)
+{
+    struct cbfs_file *f = eng_open(name, false, codec_name);
+    eng_check(f, want, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+}
+
 TestSuite(engine, .init = eng_setup, .fini = eng_teardown, .timeout = 120);
 
 /* Writes zeros over [from, end) of fd. */
@@ -848,9 +857,7 @@ Test(engine, random_overwrites_holes_and_truncate)
     }
     eng_check(f, shadow, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("rand", false, "zstd");
-    eng_check(f, shadow, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("rand", "zstd", shadow, size);
     free(shadow);
     free(buf);
 }
@@ -867,9 +874,7 @@ Test(engine, shrink_then_grow_reads_zeros)
     memset(data + 100000, 0, size - 100000);
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("sg", false, "lz4");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("sg", "lz4", data, size);
     free(data);
 }
 
@@ -939,9 +944,7 @@ Test(engine, threads_share_one_file)
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("shared", false, "lz4");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("shared", "lz4", data, size);
     free(data);
 }
 
@@ -1053,9 +1056,7 @@ Test(engine, zeros_inside_the_sidecar_are_not_its_end)
     cr_assert_eq(cbfs_file_write(f, v, 100, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("sidezero", false, "lz4");
-    eng_check(f, v, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("sidezero", "lz4", v, size);
     free(v);
 }
 
@@ -1119,12 +1120,8 @@ Test(engine, power_cut_keeps_the_acknowledged_block)
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     cr_assert_null(sync_hook, "the data file was synced");
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("pcut.power", false, "lz4");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("pcut.kill", false, "lz4");
-    eng_check(f, v2, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("pcut.power", "lz4", data, size);
+    eng_reopen_check("pcut.kill", "lz4", v2, size);
     free(data);
     free(v2);
 }
@@ -1273,9 +1270,7 @@ Test(engine, overwrites_reclaim_space_after_flush)
     cr_assert_gt((uint64_t)st.st_size, (uint64_t)size * 4);
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("gc", false, "lz4");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("gc", "lz4", data, size);
     free(data);
 }
 
@@ -1350,9 +1345,7 @@ Test(engine, fsync_heavy_writer_reads_back)
     }
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("wal", false, "zstd");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("wal", "zstd", data, size);
     free(data);
 }
 
@@ -1445,9 +1438,7 @@ Test(engine, out_of_order_stream_is_stored_in_block_order)
     cr_assert_eq(n, nreq * 4 + 1, "%zu frames for %zu blocks", n, nreq * 4 + 1);
     for (size_t i = 0; i < n; i++) cr_assert_eq(blocks[i], i, "frame %zu holds block %llu", i,
                                                 (unsigned long long)blocks[i]);
-    f = eng_open("ooo", false, "zstd");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("ooo", "zstd", data, size);
     free(data);
 }
 
@@ -1465,9 +1456,7 @@ Test(engine, stream_with_a_gap_is_complete)
     cr_assert_eq(cbfs_file_write(f, data + 30 * bs, 10 * bs, 30 * bs), CBFS_OK);
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("gap", false, "lz4");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("gap", "lz4", data, size);
     free(data);
 }
 
@@ -1597,9 +1586,7 @@ Test(engine, sidecar_append_failure_keeps_the_old_block)
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     eng_check(f, data, 6 * bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("lostrec", false, "lz4");
-    eng_check(f, data, 6 * bs);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("lostrec", "lz4", data, 6 * bs);
     free(data);
     free(nb1);
 }
@@ -1626,9 +1613,7 @@ Test(engine, sidecar_append_failure_drops_the_new_block)
     memset(data + 4 * bs, 0, bs); /* block 4 was never stored: a hole */
     eng_check(f, data, 6 * bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("lostapp", false, "lz4");
-    eng_check(f, data, 6 * bs);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("lostapp", "lz4", data, 6 * bs);
     free(data);
 }
 
@@ -1748,9 +1733,7 @@ Test(engine, extend_never_shrinks)
     cr_assert_eq(cbfs_file_extend(f, 300000), CBFS_OK);
     eng_check(f, data, 300000); /* zeros past the data */
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("extend", false, "lz4");
-    eng_check(f, data, 300000);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("extend", "lz4", data, 300000);
     free(data);
 }
 
@@ -2176,9 +2159,7 @@ Test(engine, a_writer_that_never_syncs_catches_up)
                   "%zu of %zu records in the sidecar: too many wait", recs, nframes);
     eng_copy_pair("lag", "lag.kill", -1); /* a kill -9 now */
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("lag", false, "lz4");
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("lag", "lz4", data, size);
     struct cbfs_index_report rep;
     char p[128], q[140];
     snprintf(p, sizeof p, "%s/lag.kill", eng_dir);
