@@ -5,7 +5,10 @@
  *   1. f->lock (struct cbfs_file, file_impl.h): fields marked "lock" there.
  *      A struct cbfs_mutex: "caller holds f->lock" is cbfs_assert_held().
  *      The committer role (f->committing) is taken under it, then kept
- *      while the lock is dropped for store I/O (committer-role fields).
+ *      while the lock is dropped for store I/O (committer-role fields); so
+ *      is the sync role (f->syncing: the sidecar's tail). A sync that fails
+ *      waits, holding the sync role, for the committer role to be free
+ *      (cbfs_file_revert); the committer never waits for the sync role.
  *   2. The cache lock (cache.c): buckets, LRU list, bytes, entry state,
  *      refs and readahead (cache.h). Under it only eng->lock, which the
  *      release hook takes to give an evicted block's buffer back
