@@ -170,11 +170,14 @@ cbfs_err cbfs_file_close(struct cbfs_file *f)
     while (f->ra_jobs) cbfs_mutex_wait(&f->lock, &f->cond);
     for (unsigned i = 0; i < f->nopen; i++) /* clean after flush */
         cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
-    /* the sidecar's room allocated ahead and not used (cbfs_file_reserve_records):
-     * a cut to its own length frees it */
-    const bool trim = !err && f->idx_reserved > f->idx.index_end && !f->nprec;
+    const bool trim = f->writable && !err && !f->nprec && !f->broken;
     cbfs_mutex_unlock(&f->lock);
-    if (trim && ftruncate(f->idx_fd, (off_t)f->idx.index_end) != 0)
+    /* the sidecar's room allocated ahead and not used (cbfs_file_reserve_records;
+     * also what a revert or a crash left): a cut to its own length frees it */
+    struct stat st;
+    if (trim && fstat(f->idx_fd, &st) == 0 && (uint64_t)st.st_size == f->idx.index_end &&
+        (uint64_t)st.st_blocks * 512 > (f->idx.index_end + 4095) / 4096 * 4096 &&
+        ftruncate(f->idx_fd, st.st_size) != 0)
         cbfs_log_warn("%s: cannot free the sidecar's unused room: %s", f->name, strerror(errno));
     close(f->data_fd);
     if (f->idx_fd >= 0) close(f->idx_fd);

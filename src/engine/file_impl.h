@@ -161,6 +161,9 @@ struct cbfs_file {
     bool no_reserve;         /* committer role: the store cannot allocate ahead */
     bool sync_late;          /* lock: a failed sync took back a frame stored while it ran,
                                 whose writer heard no error yet: the next flush reports one */
+    cbfs_err stop;           /* lock: a failed sync took the file back to what its sidecar
+                                holds: writes fail with it and nothing is stored until a
+                                flush reports it (reads go on) */
     bool broken;             /* lock: a failed sync could not take the file back to what
                                 its sidecar holds: nothing more is stored (EIO) */
 };

@@ -175,7 +175,7 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
          * records are applied: a frame stored that the table could not take
          * would read as zeros, and a rewrite of part of its block would
          * store those zeros over it. Without the memory the batch fails. */
-        cbfs_err poison = f->err;
+        cbfs_err poison = f->err ? f->err : f->stop;
         for (size_t i = 0; i < n && !poison; i++)
             poison = cbfs_index_reserve(&f->idx, batch[i]->block + 1);
         if (!poison) poison = cbfs_file_prec_room(f, n);
@@ -470,6 +470,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     uint64_t deadline = 0;
     for (;;) {
         if (f->err) return f->err;
+        if (f->stop) return f->stop;
         if (f->resets != resets) return f->err_last;
         for (unsigned i = 0; i < f->nopen; i++) {
             if (f->open[i].block == b) {
@@ -518,6 +519,7 @@ struct cbfs_rsync {
 
 static bool cbfs_file_lagging(struct cbfs_file *f, struct cbfs_rsync *rs);
 static void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs);
+static cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size);
 
 /* cbfs_file_write; within: only the part of [off, off + len) below the
  * size the file has once the write holds the lock (a punch's zeros: a
@@ -703,17 +705,26 @@ static cbfs_err cbfs_file_sync_io(struct cbfs_file *f, const struct cbfs_rsync *
                                   bool meta, bool *appended)
 {
     cbfs_assert_not_held(&f->lock);
+    const char *const call = meta ? "fsync" : "fdatasync";
     *appended = false;
-    if ((meta ? fsync(f->data_fd) : fdatasync(f->data_fd)) != 0) return cbfs_err_from_errno(errno);
+    cbfs_err e = CBFS_OK;
+    if ((meta ? fsync(f->data_fd) : fdatasync(f->data_fd)) != 0) {
+        e = cbfs_err_from_errno(errno);
+        cbfs_log_err("%s: %s of the data file failed: %s", f->name, call, cbfs_err_str(e));
+        return e;
+    }
     if (f->idx_fd < 0) return CBFS_OK; /* read-only, rebuilt in memory: nothing stored */
-    if (rs->n) {
-        const cbfs_err e = cbfs_index_append(&f->idx, f->idx_fd, rs->recs, rs->n);
-        if (e) return e;
+    if (rs->n && (e = cbfs_index_append(&f->idx, f->idx_fd, rs->recs, rs->n))) {
+        cbfs_log_err("%s: appending %zu index record(s) failed: %s", f->name, rs->n,
+                     cbfs_err_str(e));
+        return e;
     }
     *appended = true;
-    if (flush && (meta ? fsync(f->idx_fd) : fdatasync(f->idx_fd)) != 0)
-        return cbfs_err_from_errno(errno);
-    return CBFS_OK;
+    if (flush && (meta ? fsync(f->idx_fd) : fdatasync(f->idx_fd)) != 0) {
+        e = cbfs_err_from_errno(errno);
+        cbfs_log_err("%s: %s of the sidecar failed: %s", f->name, call, cbfs_err_str(e));
+    }
+    return e;
 }
 
 /* After a sync that failed before its records were appended: its fdatasync
@@ -726,15 +737,18 @@ static cbfs_err cbfs_file_sync_io(struct cbfs_file *f, const struct cbfs_rsync *
  * sidecar, and the pending records, the garbage list (some of its frames are
  * live again; the rest stay unpunched), the open blocks and the jobs not
  * stored yet are dropped (they may hold bytes taken back, read for a
- * read-modify-write). What was written
- * while the sync ran (past the nsync records it covered) makes the next
- * flush report a failure too (sync_late): its writer may have heard this one
- * already. A torn append (records past index_end that a cut of the sidecar
- * could not take back) keeps the frames they may point at, and a table that
- * cannot be loaded again stays as it was: the file is then broken and stores
- * nothing until it is opened again. All under the lock (a failure path: no
- * writer may open a block from the old table meanwhile), once no committer
- * is storing. Lock held, sync role. */
+ * read-modify-write). A truncate the file showed stays: its SIZE frame is
+ * stored again. What was written while the sync ran (past the nsync records
+ * it covered) makes the next flush report a failure too (sync_late): its
+ * writer may have heard this one already. Writes fail and nothing more is
+ * stored until a flush has reported it (f->stop; the failed sync's own flush
+ * does), so that a writer whose catch-up failed cannot store blocks behind
+ * the ones taken back (zeros in between: helper-15); reads go on. A torn append (records past index_end
+ * that a cut of the sidecar could not take back) keeps the frames they may
+ * point at, and a table that cannot be loaded again stays as it was: the
+ * file is then broken and stores nothing until it is opened again. All under
+ * the lock (a failure path: no writer may open a block from the old table
+ * meanwhile), once no committer is storing. Lock held, sync role. */
 static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
 {
     cbfs_assert_held(&f->lock);
@@ -751,12 +765,16 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
     f->nopen = 0;
     f->resets++; /* a write that waited for a slot fails */
     if (late) f->sync_late = true;
+    /* a truncate the file showed stays: what it cut never comes back */
+    uint64_t cut = UINT64_MAX;
+    for (size_t i = 0; i < f->nprec; i++)
+        if (f->prec[i].type == CBFS_REC_SIZE && f->prec[i].block < cut) cut = f->prec[i].block;
     const size_t dropped = f->nprec;
     f->nprec = 0;
     f->ndead = 0;
     const uint64_t end = f->durable_end;
-    const bool cut = !f->idx.torn && ftruncate(f->data_fd, (off_t)end) == 0;
-    if (cut) {
+    const bool data_cut = !f->idx.torn && ftruncate(f->data_fd, (off_t)end) == 0;
+    if (data_cut) {
         f->append_off = end;
         if (f->behind_off > end) f->behind_off = end;
     }
@@ -776,13 +794,26 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
     f->idx_reserved = f->idx.index_end; /* a cut back of the sidecar frees what lay past it */
     f->size = f->idx.size;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
-    if (!cut || le) {
+    cbfs_err ce = CBFS_OK;
+    if (cut < f->size) {
+        if (data_cut && !le) {
+            f->committing = true;
+            ce = cbfs_file_store_size(f, cut);
+            f->committing = false;
+        }
+        if (!data_cut || le || ce) f->size = cut; /* as the file showed it, until reopened */
+    }
+    if (!data_cut || le || ce) {
         f->broken = true;
         f->err = e;
         cbfs_log_err("%s: after a failed sync, the file cannot go back to what its sidecar holds "
                      "(%s): nothing more is stored until it is opened again",
-                     f->name, le ? cbfs_err_str(le) : "the data file cannot be cut back");
+                     f->name,
+                     le   ? cbfs_err_str(le)
+                     : ce ? "a truncate since cannot be stored again"
+                          : "the data file cannot be cut back");
     } else {
+        f->stop = e;
         cbfs_log_warn("%s: a failed sync took the file back to its last durable state (%zu "
                       "frame(s) stored since it are dropped)",
                       f->name, dropped);
@@ -822,7 +853,7 @@ static void cbfs_file_sync_end(struct cbfs_file *f, struct cbfs_rsync *rs, cbfs_
 static bool cbfs_file_lagging(struct cbfs_file *f, struct cbfs_rsync *rs)
 {
     cbfs_assert_held(&f->lock);
-    if (f->syncing || f->err || !f->nprec) return false;
+    if (f->syncing || f->err || f->stop || !f->nprec) return false;
     const uint64_t lag = f->eng->cfg.sync_lag_bytes;
     if (f->prec_end - f->durable_end < lag && f->nprec < lag / CBFS_SYNC_LAG_PER_REC)
         return false;
@@ -834,8 +865,6 @@ static void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs)
     bool appended;
     const cbfs_err e = cbfs_file_sync_io(f, rs, false, false, &appended);
     cbfs_mutex_lock(&f->lock);
-    if (e)
-        cbfs_log_err("%s: making stored frames durable failed: %s", f->name, cbfs_err_str(e));
     cbfs_file_sync_end(f, rs, e, appended);
     cbfs_mutex_unlock(&f->lock);
 }
@@ -860,6 +889,10 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
         cbfs_mutex_lock(&f->lock);
     }
     cbfs_err found = f->err ? cbfs_file_reset(f) : CBFS_OK;
+    if (f->stop) { /* a writer's catch-up failed: this flush reports it */
+        if (!found) found = f->stop;
+        f->stop = CBFS_OK;
+    }
     /* One sync at a time. One already running may hold what this flush must
      * make durable (it cleared dirty), so wait for it, and hear of a failure
      * meanwhile (its own, counted): a flush never returns 0 before its data
@@ -883,15 +916,12 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
     bool appended = false;
     if (sync) {
         e = cbfs_file_sync_io(f, &rs, true, meta, &appended);
-        if (e)
-            cbfs_log_err("%s: %s failed: %s", f->name, meta ? "fsync" : "fdatasync",
-                         cbfs_err_str(e));
-        else
-            cbfs_file_punch_dead(f, dead, ndead);
+        if (!e) cbfs_file_punch_dead(f, dead, ndead);
         free(dead); /* after a failure: garbage that stays */
     }
     cbfs_mutex_lock(&f->lock);
     if (sync) cbfs_file_sync_end(f, &rs, e, appended);
+    if (sync && e) f->stop = CBFS_OK; /* this flush reports its own failure */
     if (!found) found = e;
     if (seen && !serr && !(e && !sync)) {
         /* A handle hears every failure since it last heard, found here or not
@@ -954,39 +984,20 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
     return e;
 }
 
-static cbfs_err cbfs_file_resize(struct cbfs_file *f, uint64_t size, bool grow_only)
+/* Stores a new size: the SIZE frame, after a frame of the block straddling a
+ * new, lower end that keeps only its first bytes (a later extension reads
+ * zeros there, POSIX), both stored as one, so that a failure leaves the block
+ * as it was. Sets f->size. Lock held, committer role. */
+static cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size)
 {
-    if (!f->writable) return CBFS_E_BADF;
-    if (!cbfs_size_fits(size, f->bs)) return CBFS_E_FBIG;
-    cbfs_mutex_lock(&f->lock);
-    /* A write is atomic against a truncate, as the kernel's inode lock makes
-     * it on a local filesystem (not every FUSE path holds it: an O_TRUNC
-     * open without the writeback cache): no write starts while the truncate
-     * runs, and the truncate waits for those under way. A write that started
-     * while the drain below dropped the lock opened a block of the old
-     * contents behind the truncate, and sealed it after: the cut bytes came
-     * back. */
-    while (f->truncating) cbfs_mutex_wait(&f->lock, &f->cond);
-    f->truncating = true;
-    while (f->in_write) cbfs_mutex_wait(&f->lock, &f->cond);
-    cbfs_err err = CBFS_OK;
-    /* grow_only: decided here, under the lock, not by the caller's look at
-     * the size (a write may have extended the file past it since) */
-    if (grow_only && size <= f->size) goto out;
-    err = cbfs_file_seal_all(f, false);
-    cbfs_file_drain(f);
-    assert(err || (f->nopen == 0 && !f->pend_head)); /* nothing opened behind the gate */
-    if (err || (err = f->err)) goto out;
-    if (size == f->size) goto out;
-    f->committing = true; /* keeps the role while we write below */
+    cbfs_assert_held(&f->lock);
+    assert(f->committing);
     uint32_t tail = (uint32_t)(size % f->bs);
     const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, size / f->bs);
-    /* The block straddling a new, lower end keeps only its first `tail`
-     * bytes (a later extension reads zeros there, POSIX), and the SIZE frame
-     * follows: both stored as one, so a failure leaves the block as it was. */
     struct cbfs_frame_piece p[2];
     size_t n = 0;
     unsigned char *data = NULL, *frame = NULL;
+    cbfs_err err = CBFS_OK;
     if (size < f->size && tail && e && e->ulen > tail && !(e->flags & CBFS_FRAME_HOLE)) {
         data = malloc(f->bs);
         size_t cap = cbfs_frame_bound(f->codec, tail);
@@ -1019,6 +1030,35 @@ static cbfs_err cbfs_file_resize(struct cbfs_file *f, uint64_t size, bool grow_o
         f->size = size;
         if (f->wnext > size / f->bs) f->wnext = size / f->bs; /* O_TRUNC: a new stream */
     }
+    return err;
+}
+
+static cbfs_err cbfs_file_resize(struct cbfs_file *f, uint64_t size, bool grow_only)
+{
+    if (!f->writable) return CBFS_E_BADF;
+    if (!cbfs_size_fits(size, f->bs)) return CBFS_E_FBIG;
+    cbfs_mutex_lock(&f->lock);
+    /* A write is atomic against a truncate, as the kernel's inode lock makes
+     * it on a local filesystem (not every FUSE path holds it: an O_TRUNC
+     * open without the writeback cache): no write starts while the truncate
+     * runs, and the truncate waits for those under way. A write that started
+     * while the drain below dropped the lock opened a block of the old
+     * contents behind the truncate, and sealed it after: the cut bytes came
+     * back. */
+    while (f->truncating) cbfs_mutex_wait(&f->lock, &f->cond);
+    f->truncating = true;
+    while (f->in_write) cbfs_mutex_wait(&f->lock, &f->cond);
+    cbfs_err err = CBFS_OK;
+    /* grow_only: decided here, under the lock, not by the caller's look at
+     * the size (a write may have extended the file past it since) */
+    if (grow_only && size <= f->size) goto out;
+    err = cbfs_file_seal_all(f, false);
+    cbfs_file_drain(f);
+    assert(err || (f->nopen == 0 && !f->pend_head)); /* nothing opened behind the gate */
+    if (err || (err = f->err)) goto out;
+    if (size == f->size) goto out;
+    f->committing = true; /* keeps the role while we write below */
+    err = cbfs_file_store_size(f, size);
     f->committing = false;
 out:
     f->truncating = false;

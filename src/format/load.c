@@ -71,11 +71,45 @@ static bool cbfs_load_zero_tail(int idx_fd, uint64_t off, uint64_t isize)
     return true;
 }
 
+/* Records lost to zeros (the slot at off is zeros, and records lie behind
+ * it): a power cut landed a later page of the sidecar and not this one, or a
+ * failed sync dropped it. Every record is appended once its frame is durable,
+ * in frame order, and an acknowledged one is durable, so a frame past the
+ * frames of every record behind the zeros was never acknowledged: @return
+ * where those frames end, the point from which the rescan may call a frame
+ * that does not decode torn. UINT64_MAX (no such point) where the slot is
+ * not zeros (damage) or anything behind it is neither zeros nor a record. */
+static uint64_t cbfs_load_lost_end(int idx_fd, uint64_t off, uint64_t isize)
+{
+    uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
+    uint64_t end = 0;
+    bool first = true;
+    while (isize - off >= CBFS_INDEX_REC_SIZE) {
+        uint64_t chunk = (isize - off) / CBFS_INDEX_REC_SIZE * CBFS_INDEX_REC_SIZE;
+        if (chunk > sizeof buf) chunk = sizeof buf;
+        if (cbfs_pread_full(idx_fd, buf, (size_t)chunk, off) != CBFS_OK) return UINT64_MAX;
+        for (uint64_t i = 0; i < chunk; i += CBFS_INDEX_REC_SIZE) {
+            const bool zero = cbfs_is_zero(buf + i, CBFS_INDEX_REC_SIZE);
+            if (first && !zero) return UINT64_MAX;
+            first = false;
+            if (zero) continue;
+            struct cbfs_index_rec r;
+            if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER)
+                return UINT64_MAX;
+            if (r.offset + CBFS_FRAME_HDR_SIZE + r.plen > end)
+                end = r.offset + CBFS_FRAME_HDR_SIZE + r.plen;
+        }
+        off += chunk;
+    }
+    return end;
+}
+
 /* Replays sidecar records from offset 64 while each is valid and its frame is
- * in the data file; sets idx->index_end past the last good one. */
+ * in the data file; sets idx->index_end past the last good one. With records
+ * lost (rep->records_lost), *torn_from: cbfs_load_lost_end's. */
 static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64_t isize,
                                  bool check_all, struct cbfs_index *idx,
-                                 struct cbfs_index_report *rep)
+                                 struct cbfs_index_report *rep, uint64_t *torn_from)
 {
     uint8_t buf[256 * CBFS_INDEX_REC_SIZE];
     uint64_t off = CBFS_INDEX_REC_SIZE;
@@ -94,6 +128,7 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
                  * records after them (a failed sync dropped those pages,
                  * and later appends were synced: helper-13) */
                 rep->records_lost = !cbfs_load_zero_tail(idx_fd, off, isize);
+                if (rep->records_lost) *torn_from = cbfs_load_lost_end(idx_fd, off, isize);
                 return CBFS_OK;
             }
             if (!check_all && rep->records_replayed > 0) {
@@ -164,6 +199,8 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
 struct cbfs_load_scan_ctx {
     bool check_id, verify;
     bool records_lost; /* verify: the sidecar lost records to damage (cbfs_index_report) */
+    uint64_t torn_from; /* verify, records_lost: a frame from here on that does not decode
+                           is torn all the same (cbfs_load_lost_end) */
     int data_fd;
     uint64_t dsize;
     uint64_t *file_id;
@@ -287,8 +324,10 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
              * length reaches over a later frame is torn; any other is
              * damage in place (bit rot under a lost record), applied, so
              * that its block reads as damage rather than as an older
-             * version. */
-            bool torn = !c->records_lost;
+             * version. Past records lost to zeros, only up to the frames
+             * of the records behind them (torn_from): a power cut landed a
+             * later sidecar page and not an earlier one. */
+            bool torn = !c->records_lost || off >= c->torn_from;
             e = torn ? CBFS_OK
                      : cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
             if (e) return e;
@@ -316,12 +355,13 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
  * once later frames are appended behind it (a kept tail), so a header that
  * checks is not enough; any other is damage in place. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
-                               bool verify, bool records_lost, uint64_t *file_id,
-                               struct cbfs_recvec *rv, uint64_t *end)
+                               bool verify, bool records_lost, uint64_t torn_from,
+                               uint64_t *file_id, struct cbfs_recvec *rv, uint64_t *end)
 {
     struct cbfs_load_scan_ctx c = {.check_id = check_id,
                                    .verify = verify,
                                    .records_lost = records_lost,
+                                   .torn_from = torn_from,
                                    .data_fd = data_fd,
                                    .dsize = dsize,
                                    .file_id = file_id,
@@ -801,20 +841,22 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
 
     if (have_hdr) {
         cbfs_index_init(idx, hdr.block_size, hdr.file_id);
-        e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, check_all, idx, &rp);
+        uint64_t torn_from = UINT64_MAX;
+        e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, check_all, idx, &rp, &torn_from);
         if (e) goto fail;
         if (!check_all && !cbfs_load_last_matches(data_fd, idx_fd, dsize, idx)) {
             cbfs_index_free(idx);
             memset(&rp, 0, sizeof rp);
             cbfs_index_init(idx, hdr.block_size, hdr.file_id);
-            e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, true, idx, &rp);
+            torn_from = UINT64_MAX;
+            e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, true, idx, &rp, &torn_from);
             if (e) goto fail;
         }
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
         uint64_t fid = idx->file_id;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, rp.records_lost, &fid, &rv,
-                           NULL);
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, rp.records_lost, torn_from,
+                           &fid, &rv, NULL);
         if (e) goto fail;
         if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
             e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
@@ -832,7 +874,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         uint64_t fid = 0;
         uint32_t block_size = 0;
         uint64_t end;
-        e = cbfs_load_scan(data_fd, dsize, 0, false, false, false, &fid, &rv, &end);
+        e = cbfs_load_scan(data_fd, dsize, 0, false, false, false, UINT64_MAX, &fid, &rv, &end);
         if (e) goto fail;
         /* A frame header at offset 0 whose length reaches past the data
          * (torn) still names the file: later frames may be its writer's. */
@@ -859,7 +901,8 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
             if (e) goto fail;
             if (!next) break;
             rp.torn_bytes_skipped += skipped;
-            e = cbfs_load_scan(data_fd, dsize, next, true, false, false, &fid, &rv, &end);
+            e = cbfs_load_scan(data_fd, dsize, next, true, false, false, UINT64_MAX, &fid, &rv,
+                               &end);
             if (e) goto fail;
         }
         if (rv.n == 0) {
