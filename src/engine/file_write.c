@@ -737,8 +737,8 @@ static cbfs_err cbfs_file_sync_io(struct cbfs_file *f, const struct cbfs_rsync *
  * sidecar, and the pending records, the garbage list (some of its frames are
  * live again; the rest stay unpunched), the open blocks and the jobs not
  * stored yet are dropped (they may hold bytes taken back, read for a
- * read-modify-write). A truncate the file showed stays: its SIZE frame is
- * stored again. What was written while the sync ran (past the nsync records
+ * read-modify-write). The sizes the file showed stay: its lowest and last
+ * SIZE since are stored again, so what a truncate cut never comes back. What was written while the sync ran (past the nsync records
  * it covered) makes the next flush report a failure too (sync_late): its
  * writer may have heard this one already. Writes fail and nothing more is
  * stored until a flush has reported it (f->stop; the failed sync's own flush
@@ -765,10 +765,14 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
     f->nopen = 0;
     f->resets++; /* a write that waited for a slot fails */
     if (late) f->sync_late = true;
-    /* a truncate the file showed stays: what it cut never comes back */
-    uint64_t cut = UINT64_MAX;
-    for (size_t i = 0; i < f->nprec; i++)
-        if (f->prec[i].type == CBFS_REC_SIZE && f->prec[i].block < cut) cut = f->prec[i].block;
+    /* the sizes the file showed stay: what a truncate cut never comes back
+     * (cut: the lowest), and an extension after it reads zeros (last) */
+    uint64_t cut = UINT64_MAX, last = 0;
+    for (size_t i = 0; i < f->nprec; i++) {
+        if (f->prec[i].type != CBFS_REC_SIZE) continue;
+        last = f->prec[i].block;
+        if (last < cut) cut = last;
+    }
     const size_t dropped = f->nprec;
     f->nprec = 0;
     f->ndead = 0;
@@ -799,6 +803,7 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
         if (data_cut && !le) {
             f->committing = true;
             ce = cbfs_file_store_size(f, cut);
+            if (!ce && last > cut) ce = cbfs_file_store_size(f, last);
             f->committing = false;
         }
         if (!data_cut || le || ce) f->size = cut; /* as the file showed it, until reopened */

@@ -1820,15 +1820,15 @@ Test(engine_config, default_inflight_budget)
 }
 
 
-/* ---- a failed fdatasync's undo, and a failed write's poison: the cases a
- * review found (helper-11) ---- */
+/* ---- a failed fdatasync's revert (an undo of each rewritten block until the
+ * eleventh session), and a failed write's poison: the cases reviews found
+ * (helper-11, helper-12, helper-13) ---- */
 
 /* Rewrite block 3, truncate to 0, extend back to the synced size, the data
- * fdatasync fails: the size is as it was, but the truncate dropped block 3's
- * entry; pointing it back at its pre-truncate frame made a state that never
- * was (zeros, then the old block 3). A SIZE record since the last good sync
- * now rules the undo out. */
-Test(engine, undo_skips_a_truncate_and_extend)
+ * fdatasync fails: the undo pointed block 3 back at its pre-truncate frame, a
+ * state that never was (zeros, then the old block 3). The revert keeps the
+ * truncate and the extension: zeros. */
+Test(engine, revert_keeps_a_truncate_and_extend)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *data = malloc(size), *nb = malloc(bs), *zero = calloc(1, size);
@@ -1848,7 +1848,10 @@ Test(engine, undo_skips_a_truncate_and_extend)
     const bool b012_zero = memcmp(got, zero, 3 * bs) == 0;
     const bool b3_old = memcmp(got + 3 * bs, data + 3 * bs, bs) == 0;
     cr_assert(!(b012_zero && b3_old), "a state that never existed: zeros, then the old block 3");
+    cr_assert_eq(n, size, "the size the file showed");
+    cr_assert_arr_eq(got, zero, size, "what the truncate cut came back");
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("undo_tr", "lz4", zero, size);
     free(got);
     free(data);
     free(nb);
@@ -1856,9 +1859,9 @@ Test(engine, undo_skips_a_truncate_and_extend)
 }
 
 /* A 1-byte rewrite stays in an open (clean) block after the failing flush;
- * the undo points the block back at its old frame, and the open block must
+ * the revert takes the block back to its old frame, and the open block must
  * go too, or reads see the new byte until a reopen shows the old one. */
-Test(engine, undo_drops_the_open_block_it_takes_back)
+Test(engine, revert_drops_the_open_block_it_takes_back)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *data = malloc(size);
@@ -1894,11 +1897,11 @@ static void hook_write_c(void)
 }
 
 /* Block 1 was rewritten (B) since the last good sync; while the failing
- * fdatasync runs, another write stores block 1 again (C). The undo takes
+ * fdatasync runs, another write stores block 1 again (C). The revert takes
  * block 1 back to A (the failed sync may have lost C too), so the next
  * flush must not say 0 as if C were stored: the first undo did, with C gone
  * (helper-11). */
-Test(engine, undo_reports_a_write_it_takes_back)
+Test(engine, revert_reports_a_write_it_takes_back)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *a = malloc(size), *b = malloc(bs), *c = malloc(bs), *got = malloc(bs);
@@ -1930,9 +1933,9 @@ Test(engine, undo_reports_a_write_it_takes_back)
 
 /* Block 1 rewritten (B) before a good sync S1, rewritten again (C) while S1
  * runs. S1 succeeds (B durable). The next sync fails and loses C: block 1
- * points back at B, noted provisionally while S1 ran. Before, C's rewrite was
- * never noted (B lay past synced_end then): block 1 read as damage. */
-Test(engine, undo_covers_a_rewrite_during_a_good_sync)
+ * reads B. The undo once never noted C's rewrite (B lay past the synced end
+ * then): block 1 read as damage. */
+Test(engine, revert_covers_a_rewrite_during_a_good_sync)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *a = malloc(size), *b = malloc(bs), *c = malloc(bs), *got = malloc(bs);
@@ -2076,7 +2079,7 @@ static void rv_hook_last_byte(void)
  * kept C (6d97663) left block 1, whose other 65534 bytes a good sync had
  * acknowledged, reading as damage for good. C is taken back as well, and
  * the next flush reports the failure to C's writer. */
-Test(engine, undo_takes_back_a_frame_the_failed_writeback_lost)
+Test(engine, revert_takes_back_a_frame_the_failed_writeback_lost)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *a = malloc(size), *got = malloc(bs);
@@ -2436,6 +2439,22 @@ Test(engine, power_cut_after_catch_up_keeps_the_acknowledged_block)
     close(fd);
     fd = open(qc, O_RDWR);
     cr_assert(fd >= 0);
+    /* a catch-up that reached the rewrite had made its frame durable first:
+     * the cut came before it (its records and later ones not appended yet) */
+    struct stat qst;
+    cr_assert_eq(fstat(fd, &qst), 0);
+    for (off_t at = CBFS_INDEX_REC_SIZE; at + CBFS_INDEX_REC_SIZE <= qst.st_size;
+         at += CBFS_INDEX_REC_SIZE) {
+        uint8_t rb[CBFS_INDEX_REC_SIZE];
+        struct cbfs_index_rec r;
+        cr_assert_eq(pread(fd, rb, sizeof rb, at), (ssize_t)sizeof rb);
+        if (cbfs_index_rec_decode(rb, &r) == CBFS_OK && r.offset >= (uint64_t)fx) {
+            cr_assert_eq(ftruncate(fd, at), 0);
+            break;
+        }
+    }
+    cr_assert_eq(fstat(fd, &qst), 0);
+    cr_assert_gt(qst.st_size, 3 * 4096, "records behind the page that did not land");
     eng_zero_range(fd, 4096, 8192); /* the sidecar's second page did not land, later ones did */
     close(fd);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
