@@ -2323,7 +2323,6 @@ Test(engine, failed_sync_keeps_a_truncate)
     free(nb);
 }
 
-
 /* The sidecar's room allocated ahead is freed at close, also after a failed
  * sync took the file back (helper-15: 16 KiB stayed allocated). */
 Test(engine, close_after_a_failed_sync_frees_the_sidecar_room)
@@ -2332,12 +2331,7 @@ Test(engine, close_after_a_failed_sync_frees_the_sidecar_room)
     unsigned char *data = malloc(size);
     cbfs_td_random(data, size, 63);
     struct stat st;
-    int ifd = -1;
-    struct cbfs_file *f = eng_open_fd("rroom", true, "lz4", &ifd);
-    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
-    close(eng_data_open("rroom", &st));
-    fail_ino = st.st_ino;
+    struct cbfs_file *f = eng_synced("rroom", data, size, &st);
     cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
     fail_from = st.st_size;
     cr_assert_neq(cbfs_file_flush(f, NULL), CBFS_OK);
