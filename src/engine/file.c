@@ -71,6 +71,7 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     f->codec = codec;
     f->level = level;
     f->ra_last = UINT64_MAX;
+    f->broken_size = UINT64_MAX;
     snprintf(f->name, sizeof f->name, "(fd %d)", data_fd);
     cbfs_mutex_init(&f->lock);
     pthread_cond_init(&f->cond, NULL);

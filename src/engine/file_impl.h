@@ -166,6 +166,8 @@ struct cbfs_file {
                                 flush reports it (reads go on) */
     bool broken;             /* lock: a failed sync could not take the file back to what
                                 its sidecar holds: nothing more is stored (EIO) */
+    uint64_t broken_size;    /* lock: UINT64_MAX, or what a broken file's size stays under
+                                (a truncate it could not store again) until it is reopened */
 };
 
 /* ---- file.c ---- */

@@ -661,7 +661,7 @@ static cbfs_err cbfs_file_reset(struct cbfs_file *f)
     f->resets++;
     for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
     f->nopen = 0;
-    f->size = f->idx.size;
+    f->size = f->idx.size < f->broken_size ? f->idx.size : f->broken_size;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
     return err;
 }
@@ -734,22 +734,30 @@ static cbfs_err cbfs_file_sync_io(struct cbfs_file *f, const struct cbfs_rsync *
  * the sidecar holds, as a reset does after a failed store: the data file is
  * cut back to durable_end (the next open's rescan must not apply a frame
  * whose writer was told it failed), the table is loaded again from the
- * sidecar, and the pending records, the garbage list (some of its frames are
- * live again; the rest stay unpunched), the open blocks and the jobs not
- * stored yet are dropped (they may hold bytes taken back, read for a
- * read-modify-write). The sizes the file showed stay: its lowest and last
- * SIZE since are stored again, so what a truncate cut never comes back. What was written while the sync ran (past the nsync records
- * it covered) makes the next flush report a failure too (sync_late): its
- * writer may have heard this one already. Writes fail and nothing more is
- * stored until a flush has reported it (f->stop; the failed sync's own flush
- * does), so that a writer whose catch-up failed cannot store blocks behind
- * the ones taken back (zeros in between: helper-15); reads go on. A torn append (records past index_end
- * that a cut of the sidecar could not take back) keeps the frames they may
- * point at, and a table that cannot be loaded again stays as it was: the
- * file is then broken and stores nothing until it is opened again. All under
- * the lock (a failure path: no writer may open a block from the old table
- * meanwhile), once no committer is storing. Lock held, sync role. */
-static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
+ * sidecar (repaired as an open would, where records were lost to zeros
+ * behind which acknowledged ones lie), and the pending records, the garbage
+ * list (some of its frames are live again; the rest stay unpunched), the
+ * open blocks and the jobs not stored yet are dropped (they may hold bytes
+ * taken back, read for a read-modify-write). The sizes the file showed
+ * stay: its lowest and last SIZE since are stored again, so what a truncate
+ * cut never comes back.
+ *
+ * Reporting: the failure is counted for every handle (cbfs_file_sync_end).
+ * After a flush's sync (flush), what was written while it ran (past the
+ * nsync records it covered) makes the next flush report a failure too
+ * (sync_late): that flush's caller heard this one, and the data it wrote
+ * meanwhile is gone as well. After a writer's catch-up, nobody has heard
+ * yet: its writes fail and nothing more is stored until a flush has
+ * reported it (f->stop), so that it cannot store blocks behind the ones
+ * taken back (zeros in between: helper-15); reads go on.
+ *
+ * A torn append (records past index_end that a cut of the sidecar could not
+ * take back) keeps the frames they may point at, and a table that cannot be
+ * loaded again stays as it was: the file is then broken and stores nothing
+ * until it is opened again. All under the lock (a failure path: no writer
+ * may open a block from the old table meanwhile), once no committer is
+ * storing. Lock held, sync role. */
+static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync, bool flush)
 {
     cbfs_assert_held(&f->lock);
     while (f->committing) cbfs_mutex_wait(&f->lock, &f->cond);
@@ -764,7 +772,7 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
     }
     f->nopen = 0;
     f->resets++; /* a write that waited for a slot fails */
-    if (late) f->sync_late = true;
+    if (late && flush) f->sync_late = true;
     /* the sizes the file showed stay: what a truncate cut never comes back
      * (cut: the lowest), and an extension after it reads zeros (last) */
     uint64_t cut = UINT64_MAX, last = 0;
@@ -784,7 +792,16 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
     }
     struct cbfs_index idx;
     struct cbfs_index_report rep = {0};
-    const cbfs_err le = cbfs_file_load_index(f->eng, f->data_fd, f->idx_fd, false, &idx, &rep);
+    cbfs_err le = cbfs_file_load_index(f->eng, f->data_fd, f->idx_fd, false, &idx, &rep);
+    if (!le && (rep.records_dropped || rep.records_lost)) {
+        /* records lost to zeros (a failed sidecar sync) with acknowledged
+         * ones behind them: that table ends at the zeros, and records
+         * appended there would overwrite those (helper-17). Repaired as the
+         * next open would: the rescanned frames' records rewritten. */
+        cbfs_index_free(&idx);
+        memset(&rep, 0, sizeof rep);
+        le = cbfs_file_load_index(f->eng, f->data_fd, f->idx_fd, true, &idx, &rep);
+    }
     if (!le) {
         idx.on_dead = cbfs_file_note_dead;
         idx.on_dead_arg = f;
@@ -801,12 +818,18 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
     cbfs_err ce = CBFS_OK;
     if (cut < f->size) {
         if (data_cut && !le) {
+            /* without allocating the sidecar ahead: a failed append (a full
+             * store) freed that room, and the records wait in memory anyway
+             * (a next failure takes them back and stores the sizes again) */
+            const bool no_reserve = f->no_reserve;
             f->committing = true;
+            f->no_reserve = true;
             ce = cbfs_file_store_size(f, cut);
             if (!ce && last > cut) ce = cbfs_file_store_size(f, last);
+            f->no_reserve = no_reserve;
             f->committing = false;
         }
-        if (!data_cut || le || ce) f->size = cut; /* as the file showed it, until reopened */
+        if (!data_cut || le || ce) f->size = f->broken_size = cut; /* until it is reopened */
     }
     if (!data_cut || le || ce) {
         f->broken = true;
@@ -830,7 +853,7 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync)
  * holds (cbfs_file_revert). A failure is counted for every handle. Releases
  * the sync role and frees rs. Lock held. */
 static void cbfs_file_sync_end(struct cbfs_file *f, struct cbfs_rsync *rs, cbfs_err e,
-                               bool appended)
+                               bool appended, bool flush)
 {
     cbfs_assert_held(&f->lock);
     assert(f->syncing && f->nprec >= rs->n);
@@ -839,7 +862,7 @@ static void cbfs_file_sync_end(struct cbfs_file *f, struct cbfs_rsync *rs, cbfs_
         f->nprec -= rs->n;
         f->durable_end = rs->end;
     } else if (e && f->writable && f->idx_fd >= 0) {
-        cbfs_file_revert(f, e, rs->n);
+        cbfs_file_revert(f, e, rs->n, flush);
     }
     if (e) {
         CBFS_STAT_ADD(f->eng, st_write_errors, 1);
@@ -870,7 +893,7 @@ static void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs)
     bool appended;
     const cbfs_err e = cbfs_file_sync_io(f, rs, false, false, &appended);
     cbfs_mutex_lock(&f->lock);
-    cbfs_file_sync_end(f, rs, e, appended);
+    cbfs_file_sync_end(f, rs, e, appended, false);
     cbfs_mutex_unlock(&f->lock);
 }
 
@@ -925,9 +948,9 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
         free(dead); /* after a failure: garbage that stays */
     }
     cbfs_mutex_lock(&f->lock);
-    if (sync) cbfs_file_sync_end(f, &rs, e, appended);
-    if (sync && e) f->stop = CBFS_OK; /* this flush reports its own failure */
+    if (sync) cbfs_file_sync_end(f, &rs, e, appended, true);
     if (!found) found = e;
+    if (found) f->stop = CBFS_OK; /* reported by this flush (its own, or one it waited for) */
     if (seen && !serr && !(e && !sync)) {
         /* A handle hears every failure since it last heard, found here or not
          * (after it was told ENOMEM, at its next flush). */

@@ -650,18 +650,6 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
 {
     bool wrote_idx = false, wrote_data = false;
     cbfs_err e = CBFS_OK;
-    if (idx_fd >= 0) {
-        if (!have_hdr) {
-            e = cbfs_index_write_header(idx, idx_fd);
-            if (e) return e;
-            isize = isize > CBFS_INDEX_REC_SIZE ? isize : CBFS_INDEX_REC_SIZE;
-            wrote_idx = true;
-        }
-        if (isize != idx->index_end) {
-            if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
-            wrote_idx = true;
-        }
-    }
     /* A rebuild that passed over torn writes cuts its tail only once the new
      * sidecar is durable: until then the next load rebuilds again, and a cut
      * could change what it passes over (a frame reaching into the tail would
@@ -678,9 +666,25 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
      * cache (the writer was killed before its flush), and no record may
      * reach the disk before its frame: after a power loss it would point at
      * a frame that never landed, and its block read as damage where the
-     * previous version was whole. */
+     * previous version was whole. And the data's sync comes before the
+     * sidecar is touched at all: records behind lost ones (zeros) are cut
+     * off below, and a repair that failed after that cut left the next load
+     * a sidecar that ends cleanly, past which the acknowledged frames of
+     * those records were taken for torn (helper-17). */
     const bool append = idx_fd >= 0 && rv->n;
     if ((wrote_data || append) && fdatasync(data_fd) != 0) return cbfs_err_from_errno(errno);
+    if (idx_fd >= 0) {
+        if (!have_hdr) {
+            e = cbfs_index_write_header(idx, idx_fd);
+            if (e) return e;
+            isize = isize > CBFS_INDEX_REC_SIZE ? isize : CBFS_INDEX_REC_SIZE;
+            wrote_idx = true;
+        }
+        if (isize != idx->index_end) {
+            if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
+            wrote_idx = true;
+        }
+    }
     if (append) {
         e = cbfs_index_append(idx, idx_fd, rv->v, rv->n);
         if (e) return e;

@@ -2466,3 +2466,280 @@ Test(engine, power_cut_after_catch_up_keeps_the_acknowledged_block)
     free(got);
 }
 
+
+/* h4-1: a failed sidecar fdatasync lost records (zeros inside the sidecar);
+ * a later flush acknowledged records behind them. Then a data fdatasync fails:
+ * the revert reloads the table from the sidecar without repair, so index_end
+ * stops at the zeros, and the next records are appended there, over the
+ * acknowledged ones behind the zeros. After reopen, an acknowledged block
+ * reads as an older version. */
+Test(engine, revert_over_lost_records_keeps_the_acknowledged)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *v = malloc(size);
+    cbfs_td_rows(v, size, 13);
+    struct cbfs_file *f = eng_open_fd("h4lost", true, "lz4", NULL);
+    cr_assert_eq(cbfs_file_write(f, v, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    char q[160];
+    snprintf(q, sizeof q, "%s/h4lost%s", eng_dir, CBFS_INDEX_SUFFIX);
+    struct stat ist, st;
+    cr_assert_eq(stat(q, &ist), 0);
+    fail_ino = ist.st_ino; /* the sidecar's next fdatasync fails: its new record lost */
+    fail_from = ist.st_size;
+    cbfs_td_random(v + bs, bs, 31);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    cbfs_td_random(v + bs, bs, 32);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK); /* block 1 = 32, acknowledged */
+    /* now the data file's fdatasync fails: a revert, which reloads the table */
+    close(eng_data_open("h4lost", &st));
+    fail_ino = st.st_ino;
+    fail_from = st.st_size;
+    unsigned char *nb = malloc(bs);
+    cbfs_td_random(nb, bs, 33);
+    cr_assert_eq(cbfs_file_write(f, nb, bs, 2 * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    fprintf(stderr, "h4: check A (after revert, in memory)\n");
+    eng_check(f, v, size); /* in memory, still right */
+    /* two rewrites acknowledged after it: their records take the slots of
+     * the lost record and of the acknowledged one behind it */
+    cbfs_td_random(v + 3 * bs, bs, 34);
+    cr_assert_eq(cbfs_file_write(f, v + 3 * bs, bs, 3 * bs), CBFS_OK);
+    for (size_t i = 0; i < 100; i++) v[i] ^= 0x55;
+    cr_assert_eq(cbfs_file_write(f, v, 100, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    fprintf(stderr, "h4: check B (after the acknowledged rewrites, in memory)\n");
+    eng_check(f, v, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    fprintf(stderr, "h4: check C (reopen)\n");
+    eng_reopen_check("h4lost", "lz4", v, size);
+    free(v);
+    free(nb);
+}
+
+/* h4-1b: the same, with the next acknowledged record a rewrite of the block
+ * whose acknowledged record lies behind the zeros: the stale record, left
+ * behind the new one, is replayed after it. */
+Test(engine, revert_over_lost_records_keeps_their_order)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *v = malloc(size);
+    cbfs_td_rows(v, size, 13);
+    struct cbfs_file *f = eng_open_fd("h4lost2", true, "lz4", NULL);
+    cr_assert_eq(cbfs_file_write(f, v, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    char q[160];
+    snprintf(q, sizeof q, "%s/h4lost2%s", eng_dir, CBFS_INDEX_SUFFIX);
+    struct stat ist, st;
+    cr_assert_eq(stat(q, &ist), 0);
+    fail_ino = ist.st_ino;
+    fail_from = ist.st_size;
+    cbfs_td_random(v + bs, bs, 31);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    cbfs_td_random(v + bs, bs, 32);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    close(eng_data_open("h4lost2", &st));
+    fail_ino = st.st_ino;
+    fail_from = st.st_size;
+    unsigned char *nb = malloc(bs);
+    cbfs_td_random(nb, bs, 33);
+    cr_assert_eq(cbfs_file_write(f, nb, bs, 2 * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    cbfs_td_random(v + bs, bs, 35);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK); /* block 1 = 35 */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    fprintf(stderr, "h4: check B (in memory)\n");
+    eng_check(f, v, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    fprintf(stderr, "h4: check C (reopen)\n");
+    eng_reopen_check("h4lost2", "lz4", v, size);
+    free(v);
+    free(nb);
+}
+
+/* h4-2: the helper-13 sidecar (records lost to zeros, acknowledged records
+ * behind them, a punched garbage frame among the frames of the lost ones).
+ * The next open's repair cuts the sidecar back to the zeros first, and only
+ * then syncs the data file and appends the records its rescan found: when
+ * the data fdatasync (or the append) fails, the open fails with the
+ * acknowledged records already cut off. The open after that sees a sidecar
+ * that ends cleanly, so the rescan calls the punched frame torn and stops:
+ * the acknowledged blocks read as their older versions, silently. */
+Test(engine, failed_repair_keeps_the_records_behind_the_zeros)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *v = malloc(size);
+    cbfs_td_rows(v, size, 13);
+    struct cbfs_file *f = eng_open_fd("h4rep", true, "lz4", NULL);
+    cr_assert_eq(cbfs_file_write(f, v, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    char q[160];
+    snprintf(q, sizeof q, "%s/h4rep%s", eng_dir, CBFS_INDEX_SUFFIX);
+    struct stat ist, st;
+    cr_assert_eq(stat(q, &ist), 0);
+    fail_ino = ist.st_ino;
+    fail_from = ist.st_size;
+    cbfs_td_random(v + bs, bs, 31);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    cbfs_td_random(v + bs, bs, 32);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK); /* acknowledged; 31's frame punched */
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    /* the next open's repair: its fdatasync of the data file fails */
+    close(eng_data_open("h4rep", &st));
+    fail_ino = st.st_ino;
+    fail_from = st.st_size; /* nothing to lose: just EIO */
+    char p[128];
+    snprintf(p, sizeof p, "%s/h4rep", eng_dir);
+    struct cbfs_file *g = NULL;
+    const cbfs_err oe = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
+    fprintf(stderr, "h4: open during the failing sync: %s\n", cbfs_err_str(oe));
+    if (oe == CBFS_OK) cbfs_file_close(g);
+    fail_from = -1;
+    eng_reopen_check("h4rep", "lz4", v, size);
+    free(v);
+}
+
+/* h4-3: a failed sync whose revert cannot store the truncate again (the
+ * sidecar's room cannot be allocated): the file is broken and keeps the
+ * truncated size "as the file showed it, until reopened". The next flush's
+ * reset sets the size from the table again (the size before the truncate):
+ * the bytes ftruncate cut come back to readers while the file stays open. */
+static int h4_ifd = -1;
+static void h4_fill_sidecar(void)
+{
+    full_fd = h4_ifd;
+}
+Test(engine, broken_revert_keeps_the_truncated_size)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_random(data, size, 71);
+    struct cbfs_file *f = eng_open_fd("h4brk", true, "lz4", &h4_ifd);
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    struct stat st;
+    close(eng_data_open("h4brk", &st));
+    cr_assert_eq(cbfs_file_truncate(f, 100), CBFS_OK);
+    fail_ino = st.st_ino;
+    fail_from = st.st_size;
+    sync_hook = h4_fill_sidecar; /* the revert's store of the truncate fails */
+    cr_assert_neq(cbfs_file_flush(f, NULL), CBFS_OK);
+    eng_full_end(h4_ifd, h4_ifd);
+    const uint64_t s1 = cbfs_file_size(f);
+    const cbfs_err fl2 = cbfs_file_flush(f, NULL);
+    const uint64_t s2 = cbfs_file_size(f);
+    fprintf(stderr, "h4: size after the failed flush %llu, after the next flush (%s) %llu\n",
+            (unsigned long long)s1, cbfs_err_str(fl2), (unsigned long long)s2);
+    cr_assert_eq(s1, 100);
+    cr_assert_leq(s2, 100, "the bytes the truncate cut came back: size %llu",
+                  (unsigned long long)s2);
+    cbfs_file_close(f);
+    free(data);
+}
+
+/* h4-4: the sidecar's append fails for room (ENOSPC) while a truncate is
+ * pending. Without the truncate the file goes on once room is made
+ * (sidecar_append_failure_keeps_the_old_block); with it, the revert's store
+ * of the truncate needs sidecar room too, fails, and the file is broken until
+ * reopened: later writes fail although the store has room again, and the
+ * reopen shows the bytes the truncate cut. */
+Test(engine, full_sidecar_with_a_truncate_goes_on)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size + bs);
+    cbfs_td_random(data, size + bs, 72);
+    int ifd;
+    struct cbfs_file *f = eng_open_idx("h4full", &ifd);
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_eq(cbfs_file_truncate(f, 2 * bs), CBFS_OK);
+    int saved = eng_full_begin(ifd);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_NOSPC);
+    eng_full_end(ifd, saved);
+    fprintf(stderr, "h4: size after the failed flush %llu\n",
+            (unsigned long long)cbfs_file_size(f));
+    const cbfs_err w = cbfs_file_write(f, data + 2 * bs, bs, 2 * bs);
+    const cbfs_err fl = cbfs_file_flush(f, NULL);
+    fprintf(stderr, "h4: room again: write %s, flush %s\n", cbfs_err_str(w), cbfs_err_str(fl));
+    const cbfs_err cl = cbfs_file_close(f);
+    fprintf(stderr, "h4: close %s\n", cbfs_err_str(cl));
+    f = eng_open("h4full", false, "lz4");
+    const uint64_t rs = cbfs_file_size(f);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    fprintf(stderr, "h4: size after reopen %llu\n", (unsigned long long)rs);
+    cr_assert_eq(w, CBFS_OK, "a write once the store has room again");
+    cr_assert_leq(rs, 3 * bs, "the truncated blocks came back: %llu", (unsigned long long)rs);
+    free(data);
+}
+
+/* h4-5: a writer's catch-up fails while another handle's flush waits for
+ * it (the sync role). That flush hears of it and reports it, then runs its
+ * own sync, which succeeds; only a flush's own failure or the check at its
+ * start clears f->stop, so stop outlives the flush that reported it: the
+ * next write fails with it, and that failing write counts a new failure, so
+ * the handle that already heard gets EIO again at its next fsync (nothing new
+ * failed). */
+static struct cbfs_file *h4_f;
+static uint64_t h4_other_seen;
+static cbfs_err h4_other_res = CBFS_OK;
+static pthread_t h4_th;
+static void *h4_flush_main(void *arg)
+{
+    (void)arg;
+    h4_other_res = cbfs_file_flush(h4_f, &h4_other_seen);
+    return NULL;
+}
+static void h4_spawn_flush(void)
+{
+    cr_assert_eq(pthread_create(&h4_th, NULL, h4_flush_main, NULL), 0);
+    usleep(300 * 1000); /* it waits for this sync */
+}
+Test(engine, stop_ends_with_the_flush_that_reports_it)
+{
+    struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 2, .readahead = 4,
+                                     .cache_bytes = 1 << 20, .inflight_bytes = 512 << 10,
+                                     .sync_lag_bytes = 256 << 10};
+    struct cbfs_engine *e2;
+    cr_assert_eq(cbfs_engine_create(&cfg, &e2), CBFS_OK);
+    const size_t bs = 64 << 10, size = 32 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_random(data, size, 79);
+    char p[128], q[140];
+    snprintf(p, sizeof p, "%s/h4stop", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    cr_assert_eq(cbfs_te_open(e2, p, q, true, "lz4", NULL, &h4_f), CBFS_OK);
+    uint64_t writer = cbfs_file_err_seq(h4_f);
+    h4_other_seen = cbfs_file_err_seq(h4_f);
+    cr_assert_eq(cbfs_file_write(h4_f, data, 2 * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(h4_f, &writer), CBFS_OK);
+    h4_other_seen = writer;
+    struct stat st;
+    close(eng_data_open("h4stop", &st));
+    fail_ino = st.st_ino;
+    fail_from = st.st_size;
+    sync_hook = h4_spawn_flush; /* the catch-up's fdatasync: another handle flushes */
+    size_t off = 2 * bs;
+    for (; off < size && fail_from >= 0; off += bs) {
+        cr_assert_eq(cbfs_file_write(h4_f, data + off, bs, off), CBFS_OK);
+        usleep(20 * 1000);
+    }
+    cr_assert_eq(fail_from, -1, "a catch-up ran");
+    pthread_join(h4_th, NULL);
+    fprintf(stderr, "h4: the other handle's flush: %s\n", cbfs_err_str(h4_other_res));
+    cr_assert_neq(h4_other_res, CBFS_OK, "the other handle hears of it");
+    const uint64_t fsz = cbfs_file_size(h4_f);
+    const cbfs_err w = cbfs_file_write(h4_f, data + fsz, bs, fsz);
+    const cbfs_err again = cbfs_file_flush(h4_f, &h4_other_seen);
+    fprintf(stderr, "h4: next write %s; the other handle's next flush %s\n", cbfs_err_str(w),
+            cbfs_err_str(again));
+    cbfs_file_close(h4_f);
+    cbfs_engine_destroy(e2);
+    free(data);
+    cr_assert_eq(again, CBFS_OK, "one failure, heard twice by the same handle");
+}
