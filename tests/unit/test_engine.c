@@ -2467,12 +2467,12 @@ Test(engine, power_cut_after_catch_up_keeps_the_acknowledged_block)
 }
 
 
-/* h4-1: a failed sidecar fdatasync lost records (zeros inside the sidecar);
+/* helper-17 (1): a failed sidecar fdatasync lost records (zeros inside the sidecar);
  * a later flush acknowledged records behind them. Then a data fdatasync fails:
  * the revert reloads the table from the sidecar without repair, so index_end
  * stops at the zeros, and the next records are appended there, over the
  * acknowledged ones behind the zeros. After reopen, an acknowledged block
- * reads as an older version. */
+ * read as an older version. The revert repairs the sidecar now. */
 Test(engine, revert_over_lost_records_keeps_the_acknowledged)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
@@ -2519,9 +2519,9 @@ Test(engine, revert_over_lost_records_keeps_the_acknowledged)
     free(nb);
 }
 
-/* h4-1b: the same, with the next acknowledged record a rewrite of the block
+/* helper-17 (1b): the same, with the next acknowledged record a rewrite of the block
  * whose acknowledged record lies behind the zeros: the stale record, left
- * behind the new one, is replayed after it. */
+ * behind the new one, was replayed after it (its frame punched: EIO). */
 Test(engine, revert_over_lost_records_keeps_their_order)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
@@ -2561,14 +2561,15 @@ Test(engine, revert_over_lost_records_keeps_their_order)
     free(nb);
 }
 
-/* h4-2: the helper-13 sidecar (records lost to zeros, acknowledged records
+/* helper-17 (2): the helper-13 sidecar (records lost to zeros, acknowledged records
  * behind them, a punched garbage frame among the frames of the lost ones).
  * The next open's repair cuts the sidecar back to the zeros first, and only
  * then syncs the data file and appends the records its rescan found: when
  * the data fdatasync (or the append) fails, the open fails with the
  * acknowledged records already cut off. The open after that sees a sidecar
  * that ends cleanly, so the rescan calls the punched frame torn and stops:
- * the acknowledged blocks read as their older versions, silently. */
+ * the acknowledged blocks read as their older versions, silently. The repair
+ * syncs the data file before it touches the sidecar now. */
 Test(engine, failed_repair_keeps_the_records_behind_the_zeros)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
@@ -2605,11 +2606,12 @@ Test(engine, failed_repair_keeps_the_records_behind_the_zeros)
     free(v);
 }
 
-/* h4-3: a failed sync whose revert cannot store the truncate again (the
+/* helper-17 (3): a failed sync whose revert cannot store the truncate again (the
  * sidecar's room cannot be allocated): the file is broken and keeps the
  * truncated size "as the file showed it, until reopened". The next flush's
  * reset sets the size from the table again (the size before the truncate):
- * the bytes ftruncate cut come back to readers while the file stays open. */
+ * the bytes ftruncate cut came back to readers while the file stayed open
+ * (broken_size now). */
 static int h4_ifd = -1;
 static void h4_fill_sidecar(void)
 {
@@ -2643,12 +2645,13 @@ Test(engine, broken_revert_keeps_the_truncated_size)
     free(data);
 }
 
-/* h4-4: the sidecar's append fails for room (ENOSPC) while a truncate is
+/* helper-17 (4): the sidecar's append fails for room (ENOSPC) while a truncate is
  * pending. Without the truncate the file goes on once room is made
  * (sidecar_append_failure_keeps_the_old_block); with it, the revert's store
  * of the truncate needs sidecar room too, fails, and the file is broken until
- * reopened: later writes fail although the store has room again, and the
- * reopen shows the bytes the truncate cut. */
+ * reopened: later writes failed although the store had room again, and the
+ * reopen showed the bytes the truncate cut. The revert stores the sizes
+ * without allocating the sidecar ahead now. */
 Test(engine, full_sidecar_with_a_truncate_goes_on)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
@@ -2678,13 +2681,14 @@ Test(engine, full_sidecar_with_a_truncate_goes_on)
     free(data);
 }
 
-/* h4-5: a writer's catch-up fails while another handle's flush waits for
+/* helper-17 (5): a writer's catch-up fails while another handle's flush waits for
  * it (the sync role). That flush hears of it and reports it, then runs its
  * own sync, which succeeds; only a flush's own failure or the check at its
  * start clears f->stop, so stop outlives the flush that reported it: the
  * next write fails with it, and that failing write counts a new failure, so
- * the handle that already heard gets EIO again at its next fsync (nothing new
- * failed). */
+ * the handle that already heard got EIO again at its next fsync (nothing new
+ * failed). Any flush that reports a failure ends stop now, and sync_late
+ * follows only a failed flush. */
 static struct cbfs_file *h4_f;
 static uint64_t h4_other_seen;
 static cbfs_err h4_other_res = CBFS_OK;
