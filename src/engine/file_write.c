@@ -858,7 +858,7 @@ static void cbfs_file_sync_end(struct cbfs_file *f, struct cbfs_rsync *rs, cbfs_
     cbfs_assert_held(&f->lock);
     assert(f->syncing && f->nprec >= rs->n);
     if (appended) {
-        memmove(f->prec, f->prec + rs->n, (f->nprec - rs->n) * sizeof *f->prec);
+        if (rs->n) memmove(f->prec, f->prec + rs->n, (f->nprec - rs->n) * sizeof *f->prec);
         f->nprec -= rs->n;
         f->durable_end = rs->end;
     } else if (e && f->writable && f->idx_fd >= 0) {
