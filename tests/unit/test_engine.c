@@ -2467,6 +2467,30 @@ Test(engine, power_cut_after_catch_up_keeps_the_acknowledged_block)
 }
 
 
+/* The helper-13 sidecar for name (4 blocks of v, block size bs): a failed
+ * sidecar fdatasync leaves zeros where block 1's rewrite (31) was recorded,
+ * and the next rewrite (32, in v) is stored and left for the caller's flush to
+ * acknowledge, its record behind the zeros. @return the file, open. */
+static struct cbfs_file *eng_records_behind_zeros(const char *name, unsigned char *v, size_t bs)
+{
+    cbfs_td_rows(v, 4 * bs, 13);
+    struct cbfs_file *f = eng_open_fd(name, true, "lz4", NULL);
+    cr_assert_eq(cbfs_file_write(f, v, 4 * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    char q[160];
+    snprintf(q, sizeof q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
+    struct stat ist;
+    cr_assert_eq(stat(q, &ist), 0);
+    fail_ino = ist.st_ino; /* the sidecar's next fdatasync fails: its new record lost */
+    fail_from = ist.st_size;
+    cbfs_td_random(v + bs, bs, 31);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    cbfs_td_random(v + bs, bs, 32);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    return f;
+}
+
 /* helper-17 (1): a failed sidecar fdatasync lost records (zeros inside the sidecar);
  * a later flush acknowledged records behind them. Then a data fdatasync fails:
  * the revert reloads the table from the sidecar without repair, so index_end
@@ -2477,21 +2501,8 @@ Test(engine, revert_over_lost_records_keeps_the_acknowledged)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *v = malloc(size);
-    cbfs_td_rows(v, size, 13);
-    struct cbfs_file *f = eng_open_fd("h4lost", true, "lz4", NULL);
-    cr_assert_eq(cbfs_file_write(f, v, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
-    char q[160];
-    snprintf(q, sizeof q, "%s/h4lost%s", eng_dir, CBFS_INDEX_SUFFIX);
-    struct stat ist, st;
-    cr_assert_eq(stat(q, &ist), 0);
-    fail_ino = ist.st_ino; /* the sidecar's next fdatasync fails: its new record lost */
-    fail_from = ist.st_size;
-    cbfs_td_random(v + bs, bs, 31);
-    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
-    cbfs_td_random(v + bs, bs, 32);
-    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    struct stat st;
+    struct cbfs_file *f = eng_records_behind_zeros("h4lost", v, bs);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK); /* block 1 = 32, acknowledged */
     /* now the data file's fdatasync fails: a revert, which reloads the table */
     close(eng_data_open("h4lost", &st));
@@ -2501,7 +2512,6 @@ Test(engine, revert_over_lost_records_keeps_the_acknowledged)
     cbfs_td_random(nb, bs, 33);
     cr_assert_eq(cbfs_file_write(f, nb, bs, 2 * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
-    fprintf(stderr, "h4: check A (after revert, in memory)\n");
     eng_check(f, v, size); /* in memory, still right */
     /* two rewrites acknowledged after it: their records take the slots of
      * the lost record and of the acknowledged one behind it */
@@ -2510,10 +2520,8 @@ Test(engine, revert_over_lost_records_keeps_the_acknowledged)
     for (size_t i = 0; i < 100; i++) v[i] ^= 0x55;
     cr_assert_eq(cbfs_file_write(f, v, 100, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
-    fprintf(stderr, "h4: check B (after the acknowledged rewrites, in memory)\n");
     eng_check(f, v, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    fprintf(stderr, "h4: check C (reopen)\n");
     eng_reopen_check("h4lost", "lz4", v, size);
     free(v);
     free(nb);
@@ -2526,21 +2534,8 @@ Test(engine, revert_over_lost_records_keeps_their_order)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *v = malloc(size);
-    cbfs_td_rows(v, size, 13);
-    struct cbfs_file *f = eng_open_fd("h4lost2", true, "lz4", NULL);
-    cr_assert_eq(cbfs_file_write(f, v, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
-    char q[160];
-    snprintf(q, sizeof q, "%s/h4lost2%s", eng_dir, CBFS_INDEX_SUFFIX);
-    struct stat ist, st;
-    cr_assert_eq(stat(q, &ist), 0);
-    fail_ino = ist.st_ino;
-    fail_from = ist.st_size;
-    cbfs_td_random(v + bs, bs, 31);
-    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
-    cbfs_td_random(v + bs, bs, 32);
-    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    struct stat st;
+    struct cbfs_file *f = eng_records_behind_zeros("h4lost2", v, bs);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
     close(eng_data_open("h4lost2", &st));
     fail_ino = st.st_ino;
@@ -2552,10 +2547,8 @@ Test(engine, revert_over_lost_records_keeps_their_order)
     cbfs_td_random(v + bs, bs, 35);
     cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK); /* block 1 = 35 */
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
-    fprintf(stderr, "h4: check B (in memory)\n");
     eng_check(f, v, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    fprintf(stderr, "h4: check C (reopen)\n");
     eng_reopen_check("h4lost2", "lz4", v, size);
     free(v);
     free(nb);
@@ -2574,33 +2567,20 @@ Test(engine, failed_repair_keeps_the_records_behind_the_zeros)
 {
     const size_t bs = 64 << 10, size = 4 * bs;
     unsigned char *v = malloc(size);
-    cbfs_td_rows(v, size, 13);
-    struct cbfs_file *f = eng_open_fd("h4rep", true, "lz4", NULL);
-    cr_assert_eq(cbfs_file_write(f, v, size, 0), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
-    char q[160];
-    snprintf(q, sizeof q, "%s/h4rep%s", eng_dir, CBFS_INDEX_SUFFIX);
-    struct stat ist, st;
-    cr_assert_eq(stat(q, &ist), 0);
-    fail_ino = ist.st_ino;
-    fail_from = ist.st_size;
-    cbfs_td_random(v + bs, bs, 31);
-    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
-    cbfs_td_random(v + bs, bs, 32);
-    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    struct stat st;
+    struct cbfs_file *f = eng_records_behind_zeros("h4rep", v, bs);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK); /* acknowledged; 31's frame punched */
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     /* the next open's repair: its fdatasync of the data file fails */
     close(eng_data_open("h4rep", &st));
     fail_ino = st.st_ino;
     fail_from = st.st_size; /* nothing to lose: just EIO */
-    char p[128];
+    char p[128], q[140];
     snprintf(p, sizeof p, "%s/h4rep", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
     struct cbfs_file *g = NULL;
     const cbfs_err oe = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
-    fprintf(stderr, "h4: open during the failing sync: %s\n", cbfs_err_str(oe));
-    if (oe == CBFS_OK) cbfs_file_close(g);
+    cr_assert_neq(oe, CBFS_OK, "the open whose repair's sync fails");
     fail_from = -1;
     eng_reopen_check("h4rep", "lz4", v, size);
     free(v);
@@ -2636,7 +2616,7 @@ Test(engine, broken_revert_keeps_the_truncated_size)
     const uint64_t s1 = cbfs_file_size(f);
     const cbfs_err fl2 = cbfs_file_flush(f, NULL);
     const uint64_t s2 = cbfs_file_size(f);
-    fprintf(stderr, "h4: size after the failed flush %llu, after the next flush (%s) %llu\n",
+    cr_log_info("size after the failed flush %llu, after the next flush (%s) %llu\n",
             (unsigned long long)s1, cbfs_err_str(fl2), (unsigned long long)s2);
     cr_assert_eq(s1, 100);
     cr_assert_leq(s2, 100, "the bytes the truncate cut came back: size %llu",
@@ -2665,17 +2645,17 @@ Test(engine, full_sidecar_with_a_truncate_goes_on)
     int saved = eng_full_begin(ifd);
     cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_NOSPC);
     eng_full_end(ifd, saved);
-    fprintf(stderr, "h4: size after the failed flush %llu\n",
+    cr_log_info("size after the failed flush %llu\n",
             (unsigned long long)cbfs_file_size(f));
     const cbfs_err w = cbfs_file_write(f, data + 2 * bs, bs, 2 * bs);
     const cbfs_err fl = cbfs_file_flush(f, NULL);
-    fprintf(stderr, "h4: room again: write %s, flush %s\n", cbfs_err_str(w), cbfs_err_str(fl));
+    cr_log_info("room again: write %s, flush %s\n", cbfs_err_str(w), cbfs_err_str(fl));
     const cbfs_err cl = cbfs_file_close(f);
-    fprintf(stderr, "h4: close %s\n", cbfs_err_str(cl));
+    cr_log_info("close %s\n", cbfs_err_str(cl));
     f = eng_open("h4full", false, "lz4");
     const uint64_t rs = cbfs_file_size(f);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    fprintf(stderr, "h4: size after reopen %llu\n", (unsigned long long)rs);
+    cr_log_info("size after reopen %llu\n", (unsigned long long)rs);
     cr_assert_eq(w, CBFS_OK, "a write once the store has room again");
     cr_assert_leq(rs, 3 * bs, "the truncated blocks came back: %llu", (unsigned long long)rs);
     free(data);
@@ -2735,12 +2715,12 @@ Test(engine, stop_ends_with_the_flush_that_reports_it)
     }
     cr_assert_eq(fail_from, -1, "a catch-up ran");
     pthread_join(h4_th, NULL);
-    fprintf(stderr, "h4: the other handle's flush: %s\n", cbfs_err_str(h4_other_res));
+    cr_log_info("the other handle's flush: %s\n", cbfs_err_str(h4_other_res));
     cr_assert_neq(h4_other_res, CBFS_OK, "the other handle hears of it");
     const uint64_t fsz = cbfs_file_size(h4_f);
     const cbfs_err w = cbfs_file_write(h4_f, data + fsz, bs, fsz);
     const cbfs_err again = cbfs_file_flush(h4_f, &h4_other_seen);
-    fprintf(stderr, "h4: next write %s; the other handle's next flush %s\n", cbfs_err_str(w),
+    cr_log_info("next write %s; the other handle's next flush %s\n", cbfs_err_str(w),
             cbfs_err_str(again));
     cbfs_file_close(h4_f);
     cbfs_engine_destroy(e2);
