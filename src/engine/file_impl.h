@@ -8,9 +8,10 @@
  * f->lock, so readers and writers keep going while frames are written. The
  * sync role (f->syncing) is held by one thread at a time too; it owns the
  * sidecar's tail (idx.index_end, idx.torn): records are appended only by a
- * sync, once their frames are durable (cbfs_file_sync_records). Code holding f->lock never waits on the cache for another loader
- * (cbfs_cache_peek, private decode) — a pool thread that loads may itself be
- * waiting for f->lock. */
+ * sync, once their frames are durable (cbfs_file_sync_io). Code holding
+ * f->lock never waits on the cache for another loader (cbfs_cache_peek,
+ * private decode) — a pool thread that loads may itself be waiting for
+ * f->lock. */
 #ifndef CBFS_ENGINE_FILE_IMPL_H
 #define CBFS_ENGINE_FILE_IMPL_H
 
@@ -138,7 +139,7 @@ struct cbfs_file {
     bool dirty;              /* lock: frames or records stored since the last fdatasync
                                 began (set where they are, not by the write) */
     bool syncing;            /* lock: the sync role: a flush, or a writer's catching up of the
-                                records (cbfs_file_sync_records), is under way */
+                                records (cbfs_file_catch_up), is under way */
     uint64_t ra_last;        /* lock: the stream's front, its furthest block read (UINT64_MAX: none) */
     uint64_t ra_issued;      /* lock: read-ahead issued for blocks below this */
     unsigned ra_window;      /* lock: current read-ahead window in blocks */
@@ -147,13 +148,12 @@ struct cbfs_file {
     size_t ndead, dead_cap;  /* lock */
     bool no_punch;           /* lock: the store refused FALLOC_FL_PUNCH_HOLE */
     /* Records of stored frames that are not in the sidecar yet: a record is
-     * appended only once its frame is durable (cbfs_file_sync_records), so
+     * appended only once its frame is durable (cbfs_file_sync_io), so
      * that a power cut never leaves a record whose frame did not land (the
      * block would read as damage where its previous, acknowledged frame was
      * whole). After a kill -9 the next open's rescan finds those frames. */
     struct cbfs_index_rec *prec; /* lock: in log order, their frames in file order */
     size_t nprec, prec_cap;  /* lock */
-    uint64_t prec_end;       /* lock: end of the newest pending record's frame */
     uint64_t durable_end;    /* lock: frames below it are durable with their records in the
                                 sidecar; a failed sync cuts the data file back to it */
     uint64_t idx_need;       /* lock: the sidecar's length once the pending records are in */

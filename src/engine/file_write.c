@@ -72,6 +72,16 @@ static cbfs_err cbfs_file_reserve_records(struct cbfs_file *f, uint64_t want)
     return CBFS_OK;
 }
 
+/* Where the frames of the pending records end (records are pending in file
+ * order): durable_end when none is. Lock held. */
+static uint64_t cbfs_file_pending_end(const struct cbfs_file *f)
+{
+    cbfs_assert_held(&f->lock);
+    if (!f->nprec) return f->durable_end;
+    const struct cbfs_index_rec *r = &f->prec[f->nprec - 1];
+    return r->offset + CBFS_FRAME_HDR_SIZE + r->plen;
+}
+
 /* Makes room for n more pending records, before their frames are stored: a
  * frame whose record could not be kept would be stored without one. Lock
  * held. */
@@ -90,13 +100,11 @@ static cbfs_err cbfs_file_prec_room(struct cbfs_file *f, size_t n)
 
 /* Keeps record r of a frame just stored until a sync appends it, and applies
  * it to the table. Room was made (cbfs_file_prec_room). Lock held. */
-static cbfs_err cbfs_file_stored(struct cbfs_file *f, const struct cbfs_index_rec *r,
-                                 uint64_t frame_len)
+static cbfs_err cbfs_file_stored(struct cbfs_file *f, const struct cbfs_index_rec *r)
 {
     cbfs_assert_held(&f->lock);
     assert(f->nprec < f->prec_cap);
     f->prec[f->nprec++] = *r;
-    f->prec_end = r->offset + frame_len;
     f->idx_need += CBFS_INDEX_REC_SIZE;
     f->dirty = true; /* set by the commit: a sync begun before it missed it */
     return cbfs_index_apply(&f->idx, r);
@@ -191,7 +199,7 @@ static void cbfs_file_commit_locked(struct cbfs_file *f)
                  * corrupt could fail here, and then the write fails (its
                  * frame and record are on disk, but neither this table nor
                  * the next open's replay takes them) */
-                const cbfs_err ae = cbfs_file_stored(f, &recs[r++], j->frame_len);
+                const cbfs_err ae = cbfs_file_stored(f, &recs[r++]);
                 if (ae && !j->err) j->err = ae;
                 CBFS_STAT_ADD(eng, st_physical_written, j->frame_len);
             }
@@ -519,7 +527,7 @@ struct cbfs_rsync {
 
 static bool cbfs_file_lagging(struct cbfs_file *f, struct cbfs_rsync *rs);
 static void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs);
-static cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size);
+static cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve);
 
 /* cbfs_file_write; within: only the part of [off, off + len) below the
  * size the file has once the write holds the lock (a punch's zeros: a
@@ -689,7 +697,7 @@ static cbfs_err cbfs_file_sync_begin(struct cbfs_file *f, struct cbfs_rsync *rs)
         if (!rs->recs) return CBFS_E_NOMEM;
         memcpy(rs->recs, f->prec, f->nprec * sizeof *rs->recs);
         rs->n = f->nprec;
-        rs->end = f->prec_end;
+        rs->end = cbfs_file_pending_end(f);
     }
     f->syncing = true;
     return CBFS_OK;
@@ -821,12 +829,9 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync, bool
             /* without allocating the sidecar ahead: a failed append (a full
              * store) freed that room, and the records wait in memory anyway
              * (a next failure takes them back and stores the sizes again) */
-            const bool no_reserve = f->no_reserve;
             f->committing = true;
-            f->no_reserve = true;
-            ce = cbfs_file_store_size(f, cut);
-            if (!ce && last > cut) ce = cbfs_file_store_size(f, last);
-            f->no_reserve = no_reserve;
+            ce = cbfs_file_store_size(f, cut, false);
+            if (!ce && last > cut) ce = cbfs_file_store_size(f, last, false);
             f->committing = false;
         }
         if (!data_cut || le || ce) f->size = f->broken_size = cut; /* until it is reopened */
@@ -883,7 +888,8 @@ static bool cbfs_file_lagging(struct cbfs_file *f, struct cbfs_rsync *rs)
     cbfs_assert_held(&f->lock);
     if (f->syncing || f->err || f->stop || !f->nprec) return false;
     const uint64_t lag = f->eng->cfg.sync_lag_bytes;
-    if (f->prec_end - f->durable_end < lag && f->nprec < lag / CBFS_SYNC_LAG_PER_REC)
+    if (cbfs_file_pending_end(f) - f->durable_end < lag &&
+        f->nprec < lag / CBFS_SYNC_LAG_PER_REC)
         return false;
     return cbfs_file_sync_begin(f, rs) == CBFS_OK;
 }
@@ -977,10 +983,11 @@ struct cbfs_frame_piece {
 /* Stores n (at most 2) frames as one: all appended to the data file, then
  * their records kept, in one piece of the pending list (a sync appends them
  * together), and applied. On a failure none of them is stored: the frames
- * already appended are cut off again (cbfs_file_unstore). Lock held,
- * committer role. */
+ * already appended are cut off again (cbfs_file_unstore). With reserve, the
+ * sidecar is allocated for their records first (cbfs_file_reserve_records).
+ * Lock held, committer role. */
 static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_frame_piece *p,
-                                       size_t n)
+                                       size_t n, bool reserve)
 {
     cbfs_assert_held(&f->lock);
     assert(f->committing && n <= 2);
@@ -991,7 +998,7 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
     for (size_t i = 0; i < n; i++)
         assert((p[i].h.flags & CBFS_FRAME_SIZE) || p[i].h.block < f->idx.cap);
     cbfs_err e = cbfs_file_prec_room(f, n);
-    if (!e) e = cbfs_file_reserve_records(f, f->idx_need + n * CBFS_INDEX_REC_SIZE);
+    if (!e && reserve) e = cbfs_file_reserve_records(f, f->idx_need + n * CBFS_INDEX_REC_SIZE);
     if (e) return e;
     const uint64_t start = f->append_off;
     for (size_t i = 0; i < n; i++) {
@@ -1006,7 +1013,7 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
     }
     CBFS_STAT_ADD(f->eng, st_physical_written, f->append_off - start);
     for (size_t i = 0; i < n; i++) {
-        const cbfs_err ae = cbfs_file_stored(f, &r[i], p[i].len);
+        const cbfs_err ae = cbfs_file_stored(f, &r[i]);
         if (!e) e = ae;
     }
     return e;
@@ -1015,8 +1022,9 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
 /* Stores a new size: the SIZE frame, after a frame of the block straddling a
  * new, lower end that keeps only its first bytes (a later extension reads
  * zeros there, POSIX), both stored as one, so that a failure leaves the block
- * as it was. Sets f->size. Lock held, committer role. */
-static cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size)
+ * as it was. Sets f->size. reserve: as cbfs_file_store_frames's. Lock held,
+ * committer role. */
+static cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve)
 {
     cbfs_assert_held(&f->lock);
     assert(f->committing);
@@ -1050,7 +1058,7 @@ static cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size)
         cbfs_frame_hdr_encode(&p[n].h, sframe);
         p[n].frame = sframe;
         p[n++].len = sizeof sframe;
-        err = cbfs_file_store_frames(f, p, n);
+        err = cbfs_file_store_frames(f, p, n, reserve);
     }
     free(data);
     free(frame);
@@ -1086,7 +1094,7 @@ static cbfs_err cbfs_file_resize(struct cbfs_file *f, uint64_t size, bool grow_o
     if (err || (err = f->err)) goto out;
     if (size == f->size) goto out;
     f->committing = true; /* keeps the role while we write below */
-    err = cbfs_file_store_size(f, size);
+    err = cbfs_file_store_size(f, size, true);
     f->committing = false;
 out:
     f->truncating = false;
