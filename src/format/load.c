@@ -58,55 +58,49 @@ static bool cbfs_load_rec_matches(const struct cbfs_index_rec *r, const struct c
            fh->ulen == r->ulen && fh->hash == r->hash;
 }
 
-/* Whether the sidecar holds nothing but zeros from off to its end (isize). */
-static bool cbfs_load_zero_tail(int idx_fd, uint64_t off, uint64_t isize)
-{
-    uint8_t buf[4096];
-    while (off < isize) {
-        const size_t n = isize - off < sizeof buf ? (size_t)(isize - off) : sizeof buf;
-        if (cbfs_pread_full(idx_fd, buf, n, off) != CBFS_OK || !cbfs_is_zero(buf, n))
-            return false;
-        off += n;
-    }
-    return true;
-}
-
-/* Records lost to zeros (the slot at off is zeros, and records lie behind
- * it): a power cut landed a later page of the sidecar and not this one, or a
- * failed sync dropped it. Every record is appended once its frame is durable,
- * in frame order, and an acknowledged one is durable, so a frame past the
- * frames of every record behind the zeros was never acknowledged: @return
- * where those frames end, the point from which the rescan may call a frame
- * that does not decode torn. UINT64_MAX (no such point) where the slot is
- * not zeros (damage) or anything behind it is neither zeros nor a record. */
-static uint64_t cbfs_load_lost_end(int idx_fd, uint64_t off, uint64_t isize)
+/* The sidecar from the slot at off, where the replay stopped, to its end
+ * (isize). @return false where it holds nothing but zeros: appends a crash
+ * cut short (a record lies in one sector), a clean end. Otherwise records are
+ * lost, behind which acknowledged records may lie: damage, or zeros with
+ * records after them (a power cut landed a later page of the sidecar and
+ * not this one, or a failed sync dropped it: helper-13). In the second case
+ * *torn_from is where the frames of the records behind the zeros end: every
+ * record is appended once its frame is durable, in frame order, and an
+ * acknowledged one is durable, so no frame past them was acknowledged, and
+ * the rescan may call one that does not decode torn. It stays UINT64_MAX
+ * where the slot is not zeros or a whole slot behind it is neither zeros nor
+ * a record. */
+static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize, uint64_t *torn_from)
 {
     uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
     uint64_t end = 0;
-    bool first = true;
-    while (isize - off >= CBFS_INDEX_REC_SIZE) {
-        uint64_t chunk = (isize - off) / CBFS_INDEX_REC_SIZE * CBFS_INDEX_REC_SIZE;
-        if (chunk > sizeof buf) chunk = sizeof buf;
-        if (cbfs_pread_full(idx_fd, buf, (size_t)chunk, off) != CBFS_OK) return UINT64_MAX;
-        for (uint64_t i = 0; i < chunk; i += CBFS_INDEX_REC_SIZE) {
-            const bool zero = cbfs_is_zero(buf + i, CBFS_INDEX_REC_SIZE);
-            if (first && !zero) return UINT64_MAX;
-            first = false;
-            if (zero) continue;
+    bool zeros = true, records = true; /* all zero so far; every whole slot zeros or a record */
+    for (uint64_t at = off; at < isize;) {
+        const size_t n = isize - at < sizeof buf ? (size_t)(isize - at) : sizeof buf;
+        if (cbfs_pread_full(idx_fd, buf, n, at) != CBFS_OK) return true;
+        for (size_t i = 0; i < n; i += CBFS_INDEX_REC_SIZE) {
+            const size_t k = n - i < CBFS_INDEX_REC_SIZE ? n - i : CBFS_INDEX_REC_SIZE;
+            if (cbfs_is_zero(buf + i, k)) continue;
+            zeros = false;
             struct cbfs_index_rec r;
-            if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER)
-                return UINT64_MAX;
-            if (r.offset + CBFS_FRAME_HDR_SIZE + r.plen > end)
+            if (at + i == off || k < CBFS_INDEX_REC_SIZE) {
+                records = records && k < CBFS_INDEX_REC_SIZE; /* a slot that is not zeros */
+            } else if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK ||
+                       r.type == CBFS_REC_HEADER) {
+                records = false;
+            } else if (r.offset + CBFS_FRAME_HDR_SIZE + r.plen > end) {
                 end = r.offset + CBFS_FRAME_HDR_SIZE + r.plen;
+            }
         }
-        off += chunk;
+        at += n;
     }
-    return end;
+    if (!zeros && records) *torn_from = end;
+    return !zeros;
 }
 
 /* Replays sidecar records from offset 64 while each is valid and its frame is
  * in the data file; sets idx->index_end past the last good one. With records
- * lost (rep->records_lost), *torn_from: cbfs_load_lost_end's. */
+ * lost (rep->records_lost), *torn_from: cbfs_load_records_lost's. */
 static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64_t isize,
                                  bool check_all, struct cbfs_index *idx,
                                  struct cbfs_index_report *rep, uint64_t *torn_from)
@@ -122,13 +116,7 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
         for (uint64_t i = 0; i < chunk; i += CBFS_INDEX_REC_SIZE, off += CBFS_INDEX_REC_SIZE) {
             struct cbfs_index_rec r;
             if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER) {
-                /* zeros to the end are appends a crash cut short (a record
-                 * lies in one sector); anything else is records lost, behind
-                 * which acknowledged records may lie: damage, or zeros with
-                 * records after them (a failed sync dropped those pages,
-                 * and later appends were synced: helper-13) */
-                rep->records_lost = !cbfs_load_zero_tail(idx_fd, off, isize);
-                if (rep->records_lost) *torn_from = cbfs_load_lost_end(idx_fd, off, isize);
+                rep->records_lost = cbfs_load_records_lost(idx_fd, off, isize, torn_from);
                 return CBFS_OK;
             }
             if (!check_all && rep->records_replayed > 0) {
@@ -200,7 +188,7 @@ struct cbfs_load_scan_ctx {
     bool check_id, verify;
     bool records_lost; /* verify: the sidecar lost records to damage (cbfs_index_report) */
     uint64_t torn_from; /* verify, records_lost: a frame from here on that does not decode
-                           is torn all the same (cbfs_load_lost_end) */
+                           is torn all the same (cbfs_load_records_lost) */
     int data_fd;
     uint64_t dsize;
     uint64_t *file_id;

@@ -2384,7 +2384,7 @@ static off_t eng_last_frame_of(const char *name, uint64_t b, uint32_t *plen)
  * place: block 1, whose acknowledged frame is whole, read as damage
  * (helper-15; also before the records waited for their frames). A frame past
  * the frames of every record behind the zeros was never acknowledged: torn
- * (cbfs_load_lost_end). */
+ * (cbfs_load_records_lost). */
 Test(engine, power_cut_after_catch_up_keeps_the_acknowledged_block)
 {
     const size_t bs = 64 << 10, nblocks = 200;
