@@ -800,16 +800,13 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync, bool
     }
     struct cbfs_index idx;
     struct cbfs_index_report rep = {0};
-    cbfs_err le = cbfs_file_load_index(f->eng, f->data_fd, f->idx_fd, false, &idx, &rep);
-    if (!le && (rep.records_dropped || rep.records_lost)) {
-        /* records lost to zeros (a failed sidecar sync) with acknowledged
-         * ones behind them: that table ends at the zeros, and records
-         * appended there would overwrite those (helper-17). Repaired as the
-         * next open would: the rescanned frames' records rewritten. */
-        cbfs_index_free(&idx);
-        memset(&rep, 0, sizeof rep);
-        le = cbfs_file_load_index(f->eng, f->data_fd, f->idx_fd, true, &idx, &rep);
-    }
+    /* with repair, as a writable open loads: where records were lost to
+     * zeros (a failed sidecar sync) with acknowledged ones behind them, a
+     * table that ended at the zeros had the next records written over those
+     * (helper-17); the repair writes the rescanned frames' records again.
+     * Otherwise it writes nothing: the data file ends at the last record's
+     * frame, or at a tail the open kept. */
+    const cbfs_err le = cbfs_file_load_index(f->eng, f->data_fd, f->idx_fd, true, &idx, &rep);
     if (!le) {
         idx.on_dead = cbfs_file_note_dead;
         idx.on_dead_arg = f;
