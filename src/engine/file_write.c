@@ -820,20 +820,19 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync, bool
     f->idx_reserved = f->idx.index_end; /* a cut back of the sidecar frees what lay past it */
     f->size = f->idx.size;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
+    const bool back = data_cut && !le; /* the file is what its sidecar holds */
     cbfs_err ce = CBFS_OK;
-    if (cut < f->size) {
-        if (data_cut && !le) {
-            /* without allocating the sidecar ahead: a failed append (a full
-             * store) freed that room, and the records wait in memory anyway
-             * (a next failure takes them back and stores the sizes again) */
-            f->committing = true;
-            ce = cbfs_file_store_size(f, cut, false);
-            if (!ce && last > cut) ce = cbfs_file_store_size(f, last, false);
-            f->committing = false;
-        }
-        if (!data_cut || le || ce) f->size = f->broken_size = cut; /* until it is reopened */
+    if (back && cut != UINT64_MAX) {
+        /* without allocating the sidecar ahead: a failed append (a full
+         * store) freed that room, and the records wait in memory anyway
+         * (a next failure takes them back and stores the sizes again) */
+        f->committing = true;
+        if (cut < f->size) ce = cbfs_file_store_size(f, cut, false);
+        if (!ce && last > f->size) ce = cbfs_file_store_size(f, last, false);
+        f->committing = false;
     }
-    if (!data_cut || le || ce) {
+    if ((!back || ce) && cut < f->size) f->size = f->broken_size = cut; /* until reopened */
+    if (!back || ce) {
         f->broken = true;
         f->err = e;
         cbfs_log_err("%s: after a failed sync, the file cannot go back to what its sidecar holds "

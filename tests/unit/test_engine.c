@@ -1858,6 +1858,30 @@ Test(engine, revert_keeps_a_truncate_and_extend)
     free(zero);
 }
 
+/* An extension alone (ftruncate to a larger size), then the data fdatasync
+ * fails: the revert stored the sizes again only when one was lower than the
+ * durable size, so the file fell back to its old size; it keeps the size it
+ * showed, zeros past the old end. */
+Test(engine, revert_keeps_an_extend)
+{
+    const size_t bs = 64 << 10, size = 4 * bs, big = 6 * bs + 100;
+    unsigned char *data = calloc(1, big), *nb = malloc(bs);
+    cbfs_td_rows(data, size, 14);
+    cbfs_td_random(nb, bs, 6);
+    struct stat st;
+    struct cbfs_file *f = eng_synced("revert_ext", data, size, &st);
+    cr_assert_eq(cbfs_file_write(f, nb, bs, bs), CBFS_OK); /* a rewrite, lost below */
+    cr_assert_eq(cbfs_file_truncate(f, big), CBFS_OK);
+    fail_from = st.st_size;
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_E_IO);
+    cr_assert_eq(cbfs_file_size(f), big, "the size the file showed");
+    eng_check(f, data, big);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("revert_ext", "lz4", data, big);
+    free(data);
+    free(nb);
+}
+
 /* A 1-byte rewrite stays in an open (clean) block after the failing flush;
  * the revert takes the block back to its old frame, and the open block must
  * go too, or reads see the new byte until a reopen shows the old one. */
