@@ -87,6 +87,10 @@ bool cbfs_frame_is_envelope(const uint8_t *head, size_t n);
  * is plain by the store's rule (docs/FORMAT.md 1); the tools say so. */
 bool cbfs_frame_envelope_damaged(const uint8_t *head, size_t n);
 
+/* Does the file-id field of a frame header (head, n bytes; it may fail to
+ * decode) hold file_id? */
+bool cbfs_frame_hdr_names(const uint8_t *head, size_t n, uint64_t file_id);
+
 /* Does a frame header that fails to decode (head, n bytes) still show that it
  * was a frame of file file_id: the envelope intact, or file_id in its file-id
  * field? The loader's test of whether a sidecar's damaged frames are its own
@@ -221,12 +225,14 @@ struct cbfs_index_report {
                                   frame: the sidecar is a leftover of another file */
     uint16_t newer_version;    /* with CBFS_E_VERSION: the version found */
     bool repaired;            /* sidecar/data were rewritten (repair mode) */
-    uint64_t torn_bytes_skipped; /* rebuild: bytes of writes torn by a crash, with a later
-                                    writer's frames behind them, passed over (3.3) */
-    bool frames_unreachable;     /* rebuild with no sidecar file: frames of the file, or
-                                    bytes more than its search reads, lie past damage it
-                                    cannot pass (3.3); nothing is repaired, the daemon
-                                    serves no such file */
+    uint64_t torn_bytes_skipped; /* bytes of writes torn by a crash, with a later writer's
+                                    frames behind them, passed over: by a rebuild (3.3),
+                                    or by the rescan past records lost to zeros (3.1) */
+    bool frames_unreachable;     /* frames of the file, or bytes more than the search
+                                    reads, lie past damage the load cannot pass: a rebuild
+                                    with no sidecar file (3.3), or the rescan past records
+                                    lost to zeros short of their frames (3.1); nothing is
+                                    repaired, the daemon serves no such file */
     bool unborn;                 /* cbfs_index_unborn: an empty file whose first flush
                                     never completed; nothing to repair */
 };
@@ -306,6 +312,11 @@ cbfs_err cbfs_index_open(int data_fd, int idx_fd, bool repair, const struct cbfs
  * after which a replay would apply them. */
 cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs_index_rec *r,
                            size_t n);
+
+/* Encodes and writes the n records r to the sidecar from offset at (pwrite,
+ * no fsync). On failure a part of them may be written; nothing is cut. */
+cbfs_err cbfs_index_write_recs(int idx_fd, const struct cbfs_index_rec *r, size_t n,
+                               uint64_t at);
 
 /* Writes a fresh sidecar header record at offset 0 (for a new file) and sets
  * idx->index_end. */

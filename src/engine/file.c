@@ -33,9 +33,9 @@ uint32_t cbfs_file_block_size(const struct cbfs_file *f)
 
 /* ---- open / close ---- */
 
-/* cbfs_index_open for the daemon: a file rebuilt without a usable sidecar whose
- * frames go on past damage the rebuild cannot pass (rep->frames_unreachable,
- * docs/FORMAT.md 3.3) is not served. Its blocks could read as versions older
+/* cbfs_index_open for the daemon: a file whose frames go on past damage the
+ * load cannot pass (rep->frames_unreachable: rebuilt without a usable sidecar,
+ * docs/FORMAT.md 3.3, or rescanned past records lost, 3.1) is not served. Its blocks could read as versions older
  * than the unreachable frames, or the file end before them, with no error;
  * the loader repaired nothing, and cbfs cat --keep-going copies out what can
  * be reached. */
@@ -99,11 +99,11 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
         struct cbfs_index_report rep = {0};
         err = cbfs_file_load_index(eng, data_fd, idx_fd, writable, &f->idx, &rep);
         if (err == CBFS_E_UNREACHABLE)
-            cbfs_log_err("fd %d: no usable sidecar, and the frames rebuilt from stop at damage "
-                         "with frames of the file (or bytes too many to search) behind it: not "
-                         "served, since blocks could read old or the file end early (cbfs cat "
-                         "--keep-going copies out what can be reached; restore the sidecar to "
-                         "read it all)",
+            cbfs_log_err("fd %d: the frames of the file stop at damage with frames of the file "
+                         "(or bytes too many to search) behind it, and no usable sidecar, or "
+                         "records lost from it, to reach them: not served, since blocks could "
+                         "read old or the file end early (cbfs cat --keep-going copies out what "
+                         "can be reached; restore the sidecar to read it all)",
                          data_fd);
         if (err == CBFS_E_VERSION && rep.newer_version)
             cbfs_log_err("fd %d: sidecar has cbfs format version %u; this cbfs reads version %u "

@@ -62,12 +62,16 @@ bool cbfs_frame_envelope_damaged(const uint8_t *head, size_t n)
     return fields == 2; /* all three: the envelope itself */
 }
 
+bool cbfs_frame_hdr_names(const uint8_t *head, size_t n, uint64_t file_id)
+{
+    return n >= FH_FILE_ID + 8 && cbfs_get_le64(head + FH_FILE_ID) == file_id;
+}
+
 bool cbfs_frame_hdr_trace(const uint8_t *head, size_t n, uint64_t file_id)
 {
     /* A bit flipped in the envelope leaves the file id; one flipped in the
      * id leaves the envelope. */
-    return cbfs_frame_is_envelope(head, n) ||
-           (n >= FH_FILE_ID + 8 && cbfs_get_le64(head + FH_FILE_ID) == file_id);
+    return cbfs_frame_is_envelope(head, n) || cbfs_frame_hdr_names(head, n, file_id);
 }
 
 cbfs_err cbfs_frame_hdr_decode(const uint8_t in[CBFS_FRAME_HDR_SIZE], struct cbfs_frame_hdr *h)

@@ -291,35 +291,40 @@ const struct cbfs_index_entry *cbfs_index_get(const struct cbfs_index *idx, uint
     return &idx->v[b];
 }
 
+cbfs_err cbfs_index_write_recs(int idx_fd, const struct cbfs_index_rec *r, size_t n,
+                               uint64_t at)
+{
+    /* Encode in chunks so big batches need no allocation. */
+    uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
+    const size_t per = sizeof buf / CBFS_INDEX_REC_SIZE;
+    while (n) {
+        const size_t k = n < per ? n : per;
+        for (size_t i = 0; i < k; i++) cbfs_index_rec_encode(&r[i], buf + i * CBFS_INDEX_REC_SIZE);
+        const cbfs_err e = cbfs_pwrite_full(idx_fd, buf, k * CBFS_INDEX_REC_SIZE, at);
+        if (e) return e;
+        at += k * CBFS_INDEX_REC_SIZE;
+        r += k;
+        n -= k;
+    }
+    return CBFS_OK;
+}
+
 cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs_index_rec *r,
                            size_t n)
 {
-    /* Encode in chunks so big batches need no allocation. All of r or none:
-     * on a failure index_end goes back to where it started and the sidecar
-     * is cut back there (idx->torn where it cannot be). */
-    uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
-    const size_t per = sizeof buf / CBFS_INDEX_REC_SIZE;
-    const uint64_t start = idx->index_end;
     if (idx->torn) {
         if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
         idx->torn = false;
     }
-    while (n) {
-        const size_t k = n < per ? n : per;
-        for (size_t i = 0; i < k; i++) cbfs_index_rec_encode(&r[i], buf + i * CBFS_INDEX_REC_SIZE);
-        const cbfs_err e = cbfs_pwrite_full(idx_fd, buf, k * CBFS_INDEX_REC_SIZE, idx->index_end);
-        if (e) {
-            /* ENOSPC may come after some records went down; and the chunks
-             * before this one are not appended either: the caller applies
-             * all of r or none. */
-            idx->index_end = start;
-            idx->torn = ftruncate(idx_fd, (off_t)start) != 0;
-            return e;
-        }
-        idx->index_end += k * CBFS_INDEX_REC_SIZE;
-        r += k;
-        n -= k;
+    const cbfs_err e = cbfs_index_write_recs(idx_fd, r, n, idx->index_end);
+    if (e) {
+        /* All of r or none: ENOSPC may come after some records went down,
+         * and the caller applies all of r or none. So the sidecar is cut
+         * back to where the append began (idx->torn where it cannot be). */
+        idx->torn = ftruncate(idx_fd, (off_t)idx->index_end) != 0;
+        return e;
     }
+    idx->index_end += (uint64_t)n * CBFS_INDEX_REC_SIZE;
     return CBFS_OK;
 }
 

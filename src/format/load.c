@@ -183,12 +183,18 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
     return e;
 }
 
+/* Where the sidecar lost records (cbfs_index_report.records_lost), what the
+ * rescan past them needs, and what it tells back. */
+struct cbfs_load_lost {
+    uint64_t torn_from; /* a frame from here on that does not decode is torn all the
+                           same (cbfs_load_records_lost) */
+    bool damage_last;   /* the last frame taken did not decode: damage in place */
+};
+
 /* What cbfs_load_scan collects while walking the frames. */
 struct cbfs_load_scan_ctx {
     bool check_id, verify;
-    bool records_lost; /* verify: the sidecar lost records to damage (cbfs_index_report) */
-    uint64_t torn_from; /* verify, records_lost: a frame from here on that does not decode
-                           is torn all the same (cbfs_load_records_lost) */
+    struct cbfs_load_lost *lost; /* verify: the sidecar lost records; NULL where not */
     int data_fd;
     uint64_t dsize;
     uint64_t *file_id;
@@ -261,11 +267,13 @@ static cbfs_err cbfs_load_find_magic(int data_fd, uint64_t from, uint64_t to,
 
 /* What cbfs_load_is_frame_of looks for: a frame header of file_id; at says
  * where the one taken is. With take_newer, a header of a newer format
- * version is taken too (newer set): its frame's file id cannot be read. */
+ * version is taken too (newer set): its frame's file id cannot be read. With
+ * take_damaged, a header that does not decode but whose file-id field holds
+ * file_id is taken too. */
 struct cbfs_load_frame_of {
     int data_fd;
     uint64_t dsize, file_id;
-    bool take_newer, newer;
+    bool take_newer, take_damaged, newer;
     uint64_t at;
 };
 
@@ -273,9 +281,16 @@ static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
 {
     struct cbfs_load_frame_of *const w = arg;
     struct cbfs_frame_hdr h;
-    const cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
+    cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
     *take = e == CBFS_OK && h.file_id == w->file_id;
     if (e == CBFS_E_VERSION && w->take_newer) *take = w->newer = true;
+    if ((e == CBFS_E_CORRUPT || e == CBFS_E_BAD_MAGIC) && w->take_damaged) {
+        uint8_t head[CBFS_FRAME_HDR_SIZE];
+        const uint64_t n = w->dsize - at < sizeof head ? w->dsize - at : sizeof head;
+        e = cbfs_pread_full(w->data_fd, head, (size_t)n, at);
+        if (e) return e;
+        *take = cbfs_frame_hdr_names(head, (size_t)n, w->file_id);
+    }
     if (*take) w->at = at;
     return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
 }
@@ -283,12 +298,17 @@ static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
 /* Does the range the frame at off (header fh) claims hold the start of
  * another frame of file_id? Then its length reaches over a frame written
  * after it: it was torn (cut short by a crash, later frames appended behind
- * it), not damaged in place. */
+ * it), not damaged in place. A later frame's header damaged as well still
+ * counts where it names the file (the frame magic, then its file id): taken
+ * for damage in place, the torn frame would be applied, and the frames
+ * behind the two could be taken for a later writer's with the damaged
+ * frame's block missing (its generation is the torn frame's). */
 static cbfs_err cbfs_load_overlaps_frame(int data_fd, uint64_t off,
                                          const struct cbfs_frame_hdr *fh, uint64_t dsize,
                                          uint64_t file_id, bool *overlaps)
 {
-    struct cbfs_load_frame_of w = {.data_fd = data_fd, .dsize = dsize, .file_id = file_id};
+    struct cbfs_load_frame_of w = {
+        .data_fd = data_fd, .dsize = dsize, .file_id = file_id, .take_damaged = true};
     return cbfs_load_find_magic(data_fd, off, off + CBFS_FRAME_HDR_SIZE + (uint64_t)fh->plen,
                                 cbfs_load_is_frame_of, &w, overlaps);
 }
@@ -301,7 +321,8 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
     if (c->verify) {
         cbfs_err e = cbfs_load_verify(c->data_fd, off, fh, &c->buf, &c->cap);
-        if (cbfs_load_is_format_err(e)) {
+        const bool undecoded = cbfs_load_is_format_err(e);
+        if (undecoded) {
             /* Torn: never written whole, the frames end here. So is every
              * such frame past records that ended cleanly (or in a torn
              * append's zeros): a flush syncs the sidecar before it returns,
@@ -315,7 +336,7 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
              * version. Past records lost to zeros, only up to the frames
              * of the records behind them (torn_from): a power cut landed a
              * later sidecar page and not an earlier one. */
-            bool torn = !c->records_lost || off >= c->torn_from;
+            bool torn = !c->lost || off >= c->lost->torn_from;
             e = torn ? CBFS_OK
                      : cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
             if (e) return e;
@@ -326,6 +347,7 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
         } else if (e && e != CBFS_E_CODEC_MISSING) {
             return e; /* I/O, memory; a codec not built in: cannot tell, taken */
         }
+        if (c->lost) c->lost->damage_last = undecoded;
     }
     struct cbfs_index_rec r;
     cbfs_index_rec_from_frame(fh, off, &r);
@@ -336,20 +358,19 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
  * frame of another file id is CBFS_E_WRONG_FILE; otherwise the first frame's
  * id is taken (rebuild). With verify (frames past the sidecar's records), a
  * frame that does not decode to its hash ends the frames before it: frames
- * there were written by a writer that may have been cut off. With
- * records_lost (the sidecar lost records to damage, and acknowledged frames
- * may lie there), only where its length reaches over the start of a later
- * frame: a torn frame whose header landed gets a length that fits the file
- * once later frames are appended behind it (a kept tail), so a header that
- * checks is not enough; any other is damage in place. */
+ * there were written by a writer that may have been cut off. With lost
+ * (the sidecar lost records, and acknowledged frames may lie there), only
+ * below lost->torn_from and where its length reaches over the start of a
+ * later frame: a torn frame whose header landed gets a length that fits the
+ * file once later frames are appended behind it (a kept tail), so a header
+ * that checks is not enough; any other is damage in place. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
-                               bool verify, bool records_lost, uint64_t torn_from,
-                               uint64_t *file_id, struct cbfs_recvec *rv, uint64_t *end)
+                               bool verify, struct cbfs_load_lost *lost, uint64_t *file_id,
+                               struct cbfs_recvec *rv, uint64_t *end)
 {
     struct cbfs_load_scan_ctx c = {.check_id = check_id,
                                    .verify = verify,
-                                   .records_lost = records_lost,
-                                   .torn_from = torn_from,
+                                   .lost = lost,
                                    .data_fd = data_fd,
                                    .dsize = dsize,
                                    .file_id = file_id,
@@ -418,8 +439,10 @@ struct cbfs_load_resync {
     unsigned passes;
 };
 
-/* Rebuild only (docs/FORMAT.md 3.3): the walk from offset 0 stopped at end,
- * short of the data's end. Where writes torn by a crash stopped it and a
+/* The walk of the frames from start (0 for a rebuild, docs/FORMAT.md 3.3;
+ * the replayed records' data_end where records were lost, 3.1 rule 3; rv
+ * holds the frames it took, st->gen counts those before start too) stopped
+ * at end, short of the data's end. Where writes torn by a crash stopped it and a
  * later writer appended frames behind them (a kept tail, 3.2), *next is the
  * first of those, *skipped the bytes passed over, and a torn frame the walk
  * took (the last one, if it does not decode and its length reaches over a
@@ -443,9 +466,10 @@ struct cbfs_load_resync {
  * while an earlier frame's did not). Otherwise, or with no such F, a frame
  * in between may have counted, and its loss cannot be told from a torn
  * write. */
-static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, uint64_t file_id,
-                                    struct cbfs_recvec *rv, struct cbfs_load_resync *st,
-                                    uint64_t *next, uint64_t *skipped, bool *unreachable)
+static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t start, uint64_t end,
+                                    uint64_t file_id, struct cbfs_recvec *rv,
+                                    struct cbfs_load_resync *st, uint64_t *next,
+                                    uint64_t *skipped, bool *unreachable)
 {
     *next = 0;
     if (st->passes >= CBFS_LOAD_RESYNC_MAX) {
@@ -482,7 +506,7 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t end, u
         if (rv->v[st->upto].generation > st->gen) st->gen = rv->v[st->upto].generation;
     const uint64_t gen = st->gen;
     const uint64_t good_end =
-        keep ? rv->v[keep - 1].offset + CBFS_FRAME_HDR_SIZE + rv->v[keep - 1].plen : 0;
+        keep ? rv->v[keep - 1].offset + CBFS_FRAME_HDR_SIZE + rv->v[keep - 1].plen : start;
     struct cbfs_load_frame_of w = {
         .data_fd = data_fd, .dsize = dsize, .file_id = file_id, .take_newer = true};
     struct cbfs_load_restart r = {.file_id = file_id, .gen_max = gen + 1};
@@ -632,9 +656,12 @@ static cbfs_err cbfs_load_tail_has_frames(int data_fd, uint64_t from, uint64_t d
     return cbfs_load_find_magic(data_fd, from, dsize, NULL, NULL, has);
 }
 
+/* Repairs what the load found (docs/FORMAT.md 3.2). over_zeros: the replay
+ * stopped at records lost to zeros with records behind them, and the rescan
+ * found their frames (cbfs_load_records_lost). */
 static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_t isize,
-                                 struct cbfs_index *idx, const struct cbfs_recvec *rv,
-                                 struct cbfs_index_report *rep)
+                                 bool over_zeros, struct cbfs_index *idx,
+                                 const struct cbfs_recvec *rv, struct cbfs_index_report *rep)
 {
     bool wrote_idx = false, wrote_data = false;
     cbfs_err e = CBFS_OK;
@@ -661,6 +688,13 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
      * those records were taken for torn (helper-17). */
     const bool append = idx_fd >= 0 && rv->n;
     if ((wrote_data || append) && fdatasync(data_fd) != 0) return cbfs_err_from_errno(errno);
+    /* Over zeros, the rescanned records are the lost ones and those behind
+     * them, slot for slot (one record a frame, in frame order, from
+     * data_end; a torn write passed over never had one): they are written
+     * over them before anything is cut, so that an append the store cannot
+     * take (ENOSPC) leaves the records behind the zeros where the next load
+     * finds them, not a sidecar that ends cleanly before their frames. */
+    const bool in_place = over_zeros && append;
     if (idx_fd >= 0) {
         if (!have_hdr) {
             e = cbfs_index_write_header(idx, idx_fd);
@@ -668,12 +702,19 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
             isize = isize > CBFS_INDEX_REC_SIZE ? isize : CBFS_INDEX_REC_SIZE;
             wrote_idx = true;
         }
-        if (isize != idx->index_end) {
+        if (isize != idx->index_end && !in_place) {
             if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
             wrote_idx = true;
         }
     }
-    if (append) {
+    if (in_place) {
+        e = cbfs_index_write_recs(idx_fd, rv->v, rv->n, idx->index_end);
+        if (e) return e;
+        idx->index_end += (uint64_t)rv->n * CBFS_INDEX_REC_SIZE;
+        if (isize > idx->index_end && ftruncate(idx_fd, (off_t)idx->index_end) != 0)
+            return cbfs_err_from_errno(errno);
+        wrote_idx = true;
+    } else if (append) {
         e = cbfs_index_append(idx, idx_fd, rv->v, rv->n);
         if (e) return e;
         wrote_idx = true;
@@ -802,6 +843,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     memset(&hdr, 0, sizeof hdr);
     bool have_hdr = false;
     enum cbfs_load_claim claim = CBFS_CLAIM_FRAMES;
+    uint64_t torn_from = UINT64_MAX; /* records lost to zeros: cbfs_load_records_lost's */
 
     cbfs_index_init(idx, 0, 0);
     cbfs_err e = cbfs_load_fsize(data_fd, &dsize);
@@ -833,7 +875,6 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
 
     if (have_hdr) {
         cbfs_index_init(idx, hdr.block_size, hdr.file_id);
-        uint64_t torn_from = UINT64_MAX;
         e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, check_all, idx, &rp, &torn_from);
         if (e) goto fail;
         if (!check_all && !cbfs_load_last_matches(data_fd, idx_fd, dsize, idx)) {
@@ -846,10 +887,35 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         }
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
-        uint64_t fid = idx->file_id;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, rp.records_lost, torn_from,
-                           &fid, &rv, NULL);
+        uint64_t fid = idx->file_id, end;
+        struct cbfs_load_lost lost = {.torn_from = torn_from};
+        struct cbfs_load_lost *const lp = rp.records_lost ? &lost : NULL;
+        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, lp, &fid, &rv, &end);
         if (e) goto fail;
+        /* Records behind zeros vouch for every frame below theirs: a walk
+         * that stopped short of them stopped at damage, or at a write an
+         * earlier crash tore and a writer kept as a tail with its frames
+         * behind it (3.1 rule 3). That one is passed as a rebuild passes it;
+         * a repair that cut the records there would lose acknowledged
+         * blocks for good (helper-17). Where a frame before the stop did
+         * not decode, it may be that torn write, taken for damage in place
+         * because the frame behind it is damaged as well: its generation
+         * proves nothing, and the frames past it are unreachable. */
+        struct cbfs_load_resync st = {.gen = idx->next_gen - 1};
+        while (torn_from != UINT64_MAX && end < torn_from && end < dsize) {
+            uint64_t next = 0, skipped;
+            bool unreachable = lost.damage_last;
+            if (!unreachable) {
+                e = cbfs_load_past_torn(data_fd, dsize, idx->data_end, end, fid, &rv, &st, &next,
+                                        &skipped, &unreachable);
+                if (e) goto fail;
+            }
+            rp.frames_unreachable = unreachable;
+            if (!next) break;
+            rp.torn_bytes_skipped += skipped;
+            e = cbfs_load_scan(data_fd, dsize, next, true, true, lp, &fid, &rv, &end);
+            if (e) goto fail;
+        }
         if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
             e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
             if (e) goto fail;
@@ -866,7 +932,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         uint64_t fid = 0;
         uint32_t block_size = 0;
         uint64_t end;
-        e = cbfs_load_scan(data_fd, dsize, 0, false, false, false, UINT64_MAX, &fid, &rv, &end);
+        e = cbfs_load_scan(data_fd, dsize, 0, false, false, NULL, &fid, &rv, &end);
         if (e) goto fail;
         /* A frame header at offset 0 whose length reaches past the data
          * (torn) still names the file: later frames may be its writer's. */
@@ -881,7 +947,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         while (end < dsize && named) { /* torn writes, with a later writer's frames behind? */
             uint64_t next, skipped;
             bool unreachable = false;
-            e = cbfs_load_past_torn(data_fd, dsize, end, fid, &rv, &st, &next, &skipped,
+            e = cbfs_load_past_torn(data_fd, dsize, 0, end, fid, &rv, &st, &next, &skipped,
                                     &unreachable);
             /* Not counted where the sidecar is there but shorter than its
              * header: a file whose first flush never completed (it makes the
@@ -893,8 +959,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
             if (e) goto fail;
             if (!next) break;
             rp.torn_bytes_skipped += skipped;
-            e = cbfs_load_scan(data_fd, dsize, next, true, false, false, UINT64_MAX, &fid, &rv,
-                               &end);
+            e = cbfs_load_scan(data_fd, dsize, next, true, false, NULL, &fid, &rv, &end);
             if (e) goto fail;
         }
         if (rv.n == 0) {
@@ -924,7 +989,8 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
 
     /* A sidecar made from the frames before them would lose them for good. */
     if (repair && !rp.frames_unreachable) {
-        e = cbfs_load_repair(data_fd, idx_fd, have_hdr, isize, idx, &rv, &rp);
+        e = cbfs_load_repair(data_fd, idx_fd, have_hdr, isize, torn_from != UINT64_MAX, idx, &rv,
+                             &rp);
         if (e) goto fail;
     }
     free(rv.v);

@@ -231,8 +231,8 @@ static bool tool_cat_unreachable(const char *display, const struct tool_file *tf
                  "hold: those writes are lost",
                  display, r->records_dropped - r->frames_rescanned);
     else if (r->frames_unreachable)
-        tool_err("cat", "%s: no sidecar, and frames of the file lie past damage that a rebuild "
-                 "from its frames cannot pass",
+        tool_err("cat", "%s: frames of the file lie past damage that the load cannot pass (no "
+                 "sidecar, or its records lost)",
                  display);
     return !tool_cat_reaches_all(r);
 }

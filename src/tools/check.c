@@ -143,7 +143,7 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
     }
     if (rep->torn_bytes_skipped)
         tool_check_add(chk, display, UINT64_MAX,
-                       "%" PRIu64 " byte(s) of writes torn by a crash passed over by the rebuild "
+                       "%" PRIu64 " byte(s) of writes torn by a crash passed over by the load "
                        "(a later writer's frames behind them are indexed)",
                        rep->torn_bytes_skipped);
     if (!rep->sidecar_missing && rep->frames_rescanned && !chk->unindexed_ok)

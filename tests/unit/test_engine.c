@@ -240,6 +240,210 @@ Test(engine, torn_frame_behind_new_frames_is_not_applied)
     free(blk);
 }
 
+/* Loads name's data file with no sidecar (read-only: nothing written), as
+ * the open of a file whose sidecar was lost does. */
+static void eng_rebuild_report(const char *name, struct cbfs_index_report *rep)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
+    const int dfd = open(p, O_RDONLY);
+    cr_assert(dfd >= 0);
+    const struct cbfs_bs_hint hint = {.size = 64 << 10};
+    struct cbfs_index idx;
+    const cbfs_err e = cbfs_index_load(dfd, -1, false, &hint, &idx, rep);
+    cr_assert_eq(e, CBFS_OK, "rebuild: %s", cbfs_err_str(e));
+    cr_assert(rep->sidecar_missing);
+    cbfs_index_free(&idx);
+    close(dfd);
+}
+
+/* Loads name with its sidecar, read-only (nothing written), as cbfs check
+ * does. @return the load's error; *rep: its report. */
+static cbfs_err eng_load_report(const char *name, struct cbfs_index_report *rep)
+{
+    char p[128], q[160];
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    const int dfd = open(p, O_RDONLY), ifd = open(q, O_RDONLY);
+    cr_assert(dfd >= 0 && ifd >= 0);
+    const struct cbfs_bs_hint hint = {.size = 64 << 10};
+    struct cbfs_index idx;
+    const cbfs_err e = cbfs_index_load(dfd, ifd, false, &hint, &idx, rep);
+    if (!e) cbfs_index_free(&idx);
+    close(dfd);
+    close(ifd);
+    return e;
+}
+
+/* Blocks 2-5 of name read as v + b * bs, and the file is 6 blocks long. */
+static void eng_expect_2to5(const char *name, const unsigned char *v, uint32_t bs)
+{
+    unsigned char *got = malloc(bs);
+    cr_assert_not_null(got);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
+    cr_assert_eq(cbfs_file_size(f), 6ull * bs, "size %llu",
+                 (unsigned long long)cbfs_file_size(f));
+    eng_expect_block(f, 1, 'B', bs);
+    for (uint64_t b = 2; b < 6; b++) {
+        size_t n = 0;
+        const cbfs_err e = cbfs_file_read(f, got, bs, b * bs, &n);
+        cr_assert(e == CBFS_OK && n == bs && memcmp(got, v + b * bs, bs) == 0,
+                  "block %llu, acknowledged: %s, %zu bytes", (unsigned long long)b,
+                  cbfs_err_str(e), n);
+    }
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(got);
+}
+
+/* A kept tail (eng_torn_file), then blocks 2-3 of v appended behind it and
+ * closed, then blocks 4-5 closed, then the records of blocks 2-3 zeros: a
+ * failed sidecar sync dropped their pages. *torn (if not NULL): the torn
+ * write's bytes. @return the sidecar's size. */
+static off_t eng_kept_tail_lost(const char *name, const unsigned char *v, uint32_t bs,
+                                size_t *torn)
+{
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    struct cbfs_file *f = eng_torn_file(name, blk, bs, torn);
+    free(blk);
+    char q[160];
+    snprintf(q, sizeof q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
+    struct stat st;
+    cr_assert_eq(stat(q, &st), 0);
+    const off_t lost_from = st.st_size;
+    cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 2 * bs, 2 * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(stat(q, &st), 0);
+    const off_t lost_to = st.st_size;
+    cr_assert_gt(lost_to, lost_from);
+    f = eng_open(name, false, "lz4");
+    cr_assert_eq(cbfs_file_write(f, v + 4 * bs, 2 * bs, 4 * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(stat(q, &st), 0);
+    cr_assert_gt(st.st_size, lost_to, "records of blocks 4-5 behind those of 2-3");
+    const int ifd = open(q, O_RDWR);
+    cr_assert(ifd >= 0);
+    eng_zero_range(ifd, lost_from, lost_to);
+    close(ifd);
+    return st.st_size;
+}
+
+/* A kept tail, then blocks 2-3 appended behind it and closed, whose records a
+ * failed sidecar sync then left as zeros (its pages dropped), then blocks 4-5
+ * closed, their records behind the zeros. The load's rescan started at the
+ * kept tail, took it for torn (its length reaches over the later frames) and
+ * stopped; the repair then cut the records of blocks 4-5 off the sidecar,
+ * acknowledged blocks lost for good (helper-17). The records behind the zeros
+ * vouch for every frame below theirs, and the writer behind the tail loaded
+ * nothing of it (its first frame goes on at the generation after the frames
+ * before the tail): the rescan passes over the tail. */
+Test(engine, lost_records_behind_a_kept_tail_are_found_again)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *v = malloc(6ull * bs);
+    cr_assert_not_null(v);
+    cbfs_td_random(v, 6ull * bs, 17);
+    eng_kept_tail_lost("keptz", v, bs, NULL);
+    struct cbfs_index_report rep;
+    cr_assert_eq(eng_load_report("keptz", &rep), CBFS_OK);
+    cr_assert(rep.records_lost && !rep.frames_unreachable);
+    cr_assert_eq(rep.frames_rescanned, 4, "rescanned %llu",
+                 (unsigned long long)rep.frames_rescanned);
+    cr_assert_gt(rep.torn_bytes_skipped, 0);
+    eng_expect_2to5("keptz", v, bs);
+    eng_expect_2to5("keptz", v, bs); /* and as the repair left it */
+    cr_assert_eq(eng_load_report("keptz", &rep), CBFS_OK);
+    cr_assert(!rep.records_dropped && !rep.frames_rescanned && !rep.records_lost);
+    free(v);
+}
+
+/* The file of lost_records_behind_a_kept_tail_are_found_again, with the
+ * header of block 2's frame (the first behind the tail) damaged too: byte 40
+ * flipped, or with id_too its file-id field (bytes 48-55) as well. @return
+ * the sidecar's size. */
+static off_t eng_kept_tail_damaged(const char *name, bool id_too)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *v = malloc(6ull * bs);
+    cr_assert_not_null(v);
+    cbfs_td_random(v, 6ull * bs, 18);
+    size_t torn;
+    const off_t records = eng_kept_tail_lost(name, v, bs, &torn);
+    free(v);
+    /* block 2's frame starts where the torn frame's bytes end */
+    struct stat dst;
+    const int dfd = eng_data_open(name, &dst);
+    uint64_t off = 0;
+    for (int i = 0; i < 2; i++) {
+        struct cbfs_frame_hdr h;
+        cr_assert_eq(cbfs_frame_read_hdr(dfd, off, (uint64_t)dst.st_size, &h), CBFS_OK);
+        off += CBFS_FRAME_HDR_SIZE + h.plen;
+    }
+    off += torn;
+    struct cbfs_frame_hdr h2;
+    cr_assert_eq(cbfs_frame_read_hdr(dfd, off, (uint64_t)dst.st_size, &h2), CBFS_OK);
+    cr_assert_eq(h2.block, 2);
+    unsigned char hb[CBFS_FRAME_HDR_SIZE];
+    cr_assert_eq(pread(dfd, hb, sizeof hb, (off_t)off), (ssize_t)sizeof hb);
+    hb[40] ^= 1;
+    if (id_too) hb[50] ^= 1;
+    cr_assert_eq(pwrite(dfd, hb, sizeof hb, (off_t)off), (ssize_t)sizeof hb);
+    close(dfd);
+    return records;
+}
+
+/* With damage behind the kept tail, nothing proves that the writer behind it
+ * loaded nothing of what lies between (block 2 may be a frame it loaded and
+ * the bit rot then hit): the file is not served (EIO), and nothing is cut, so
+ * that cbfs cat --keep-going and fsck still see blocks 4-5's records. Where
+ * the damaged header still names the file, the torn frame's length reaches
+ * over it (torn, not applied; the writer's generations do not go on from it);
+ * where it does not, the torn frame is taken for damage in place, and its
+ * generation proves nothing. */
+static void eng_kept_tail_damage_not_cut(const char *name, bool id_too)
+{
+    const off_t records = eng_kept_tail_damaged(name, id_too);
+    struct cbfs_index_report rep;
+    cr_assert_eq(eng_load_report(name, &rep), CBFS_OK);
+    cr_assert(rep.records_lost && rep.frames_unreachable);
+    cr_assert_eq(rep.torn_bytes_skipped, 0);
+    char p[128], q[160];
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    struct cbfs_file *g;
+    cr_assert_eq(cbfs_te_open(eng, p, q, false, "lz4", NULL, &g), CBFS_E_UNREACHABLE);
+    struct stat st;
+    cr_assert_eq(stat(q, &st), 0);
+    cr_assert_eq(st.st_size, records, "the sidecar was cut to %lld bytes",
+                 (long long)st.st_size);
+}
+
+Test(engine, lost_records_behind_a_kept_tail_and_damage_are_not_cut)
+{
+    eng_kept_tail_damage_not_cut("keptd", false);
+}
+
+Test(engine, lost_records_behind_a_kept_tail_and_damage_to_the_id_are_not_cut)
+{
+    eng_kept_tail_damage_not_cut("keptdi", true);
+}
+
+/* The same file without its sidecar: the rebuild took the torn frame for one
+ * rotten in place (the header behind it did not decode), counted its
+ * generation, and passed on to block 3 as the first frame of a later writer:
+ * block 2, fsync'd, read as zeros and block 1 as damage. The damaged header
+ * still names the file, so the torn frame reaches over it. */
+Test(engine, rebuild_does_not_pass_a_torn_write_and_damage_behind_it)
+{
+    eng_kept_tail_damaged("keptr", false);
+    char q[160];
+    snprintf(q, sizeof q, "%s/keptr%s", eng_dir, CBFS_INDEX_SUFFIX);
+    cr_assert_eq(unlink(q), 0);
+    struct cbfs_index_report rep;
+    eng_rebuild_report("keptr", &rep);
+    cr_assert(rep.frames_unreachable);
+}
+
 /* Flips a bit in the header (byte 40, inside its checksum's range) of the
  * frame after the first n of name's data file. @return its offset;
  * *dsize: the data file's size. */
@@ -260,23 +464,6 @@ static uint64_t eng_damage_header(const char *name, int n, uint64_t *dsize)
     close(fd);
     if (dsize) *dsize = (uint64_t)st.st_size;
     return off;
-}
-
-/* Loads name's data file with no sidecar (read-only: nothing written), as
- * the open of a file whose sidecar was lost does. */
-static void eng_rebuild_report(const char *name, struct cbfs_index_report *rep)
-{
-    char p[128];
-    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
-    const int dfd = open(p, O_RDONLY);
-    cr_assert(dfd >= 0);
-    const struct cbfs_bs_hint hint = {.size = 64 << 10};
-    struct cbfs_index idx;
-    const cbfs_err e = cbfs_index_load(dfd, -1, false, &hint, &idx, rep);
-    cr_assert_eq(e, CBFS_OK, "rebuild: %s", cbfs_err_str(e));
-    cr_assert(rep->sidecar_missing);
-    cbfs_index_free(&idx);
-    close(dfd);
 }
 
 /* The same kept tail, then a rewrite of block 0 and two new blocks, all
@@ -2607,6 +2794,57 @@ Test(engine, failed_repair_keeps_the_records_behind_the_zeros)
     cr_assert_neq(oe, CBFS_OK, "the open whose repair's sync fails");
     fail_from = -1;
     eng_reopen_check("h4rep", "lz4", v, size);
+    free(v);
+}
+
+/* The sidecar (inode full_ino) is full from the next fdatasync of fail_ino
+ * on: the repair's sync of the data file comes before it touches the sidecar. */
+static ino_t full_ino;
+static void eng_fill_by_ino(void)
+{
+    for (int fd = 3; fd < 1024; fd++) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_ino == full_ino) {
+            full_fd = fd;
+            return;
+        }
+    }
+    cr_assert_fail("no open fd of inode %llu", (unsigned long long)full_ino);
+}
+
+/* The repair of lost_records_behind_a_kept_tail_are_found_again on a full
+ * store: it cut the sidecar back to the zeros, then its append failed
+ * (ENOSPC), and the next load saw a sidecar that ends cleanly, past which the
+ * kept tail is torn: the frames of the records behind the zeros, acknowledged,
+ * were never reached again. The repair writes the rescanned records over the
+ * zeros and the records behind them before it cuts anything now. */
+Test(engine, full_store_at_repair_keeps_the_records_behind_the_zeros)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *v = malloc(6ull * bs);
+    cr_assert_not_null(v);
+    cbfs_td_random(v, 6ull * bs, 19);
+    const off_t records = eng_kept_tail_lost("keptf", v, bs, NULL);
+    char p[128], q[160];
+    snprintf(p, sizeof p, "%s/keptf", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    struct stat st;
+    cr_assert_eq(stat(q, &st), 0);
+    full_ino = st.st_ino;
+    close(eng_data_open("keptf", &st));
+    fail_ino = st.st_ino;
+    sync_hook = eng_fill_by_ino;
+    struct cbfs_file *g = NULL;
+    const cbfs_err oe = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
+    const int filled = full_fd;
+    full_fd = -1;
+    cr_assert_neq(filled, -1, "the repair synced the data file first");
+    cr_assert_eq(oe, CBFS_E_NOSPC, "the open whose repair cannot append: %s",
+                 cbfs_err_str(oe));
+    cr_assert_eq(stat(q, &st), 0);
+    cr_assert_eq(st.st_size, records, "the sidecar was cut to %lld bytes",
+                 (long long)st.st_size);
+    eng_expect_2to5("keptf", v, bs);
     free(v);
 }
 
