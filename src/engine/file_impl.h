@@ -1,6 +1,7 @@
 /* Private to the file module of the engine: the per-file state shared by
- * file.c (open/close), file_write.c (seal, commit, flush, truncate) and
- * file_read.c (read, cache lookups, read-ahead, seek).
+ * file.c (open/close), file_write.c (seal, commit, truncate), file_sync.c
+ * (flush, fsync, catch-up, revert, punching garbage) and file_read.c (read,
+ * cache lookups, read-ahead, seek).
  *
  * Locking (see engine_impl.h for the global order): f->lock protects every
  * field marked "lock" below. The committer role (f->committing) is held by one
@@ -203,8 +204,52 @@ cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *b
 
 /* ---- file_write.c ---- */
 
+/* Where the frames of the pending records end (records are pending in file
+ * order): durable_end when none is. Lock held. */
+uint64_t cbfs_file_pending_end(const struct cbfs_file *f);
+
+/* Counts failure e (a store or a sync that failed): every handle open now
+ * hears of it once (cbfs_file_flush), and one opened before anyone has too
+ * (cbfs_file_err_seq). Lock held. */
+void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e);
+
+/* Seals every dirty open block in block order; with keep (flush) they stay
+ * open and clean, without (truncate, close) every slot is emptied. */
+cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep);
+
+/* Waits until every sealed block is committed. Lock held (released while waiting). */
+void cbfs_file_drain(struct cbfs_file *f);
+
+/* Stores a new size: the SIZE frame, after a frame of the block straddling a
+ * new, lower end that keeps only its first bytes (a later extension reads
+ * zeros there, POSIX), both stored as one, so that a failure leaves the block
+ * as it was. Sets f->size. reserve: as cbfs_file_store_frames's. Lock held,
+ * committer role. */
+cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve);
+
+/* ---- file_sync.c ---- */
+
 /* cbfs_index hook, called under f->lock when a frame becomes garbage. If the
  * list cannot grow, the frame just stays (counted) garbage. */
 void cbfs_file_note_dead(void *arg, uint64_t offset, uint32_t plen);
+
+/* One sync of the records: a copy of the records pending when it began,
+ * whose frames its fdatasync makes durable, and where those frames end. */
+struct cbfs_rsync {
+    struct cbfs_index_rec *recs;
+    size_t n;
+    uint64_t end;
+};
+
+/* A writer that does not sync: once the engine's sync_lag_bytes of frames
+ * (or one record per CBFS_SYNC_LAG_PER_REC of it) wait for their records,
+ * and no sync runs, it makes them durable and appends their records (not
+ * synced: that is a flush's). Lock held; @return true with the sync role
+ * taken and rs filled, for cbfs_file_catch_up. */
+bool cbfs_file_lagging(struct cbfs_file *f, struct cbfs_rsync *rs);
+
+/* The catch-up cbfs_file_lagging began: the data fdatasync, then the records
+ * appended (the sidecar not synced). No lock held; takes it to end the role. */
+void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs);
 
 #endif
