@@ -58,19 +58,35 @@ static bool cbfs_load_rec_matches(const struct cbfs_index_rec *r, const struct c
            fh->ulen == r->ulen && fh->hash == r->hash;
 }
 
+/* Where the sidecar lost records (cbfs_index_report.records_lost): what its
+ * slots behind the loss say (cbfs_load_records_lost), what the rescan past
+ * them needs, and what it tells back (cbfs_load_scan). */
+struct cbfs_load_lost {
+    uint64_t torn_from;   /* a frame from here on that does not decode is torn all the
+                             same; UINT64_MAX where that is not known */
+    uint64_t vouched;     /* the frames of the records behind the loss end here: the
+                             rescan must reach it (0: no record there) */
+    bool damage_last;     /* the last frame taken did not decode: damage in place */
+    bool undecided;       /* the scan stopped at a frame (fh) that does not decode and
+                             whose length reaches over no later frame of the file */
+    struct cbfs_frame_hdr fh;
+};
+
 /* The sidecar from the slot at off, where the replay stopped, to its end
  * (isize). @return false where it holds nothing but zeros: appends a crash
  * cut short (a record lies in one sector), a clean end. Otherwise records are
  * lost, behind which acknowledged records may lie: damage, or zeros with
  * records after them (a power cut landed a later page of the sidecar and
- * not this one, or a failed sync dropped it: helper-13). In the second case
- * *torn_from is where the frames of the records behind the zeros end: every
- * record is appended once its frame is durable, in frame order, and an
- * acknowledged one is durable, so no frame past them was acknowledged, and
- * the rescan may call one that does not decode torn. It stays UINT64_MAX
- * where the slot is not zeros or a whole slot behind it is neither zeros nor
- * a record. */
-static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize, uint64_t *torn_from)
+ * not this one, or a failed sync dropped it: helper-13). Every record is
+ * appended once its frame is durable, in frame order, so lost->vouched,
+ * where the frames of the records behind the loss end, is durable data that
+ * the rescan must reach. Where the loss is zeros with only zeros and records
+ * behind it, lost->torn_from is that end too: an acknowledged record is
+ * durable, so no frame past them was acknowledged, and the rescan may call
+ * one that does not decode torn. It stays UINT64_MAX where the slot is not
+ * zeros or a whole slot behind it is neither zeros nor a record. */
+static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize,
+                                   struct cbfs_load_lost *lost)
 {
     uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
     uint64_t end = 0;
@@ -94,16 +110,17 @@ static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize, uin
         }
         at += n;
     }
-    if (!zeros && records) *torn_from = end;
+    lost->vouched = end;
+    if (!zeros && records) lost->torn_from = end;
     return !zeros;
 }
 
 /* Replays sidecar records from offset 64 while each is valid and its frame is
  * in the data file; sets idx->index_end past the last good one. With records
- * lost (rep->records_lost), *torn_from: cbfs_load_records_lost's. */
+ * lost (rep->records_lost), *lost: cbfs_load_records_lost's. */
 static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64_t isize,
                                  bool check_all, struct cbfs_index *idx,
-                                 struct cbfs_index_report *rep, uint64_t *torn_from)
+                                 struct cbfs_index_report *rep, struct cbfs_load_lost *lost)
 {
     uint8_t buf[256 * CBFS_INDEX_REC_SIZE];
     uint64_t off = CBFS_INDEX_REC_SIZE;
@@ -116,7 +133,7 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
         for (uint64_t i = 0; i < chunk; i += CBFS_INDEX_REC_SIZE, off += CBFS_INDEX_REC_SIZE) {
             struct cbfs_index_rec r;
             if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER) {
-                rep->records_lost = cbfs_load_records_lost(idx_fd, off, isize, torn_from);
+                rep->records_lost = cbfs_load_records_lost(idx_fd, off, isize, lost);
                 return CBFS_OK;
             }
             if (!check_all && rep->records_replayed > 0) {
@@ -182,14 +199,6 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
     if (end) *end = off;
     return e;
 }
-
-/* Where the sidecar lost records (cbfs_index_report.records_lost), what the
- * rescan past them needs, and what it tells back. */
-struct cbfs_load_lost {
-    uint64_t torn_from; /* a frame from here on that does not decode is torn all the
-                           same (cbfs_load_records_lost) */
-    bool damage_last;   /* the last frame taken did not decode: damage in place */
-};
 
 /* What cbfs_load_scan collects while walking the frames. */
 struct cbfs_load_scan_ctx {
@@ -330,24 +339,28 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
              * leaves a rewrite's header on disk with zeros after it where
              * the block's previous, acknowledged frame is whole (helper-8).
              * Past a damaged record, acknowledged frames may lie: one whose
-             * length reaches over a later frame is torn; any other is
-             * damage in place (bit rot under a lost record), applied, so
-             * that its block reads as damage rather than as an older
-             * version. Past records lost to zeros, only up to the frames
-             * of the records behind them (torn_from): a power cut landed a
-             * later sidecar page and not an earlier one. */
+             * length reaches over a later frame is torn; any other is left
+             * to the caller (lost->undecided): torn where a later writer's
+             * generations show it never loaded it, else damage in place
+             * (bit rot under a lost record), applied, so that its block
+             * reads as damage rather than as an older version. Past records
+             * lost to zeros, only up to the frames of the records behind
+             * them (torn_from): a power cut landed a later sidecar page and
+             * not an earlier one. */
             bool torn = !c->lost || off >= c->lost->torn_from;
             e = torn ? CBFS_OK
                      : cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
             if (e) return e;
-            if (torn) {
-                *stop = true;
-                return CBFS_OK;
+            if (!torn) {
+                c->lost->undecided = true;
+                c->lost->fh = *fh;
             }
+            *stop = true;
+            return CBFS_OK;
         } else if (e && e != CBFS_E_CODEC_MISSING) {
             return e; /* I/O, memory; a codec not built in: cannot tell, taken */
         }
-        if (c->lost) c->lost->damage_last = undecoded;
+        if (c->lost) c->lost->damage_last = false;
     }
     struct cbfs_index_rec r;
     cbfs_index_rec_from_frame(fh, off, &r);
@@ -360,10 +373,11 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
  * frame that does not decode to its hash ends the frames before it: frames
  * there were written by a writer that may have been cut off. With lost
  * (the sidecar lost records, and acknowledged frames may lie there), only
- * below lost->torn_from and where its length reaches over the start of a
- * later frame: a torn frame whose header landed gets a length that fits the
- * file once later frames are appended behind it (a kept tail), so a header
- * that checks is not enough; any other is damage in place. */
+ * past lost->torn_from or where its length reaches over the start of a later
+ * frame: a torn frame whose header landed gets a length that fits the file
+ * once later frames are appended behind it (a kept tail), so a header that
+ * checks is not enough. The walk stops at any other, lost->undecided, for
+ * the caller to tell a torn write from damage in place. */
 static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
                                bool verify, struct cbfs_load_lost *lost, uint64_t *file_id,
                                struct cbfs_recvec *rv, uint64_t *end)
@@ -440,9 +454,9 @@ struct cbfs_load_resync {
 };
 
 /* The walk of the frames from start (0 for a rebuild, docs/FORMAT.md 3.3;
- * the replayed records' data_end where records were lost, 3.1 rule 3; rv
- * holds the frames it took, st->gen counts those before start too) stopped
- * at end, short of the data's end. Where writes torn by a crash stopped it and a
+ * past the replayed records where records were lost, 3.1 rule 3; in either,
+ * where the last pass went on; rv holds the frames taken, st->gen counts
+ * those replayed too) stopped at end, short of the data's end. Where writes torn by a crash stopped it and a
  * later writer appended frames behind them (a kept tail, 3.2), *next is the
  * first of those, *skipped the bytes passed over, and a torn frame the walk
  * took (the last one, if it does not decode and its length reaches over a
@@ -505,8 +519,9 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t start,
     for (; st->upto < keep; st->upto++)
         if (rv->v[st->upto].generation > st->gen) st->gen = rv->v[st->upto].generation;
     const uint64_t gen = st->gen;
-    const uint64_t good_end =
-        keep ? rv->v[keep - 1].offset + CBFS_FRAME_HDR_SIZE + rv->v[keep - 1].plen : start;
+    uint64_t good_end = start; /* a stretch passed before start is not counted again */
+    if (keep && rv->v[keep - 1].offset + CBFS_FRAME_HDR_SIZE + rv->v[keep - 1].plen > start)
+        good_end = rv->v[keep - 1].offset + CBFS_FRAME_HDR_SIZE + rv->v[keep - 1].plen;
     struct cbfs_load_frame_of w = {
         .data_fd = data_fd, .dsize = dsize, .file_id = file_id, .take_newer = true};
     struct cbfs_load_restart r = {.file_id = file_id, .gen_max = gen + 1};
@@ -532,6 +547,165 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t start,
     *next = r.at;
     *skipped = r.at - good_end;
     return CBFS_OK;
+}
+
+/* Failed proofs (cbfs_load_past_torn for a frame the walk left undecided)
+ * one rescan makes at most: each may walk the frame headers to the data's
+ * end. A crash leaves one torn write per restart; more undecided frames that
+ * are their block's newest version are damage, or crafted. */
+#define CBFS_LOAD_PROOFS_MAX 64
+
+/* A BLOCK record's block and its place in the rescan (cbfs_load_superseded). */
+struct cbfs_load_blk {
+    uint64_t block;
+    size_t i;
+};
+
+static int cbfs_load_blk_cmp(const void *a, const void *b)
+{
+    const struct cbfs_load_blk *const x = a, *const y = b;
+    if (x->block != y->block) return x->block < y->block ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* For each rv->v[und[k]] (a BLOCK frame taken as damage in place), sup[k]:
+ * does a later frame of rv take its place (a later frame of the block, or a
+ * SIZE frame that drops the block: records apply in log order)? Then which
+ * of damage or a torn write it is changes nothing: a frame punched after it
+ * was superseded is one such, and a file that is rewritten has many. */
+static cbfs_err cbfs_load_superseded(const struct cbfs_recvec *rv, uint32_t bs, const size_t *und,
+                                     size_t nund, bool *sup)
+{
+    struct cbfs_load_blk *const v = malloc((rv->n ? rv->n : 1) * sizeof *v);
+    uint64_t *const min_size = malloc((rv->n + 1) * sizeof *min_size); /* of SIZE frames from i */
+    if (!v || !min_size) {
+        free(v);
+        free(min_size);
+        return CBFS_E_NOMEM;
+    }
+    size_t m = 0;
+    min_size[rv->n] = UINT64_MAX;
+    for (size_t i = rv->n; i-- > 0;) {
+        const struct cbfs_index_rec *const r = &rv->v[i];
+        min_size[i] = min_size[i + 1];
+        if (r->type == CBFS_REC_SIZE && r->block < min_size[i]) min_size[i] = r->block; /* the size */
+        if (r->type == CBFS_REC_BLOCK) v[m++] = (struct cbfs_load_blk){r->block, i};
+    }
+    qsort(v, m, sizeof *v, cbfs_load_blk_cmp);
+    for (size_t k = 0; k < nund; k++) {
+        const struct cbfs_index_rec *const u = &rv->v[und[k]];
+        const uint64_t kept = min_size[und[k] + 1] == UINT64_MAX
+                                  ? UINT64_MAX
+                                  : (min_size[und[k] + 1] + bs - 1) / bs; /* blocks below stay */
+        const struct cbfs_load_blk key = {u->block, und[k]};
+        size_t lo = 0, hi = m; /* the first entry after key */
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo) / 2;
+            if (cbfs_load_blk_cmp(&v[mid], &key) <= 0) lo = mid + 1;
+            else hi = mid;
+        }
+        sup[k] = u->block >= kept || (lo < m && v[lo].block == u->block);
+    }
+    free(v);
+    free(min_size);
+    return CBFS_OK;
+}
+
+/* The rescan past the replayed records (docs/FORMAT.md 3.1, rule 3): the
+ * frames from idx->data_end into rv. Where records were lost (lost), the
+ * walk leaves undecided a frame that does not decode and reaches over no
+ * later frame: taken as damage in place, and the walk goes on behind it.
+ * Once it ends, each such frame that is its block's newest version gets the
+ * rebuild's proof (cbfs_load_past_torn): a write torn by an earlier crash,
+ * kept as a tail, that the writer behind it never loaded is dropped with
+ * what follows it up to that writer's first frame, and the walk goes on
+ * from there. The rescan must also reach the frames of the records behind
+ * the loss (lost->vouched): a walk that stops short of them stopped at a
+ * torn write with such a writer's frames behind it, passed the same way, or
+ * at damage, past which those frames are rep->frames_unreachable (a repair
+ * that cut the records there would lose acknowledged blocks for good,
+ * helper-17). Where the frame before the stop was taken as damage, it may
+ * be that torn write with the header behind it damaged as well: its
+ * generation proves nothing, and the frames past it are unreachable. */
+static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_index *idx,
+                                 struct cbfs_load_lost *lost, uint64_t *fid,
+                                 struct cbfs_recvec *rv, struct cbfs_index_report *rep)
+{
+    struct cbfs_load_resync st = {.gen = idx->next_gen - 1};
+    uint64_t pos = idx->data_end, start = pos; /* where this pass began */
+    size_t *und = NULL, nund = 0, cap = 0;     /* rv indices taken as damage, in order */
+    bool *sup = NULL;
+    unsigned proofs = 0;
+    cbfs_err e = CBFS_OK;
+    for (;;) {
+        uint64_t end, next = 0, skipped = 0;
+        bool unreachable = false;
+        if (lost) lost->undecided = false;
+        e = cbfs_load_scan(data_fd, dsize, pos, true, true, lost, fid, rv, &end);
+        if (e || !lost) break;
+        if (lost->undecided) {
+            struct cbfs_index_rec r;
+            cbfs_index_rec_from_frame(&lost->fh, end, &r);
+            if (nund == cap) {
+                const size_t c = cap ? cap * 2 : 16;
+                size_t *const u = realloc(und, c * sizeof *u);
+                if (!u) {
+                    e = CBFS_E_NOMEM;
+                    break;
+                }
+                und = u;
+                cap = c;
+            }
+            und[nund++] = rv->n;
+            if ((e = cbfs_recvec_push(rv, &r)) != CBFS_OK) break;
+            lost->damage_last = true;
+            pos = end + CBFS_FRAME_HDR_SIZE + (uint64_t)lost->fh.plen;
+            continue;
+        }
+        if (nund) {
+            free(sup);
+            if (!(sup = malloc(nund * sizeof *sup))) {
+                e = CBFS_E_NOMEM;
+                break;
+            }
+            if ((e = cbfs_load_superseded(rv, idx->block_size, und, nund, sup)) != CBFS_OK) break;
+        }
+        for (size_t k = 0; k < nund && !next && proofs < CBFS_LOAD_PROOFS_MAX; k++) {
+            if (sup[k]) continue;
+            /* the proof as if the walk had stopped at it: its generation
+             * counted only where it was loaded, the frames before it kept */
+            struct cbfs_recvec before = {.v = rv->v, .n = und[k], .cap = rv->cap};
+            struct cbfs_load_resync ks = {.gen = idx->next_gen - 1, .passes = st.passes};
+            bool ku = false;
+            e = cbfs_load_past_torn(data_fd, dsize, start, rv->v[und[k]].offset, *fid, &before,
+                                    &ks, &next, &skipped, &ku);
+            if (e) break;
+            if (next) {
+                rv->n = before.n; /* the torn write and what the walk took behind it */
+                st = (struct cbfs_load_resync){.gen = idx->next_gen - 1, .passes = st.passes + 1};
+            } else {
+                proofs++;
+            }
+        }
+        if (e) break;
+        nund = 0;
+        if (!next && end < lost->vouched && end < dsize) {
+            unreachable = lost->damage_last;
+            if (!unreachable) {
+                e = cbfs_load_past_torn(data_fd, dsize, start, end, *fid, rv, &st, &next,
+                                        &skipped, &unreachable);
+                if (e) break;
+            }
+            rep->frames_unreachable = unreachable;
+        }
+        if (!next) break;
+        rep->torn_bytes_skipped += skipped;
+        lost->damage_last = false;
+        pos = start = next;
+    }
+    free(und);
+    free(sup);
+    return e;
 }
 
 /* Applies scanned records in order; stops (keeping what was applied) at the
@@ -656,12 +830,47 @@ static cbfs_err cbfs_load_tail_has_frames(int data_fd, uint64_t from, uint64_t d
     return cbfs_load_find_magic(data_fd, from, dsize, NULL, NULL, has);
 }
 
-/* Repairs what the load found (docs/FORMAT.md 3.2). over_zeros: the replay
- * stopped at records lost to zeros with records behind them, and the rescan
- * found their frames (cbfs_load_records_lost). */
+/* May the rescanned records rv be written over the sidecar's slots from
+ * idx->index_end (isize its size) in place? Only where each of those slots
+ * is zeros, damage (a lost record) or the very record rv puts there, and rv
+ * covers every record among them: then a write that lands in part leaves
+ * each slot as it was or as it is meant to be, never a record out of its
+ * place (helper-18: frames that never had a record, taken by the rescan,
+ * would move every record after them). *ok: the answer. */
+static cbfs_err cbfs_load_slots_match(int idx_fd, uint64_t isize, const struct cbfs_index *idx,
+                                      const struct cbfs_recvec *rv, bool *ok)
+{
+    uint8_t buf[64 * CBFS_INDEX_REC_SIZE], want[CBFS_INDEX_REC_SIZE];
+    *ok = true;
+    size_t i = 0;
+    for (uint64_t at = idx->index_end; at < isize && *ok;) {
+        const size_t n = isize - at < sizeof buf ? (size_t)(isize - at) : sizeof buf;
+        const cbfs_err e = cbfs_pread_full(idx_fd, buf, n, at);
+        if (e) return e;
+        for (size_t k = 0; k + CBFS_INDEX_REC_SIZE <= n && *ok; k += CBFS_INDEX_REC_SIZE, i++) {
+            struct cbfs_index_rec r;
+            const uint8_t *const slot = buf + k;
+            if (cbfs_is_zero(slot, CBFS_INDEX_REC_SIZE) ||
+                cbfs_index_rec_decode(slot, &r) != CBFS_OK)
+                continue; /* a lost record: whatever is written over it */
+            if (i >= rv->n) {
+                *ok = false; /* a record rv does not reach */
+                break;
+            }
+            cbfs_index_rec_encode(&rv->v[i], want);
+            *ok = memcmp(slot, want, sizeof want) == 0;
+        }
+        at += n;
+    }
+    return CBFS_OK;
+}
+
+/* Repairs what the load found (docs/FORMAT.md 3.2). lost: the replay
+ * stopped at records lost (cbfs_load_records_lost), with records behind
+ * them whose frames the rescan found again. */
 static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_t isize,
-                                 bool over_zeros, struct cbfs_index *idx,
-                                 const struct cbfs_recvec *rv, struct cbfs_index_report *rep)
+                                 bool lost, struct cbfs_index *idx, const struct cbfs_recvec *rv,
+                                 struct cbfs_index_report *rep)
 {
     bool wrote_idx = false, wrote_data = false;
     cbfs_err e = CBFS_OK;
@@ -688,13 +897,18 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
      * those records were taken for torn (helper-17). */
     const bool append = idx_fd >= 0 && rv->n;
     if ((wrote_data || append) && fdatasync(data_fd) != 0) return cbfs_err_from_errno(errno);
-    /* Over zeros, the rescanned records are the lost ones and those behind
-     * them, slot for slot (one record a frame, in frame order, from
-     * data_end; a torn write passed over never had one): they are written
-     * over them before anything is cut, so that an append the store cannot
-     * take (ENOSPC) leaves the records behind the zeros where the next load
-     * finds them, not a sidecar that ends cleanly before their frames. */
-    const bool in_place = over_zeros && append;
+    /* Where records were lost, the rescanned records are the lost ones and
+     * those behind them, slot for slot (one record a frame, in frame order,
+     * from data_end; a torn write passed over never had one), checked: they
+     * are written over them before anything is cut, so that an append the
+     * store cannot take (ENOSPC) leaves the records behind the loss where
+     * the next load finds them, not a sidecar that ends cleanly before their
+     * frames. */
+    bool in_place = false;
+    if (lost && append && have_hdr) {
+        e = cbfs_load_slots_match(idx_fd, isize, idx, rv, &in_place);
+        if (e) return e;
+    }
     if (idx_fd >= 0) {
         if (!have_hdr) {
             e = cbfs_index_write_header(idx, idx_fd);
@@ -843,7 +1057,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     memset(&hdr, 0, sizeof hdr);
     bool have_hdr = false;
     enum cbfs_load_claim claim = CBFS_CLAIM_FRAMES;
-    uint64_t torn_from = UINT64_MAX; /* records lost to zeros: cbfs_load_records_lost's */
+    struct cbfs_load_lost lost = {.torn_from = UINT64_MAX}; /* cbfs_load_records_lost's */
 
     cbfs_index_init(idx, 0, 0);
     cbfs_err e = cbfs_load_fsize(data_fd, &dsize);
@@ -875,47 +1089,21 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
 
     if (have_hdr) {
         cbfs_index_init(idx, hdr.block_size, hdr.file_id);
-        e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, check_all, idx, &rp, &torn_from);
+        e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, check_all, idx, &rp, &lost);
         if (e) goto fail;
         if (!check_all && !cbfs_load_last_matches(data_fd, idx_fd, dsize, idx)) {
             cbfs_index_free(idx);
             memset(&rp, 0, sizeof rp);
             cbfs_index_init(idx, hdr.block_size, hdr.file_id);
-            torn_from = UINT64_MAX;
-            e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, true, idx, &rp, &torn_from);
+            lost = (struct cbfs_load_lost){.torn_from = UINT64_MAX};
+            e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, true, idx, &rp, &lost);
             if (e) goto fail;
         }
         rp.records_dropped = (isize - idx->index_end + CBFS_INDEX_REC_SIZE - 1) /
                              CBFS_INDEX_REC_SIZE;
-        uint64_t fid = idx->file_id, end;
-        struct cbfs_load_lost lost = {.torn_from = torn_from};
-        struct cbfs_load_lost *const lp = rp.records_lost ? &lost : NULL;
-        e = cbfs_load_scan(data_fd, dsize, idx->data_end, true, true, lp, &fid, &rv, &end);
+        uint64_t fid = idx->file_id;
+        e = cbfs_load_rescan(data_fd, dsize, idx, rp.records_lost ? &lost : NULL, &fid, &rv, &rp);
         if (e) goto fail;
-        /* Records behind zeros vouch for every frame below theirs: a walk
-         * that stopped short of them stopped at damage, or at a write an
-         * earlier crash tore and a writer kept as a tail with its frames
-         * behind it (3.1 rule 3). That one is passed as a rebuild passes it;
-         * a repair that cut the records there would lose acknowledged
-         * blocks for good (helper-17). Where a frame before the stop did
-         * not decode, it may be that torn write, taken for damage in place
-         * because the frame behind it is damaged as well: its generation
-         * proves nothing, and the frames past it are unreachable. */
-        struct cbfs_load_resync st = {.gen = idx->next_gen - 1};
-        while (torn_from != UINT64_MAX && end < torn_from && end < dsize) {
-            uint64_t next = 0, skipped;
-            bool unreachable = lost.damage_last;
-            if (!unreachable) {
-                e = cbfs_load_past_torn(data_fd, dsize, idx->data_end, end, fid, &rv, &st, &next,
-                                        &skipped, &unreachable);
-                if (e) goto fail;
-            }
-            rp.frames_unreachable = unreachable;
-            if (!next) break;
-            rp.torn_bytes_skipped += skipped;
-            e = cbfs_load_scan(data_fd, dsize, next, true, true, lp, &fid, &rv, &end);
-            if (e) goto fail;
-        }
         if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
             e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
             if (e) goto fail;
@@ -989,8 +1177,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
 
     /* A sidecar made from the frames before them would lose them for good. */
     if (repair && !rp.frames_unreachable) {
-        e = cbfs_load_repair(data_fd, idx_fd, have_hdr, isize, torn_from != UINT64_MAX, idx, &rv,
-                             &rp);
+        e = cbfs_load_repair(data_fd, idx_fd, have_hdr, isize, rp.records_lost, idx, &rv, &rp);
         if (e) goto fail;
     }
     free(rv.v);

@@ -156,18 +156,19 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
         const cbfs_err e =
             cbfs_frame_read_hdr(tf->data_fd, idx->data_end, (uint64_t)tf->data_st.st_size, &h);
         const char *const why = e ? cbfs_err_str(e) : "frame does not follow the last indexed one";
-        if (rep->records_dropped && rep->records_lost && !rep->sidecar_missing)
+        if (rep->frames_unreachable)
+            tool_check_add(chk, display, idx->data_end,
+                           "no valid frame here (%s): the %" PRIu64 " byte(s) from here hold "
+                           "frames of the file (or more than the load searches) it cannot "
+                           "reach without the sidecar%s (kept, never cut; the daemon does not "
+                           "serve the file)",
+                           why, rep->data_tail_bytes,
+                           rep->sidecar_missing ? "" : "'s lost records");
+        else if (rep->records_dropped && rep->records_lost && !rep->sidecar_missing)
             tool_check_add(chk, display, idx->data_end,
                            "damaged frame (%s): %" PRIu64 " byte(s) from here are unreachable, "
                            "%" PRIu64 " index record(s) point into them",
                            why, rep->data_tail_bytes, rep->records_dropped);
-        else if (rep->frames_unreachable)
-            tool_check_add(chk, display, idx->data_end,
-                           "no valid frame here (%s): the %" PRIu64 " byte(s) from here hold "
-                           "frames of the file (or more than the rebuild searches) it cannot "
-                           "reach without the sidecar (kept, never cut; the daemon does not "
-                           "serve the file)",
-                           why, rep->data_tail_bytes);
         else if (rep->tail_kept)
             tool_check_add(chk, display, idx->data_end,
                            "no valid frame here (%s): the %" PRIu64 " byte(s) from here are "
