@@ -36,7 +36,7 @@
     X(VERSION, EIO, "unsupported cbfs format version (written by a newer cbfs?)")       \
     X(WRONG_FILE, EIO, "index sidecar belongs to another data file")                    \
     X(BLOCK_SIZE, EIO, "block size of a lost index cannot be told from its frames")     \
-    X(UNREACHABLE, EIO, "frames past damage cannot be reached without the sidecar")     \
+    X(UNREACHABLE, EIO, "frames past damage cannot be reached without the sidecar's records") \
     X(CODEC_UNKNOWN, EINVAL, "unknown codec")                                           \
     X(CODEC_LEVEL, EINVAL, "compression level out of range for the codec")              \
     X(CODEC_MISSING, EOPNOTSUPP, "codec not built into this cbfs")                      \

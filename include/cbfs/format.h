@@ -227,12 +227,12 @@ struct cbfs_index_report {
     bool repaired;            /* sidecar/data were rewritten (repair mode) */
     uint64_t torn_bytes_skipped; /* bytes of writes torn by a crash, with a later writer's
                                     frames behind them, passed over: by a rebuild (3.3),
-                                    or by the rescan past records lost to zeros (3.1) */
+                                    or by the rescan past records lost (3.1) */
     bool frames_unreachable;     /* frames of the file, or bytes more than the search
                                     reads, lie past damage the load cannot pass: a rebuild
                                     with no sidecar file (3.3), or the rescan past records
-                                    lost to zeros short of their frames (3.1); nothing is
-                                    repaired, the daemon serves no such file */
+                                    lost, short of the frames of those behind them (3.1);
+                                    nothing is repaired, the daemon serves no such file */
     bool unborn;                 /* cbfs_index_unborn: an empty file whose first flush
                                     never completed; nothing to repair */
 };

@@ -69,6 +69,7 @@ struct cbfs_load_lost {
     bool damage_last;     /* the last frame taken did not decode: damage in place */
     bool undecided;       /* the scan stopped at a frame (fh) that does not decode and
                              whose length reaches over no later frame of the file */
+    bool stop_torn;       /* the scan stopped at a frame whose header decodes, torn */
     struct cbfs_frame_hdr fh;
 };
 
@@ -80,17 +81,20 @@ struct cbfs_load_lost {
  * not this one, or a failed sync dropped it: helper-13). Every record is
  * appended once its frame is durable, in frame order, so lost->vouched,
  * where the frames of the records behind the loss end, is durable data that
- * the rescan must reach. Where the loss is zeros with only zeros and records
- * behind it, lost->torn_from is that end too: an acknowledged record is
- * durable, so no frame past them was acknowledged, and the rescan may call
- * one that does not decode torn. It stays UINT64_MAX where the slot is not
- * zeros or a whole slot behind it is neither zeros nor a record. */
+ * the rescan must reach. Where every slot behind the last of those records
+ * is zeros (a torn append at most), lost->torn_from is that end too: an
+ * acknowledged record is durable, and the record of a frame past them would
+ * lie behind theirs, so no frame past them was acknowledged, and the rescan
+ * may call one that does not decode torn. It stays UINT64_MAX where a slot
+ * behind the last record is neither zeros nor a record, or no record is
+ * there. */
 static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize,
                                    struct cbfs_load_lost *lost)
 {
     uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
     uint64_t end = 0;
-    bool zeros = true, records = true; /* all zero so far; every whole slot zeros or a record */
+    bool zeros = true;   /* all zero so far */
+    bool tail_ok = true; /* every slot since the last record that decodes is zeros */
     for (uint64_t at = off; at < isize;) {
         const size_t n = isize - at < sizeof buf ? (size_t)(isize - at) : sizeof buf;
         if (cbfs_pread_full(idx_fd, buf, n, at) != CBFS_OK) return true;
@@ -99,19 +103,21 @@ static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize,
             if (cbfs_is_zero(buf + i, k)) continue;
             zeros = false;
             struct cbfs_index_rec r;
-            if (at + i == off || k < CBFS_INDEX_REC_SIZE) {
-                records = records && k < CBFS_INDEX_REC_SIZE; /* a slot that is not zeros */
-            } else if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK ||
+            if (k < CBFS_INDEX_REC_SIZE) {
+                /* the last slot, in part: an append a crash cut short */
+            } else if (at + i == off || cbfs_index_rec_decode(buf + i, &r) != CBFS_OK ||
                        r.type == CBFS_REC_HEADER) {
-                records = false;
-            } else if (r.offset + CBFS_FRAME_HDR_SIZE + r.plen > end) {
-                end = r.offset + CBFS_FRAME_HDR_SIZE + r.plen;
+                tail_ok = false; /* a slot that is neither zeros nor a record */
+            } else {
+                tail_ok = true;
+                if (r.offset + CBFS_FRAME_HDR_SIZE + r.plen > end)
+                    end = r.offset + CBFS_FRAME_HDR_SIZE + r.plen;
             }
         }
         at += n;
     }
     lost->vouched = end;
-    if (!zeros && records) lost->torn_from = end;
+    if (end && tail_ok) lost->torn_from = end;
     return !zeros;
 }
 
@@ -351,8 +357,9 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
             e = torn ? CBFS_OK
                      : cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
             if (e) return e;
-            if (!torn) {
-                c->lost->undecided = true;
+            if (c->lost) {
+                c->lost->undecided = !torn;
+                c->lost->stop_torn = torn;
                 c->lost->fh = *fh;
             }
             *stop = true;
@@ -552,62 +559,32 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t start,
 /* Failed proofs (cbfs_load_past_torn for a frame the walk left undecided)
  * one rescan makes at most: each may walk the frame headers to the data's
  * end. A crash leaves one torn write per restart; more undecided frames that
- * are their block's newest version are damage, or crafted. */
+ * cbfs_load_must_fail cannot settle are damage, or crafted. */
 #define CBFS_LOAD_PROOFS_MAX 64
 
-/* A BLOCK record's block and its place in the rescan (cbfs_load_superseded). */
-struct cbfs_load_blk {
-    uint64_t block;
-    size_t i;
-};
-
-static int cbfs_load_blk_cmp(const void *a, const void *b)
+/* For each rv->v[und[k]] (a frame the rescan took as damage in place),
+ * fail[k]: must cbfs_load_past_torn's proof for it fail? Where the walk
+ * reached the data's end (at_end), rv behind it holds every frame the
+ * proof's own walk would find (none of the file starts inside it: it
+ * overlaps nothing), and the proof takes the first with a generation of at
+ * most one past those before it (gen0: the replayed ones', and rv's before
+ * it): with none such behind it, it fails. Otherwise nothing is told. */
+static cbfs_err cbfs_load_must_fail(const struct cbfs_recvec *rv, uint64_t gen0, bool at_end,
+                                    const size_t *und, size_t nund, bool *fail)
 {
-    const struct cbfs_load_blk *const x = a, *const y = b;
-    if (x->block != y->block) return x->block < y->block ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* For each rv->v[und[k]] (a BLOCK frame taken as damage in place), sup[k]:
- * does a later frame of rv take its place (a later frame of the block, or a
- * SIZE frame that drops the block: records apply in log order)? Then which
- * of damage or a torn write it is changes nothing: a frame punched after it
- * was superseded is one such, and a file that is rewritten has many. */
-static cbfs_err cbfs_load_superseded(const struct cbfs_recvec *rv, uint32_t bs, const size_t *und,
-                                     size_t nund, bool *sup)
-{
-    struct cbfs_load_blk *const v = malloc((rv->n ? rv->n : 1) * sizeof *v);
-    uint64_t *const min_size = malloc((rv->n + 1) * sizeof *min_size); /* of SIZE frames from i */
-    if (!v || !min_size) {
-        free(v);
-        free(min_size);
-        return CBFS_E_NOMEM;
-    }
-    size_t m = 0;
-    min_size[rv->n] = UINT64_MAX;
-    for (size_t i = rv->n; i-- > 0;) {
-        const struct cbfs_index_rec *const r = &rv->v[i];
-        min_size[i] = min_size[i + 1];
-        if (r->type == CBFS_REC_SIZE && r->block < min_size[i]) min_size[i] = r->block; /* the size */
-        if (r->type == CBFS_REC_BLOCK) v[m++] = (struct cbfs_load_blk){r->block, i};
-    }
-    qsort(v, m, sizeof *v, cbfs_load_blk_cmp);
+    uint64_t *const low = malloc((rv->n + 1) * sizeof *low); /* lowest generation from i on */
+    if (!low) return CBFS_E_NOMEM;
+    low[rv->n] = UINT64_MAX;
+    for (size_t i = rv->n; i-- > 0;)
+        low[i] = rv->v[i].generation < low[i + 1] ? rv->v[i].generation : low[i + 1];
+    uint64_t g = gen0;
+    size_t i = 0;
     for (size_t k = 0; k < nund; k++) {
-        const struct cbfs_index_rec *const u = &rv->v[und[k]];
-        const uint64_t kept = min_size[und[k] + 1] == UINT64_MAX
-                                  ? UINT64_MAX
-                                  : (min_size[und[k] + 1] + bs - 1) / bs; /* blocks below stay */
-        const struct cbfs_load_blk key = {u->block, und[k]};
-        size_t lo = 0, hi = m; /* the first entry after key */
-        while (lo < hi) {
-            const size_t mid = lo + (hi - lo) / 2;
-            if (cbfs_load_blk_cmp(&v[mid], &key) <= 0) lo = mid + 1;
-            else hi = mid;
-        }
-        sup[k] = u->block >= kept || (lo < m && v[lo].block == u->block);
+        for (; i < und[k]; i++)
+            if (rv->v[i].generation > g) g = rv->v[i].generation;
+        fail[k] = at_end && low[und[k] + 1] > g + 1;
     }
-    free(v);
-    free(min_size);
+    free(low);
     return CBFS_OK;
 }
 
@@ -615,18 +592,23 @@ static cbfs_err cbfs_load_superseded(const struct cbfs_recvec *rv, uint32_t bs, 
  * frames from idx->data_end into rv. Where records were lost (lost), the
  * walk leaves undecided a frame that does not decode and reaches over no
  * later frame: taken as damage in place, and the walk goes on behind it.
- * Once it ends, each such frame that is its block's newest version gets the
- * rebuild's proof (cbfs_load_past_torn): a write torn by an earlier crash,
- * kept as a tail, that the writer behind it never loaded is dropped with
- * what follows it up to that writer's first frame, and the walk goes on
- * from there. The rescan must also reach the frames of the records behind
- * the loss (lost->vouched): a walk that stops short of them stopped at a
- * torn write with such a writer's frames behind it, passed the same way, or
- * at damage, past which those frames are rep->frames_unreachable (a repair
- * that cut the records there would lose acknowledged blocks for good,
- * helper-17). Where the frame before the stop was taken as damage, it may
- * be that torn write with the header behind it damaged as well: its
- * generation proves nothing, and the frames past it are unreachable. */
+ * Once it ends, each such frame gets the rebuild's proof
+ * (cbfs_load_past_torn): a write torn by an earlier crash, kept as a tail,
+ * that the writer behind it never loaded is dropped with what follows it up
+ * to that writer's first frame, and the walk goes on from there. Where the
+ * walk reached the data's end and no frame it took behind the undecided one
+ * has a generation the proof could take (cbfs_load_must_fail), no proof is
+ * made: a punched frame (superseded, then its payload freed) is one, and a
+ * file that is rewritten has many, each proof a walk to the data's end. The
+ * rescan must also reach the frames of the records behind the loss
+ * (lost->vouched): a walk that stops short of them stopped at a torn write
+ * with such a writer's frames behind it, passed the same way, or at damage,
+ * past which those frames are rep->frames_unreachable (a repair that cut the
+ * records there would lose acknowledged blocks for good, helper-17). Where
+ * the walk stopped at a header that does not decode right behind a frame
+ * taken as damage, that frame may be the torn write with the header behind
+ * it damaged as well: its generation proves nothing, and the frames past the
+ * stop are unreachable. */
 static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_index *idx,
                                  struct cbfs_load_lost *lost, uint64_t *fid,
                                  struct cbfs_recvec *rv, struct cbfs_index_report *rep)
@@ -634,13 +616,13 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
     struct cbfs_load_resync st = {.gen = idx->next_gen - 1};
     uint64_t pos = idx->data_end, start = pos; /* where this pass began */
     size_t *und = NULL, nund = 0, cap = 0;     /* rv indices taken as damage, in order */
-    bool *sup = NULL;
+    bool *fail = NULL;
     unsigned proofs = 0;
     cbfs_err e = CBFS_OK;
     for (;;) {
         uint64_t end, next = 0, skipped = 0;
         bool unreachable = false;
-        if (lost) lost->undecided = false;
+        if (lost) lost->undecided = lost->stop_torn = false;
         e = cbfs_load_scan(data_fd, dsize, pos, true, true, lost, fid, rv, &end);
         if (e || !lost) break;
         if (lost->undecided) {
@@ -663,15 +645,16 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
             continue;
         }
         if (nund) {
-            free(sup);
-            if (!(sup = malloc(nund * sizeof *sup))) {
+            free(fail);
+            if (!(fail = malloc(nund * sizeof *fail))) {
                 e = CBFS_E_NOMEM;
                 break;
             }
-            if ((e = cbfs_load_superseded(rv, idx->block_size, und, nund, sup)) != CBFS_OK) break;
+            if ((e = cbfs_load_must_fail(rv, idx->next_gen - 1, end >= dsize, und, nund, fail)))
+                break;
         }
         for (size_t k = 0; k < nund && !next && proofs < CBFS_LOAD_PROOFS_MAX; k++) {
-            if (sup[k]) continue;
+            if (fail[k]) continue;
             /* the proof as if the walk had stopped at it: its generation
              * counted only where it was loaded, the frames before it kept */
             struct cbfs_recvec before = {.v = rv->v, .n = und[k], .cap = rv->cap};
@@ -690,7 +673,7 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
         if (e) break;
         nund = 0;
         if (!next && end < lost->vouched && end < dsize) {
-            unreachable = lost->damage_last;
+            unreachable = lost->damage_last && !lost->stop_torn;
             if (!unreachable) {
                 e = cbfs_load_past_torn(data_fd, dsize, start, end, *fid, rv, &st, &next,
                                         &skipped, &unreachable);
@@ -704,7 +687,7 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
         pos = start = next;
     }
     free(und);
-    free(sup);
+    free(fail);
     return e;
 }
 

@@ -3029,18 +3029,26 @@ static void eng_drop_page(void)
     fail_from = (off_t)1 << 62; /* EIO only, nothing zeroed */
 }
 
+/* How eng_kept_whole_tail's file is made. */
+struct eng_tail_opts {
+    int behind;    /* what lands whole behind the torn rewrite: a rewrite of this
+                      block ('D'), or with size_frame a SIZE frame of size 0 */
+    bool size_frame;
+    bool skip_gen; /* the first block the writer behind the tail stores fails (a
+                      full store: its frame cut off again, its generation used) */
+    bool rewrite1; /* that writer rewrites block 1 ('X') first */
+};
+
 /* Blocks 0 ('A') and 1 ('B') closed; then a crash: the rewrite of block 1
  * (generation 3) landed its header and the file size but not its payload
- * (zeros), and the rewrite of block 0 after it (generation 4) landed whole.
+ * (zeros), and a frame after it (generation 4, o->behind) landed whole.
  * Reopened, that is a kept tail (it holds frame magic), and blocks 2-3 of v
  * are closed behind it, then blocks 4..nb-1; then the records of blocks 2-3
- * are zeros (a failed sidecar sync dropped them). With skip_gen, the first
- * block the writer behind the tail stores fails first (a full store: its
- * frame is cut off again, its generation used). @return the sidecar's
+ * are zeros (a failed sidecar sync dropped them). @return the sidecar's
  * size. */
 static int eng_fd_of(ino_t ino);
-static off_t eng_kept_whole_tail_lost(const char *name, const unsigned char *v, uint32_t bs,
-                                      uint64_t nb, bool skip_gen)
+static off_t eng_kept_whole_tail(const char *name, const unsigned char *v, uint32_t bs,
+                                 uint64_t nb, const struct eng_tail_opts *o)
 {
     unsigned char *blk = malloc(bs);
     cr_assert_not_null(blk);
@@ -3050,18 +3058,30 @@ static off_t eng_kept_whole_tail_lost(const char *name, const unsigned char *v, 
     const off_t t_off = st.st_size;
     memset(blk, 'C', bs);
     const size_t tlen = eng_append_frame(name, 1, 3, blk, bs, ENG_WHOLE);
-    memset(blk, 'D', bs);
-    (void)eng_append_frame(name, 0, 4, blk, bs, ENG_WHOLE);
+    if (o->size_frame) {
+        int dfd = eng_data_open(name, &st);
+        struct cbfs_frame_hdr h0;
+        cr_assert_eq(cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h0), CBFS_OK);
+        const struct cbfs_frame_hdr sh = {.version = 1, .codec = h0.codec,
+                                          .flags = CBFS_FRAME_SIZE, .block = 0,
+                                          .generation = 4, .file_id = h0.file_id};
+        uint8_t sf[CBFS_FRAME_HDR_SIZE];
+        cbfs_frame_hdr_encode(&sh, sf);
+        cr_assert_eq(pwrite(dfd, sf, sizeof sf, st.st_size), (ssize_t)sizeof sf);
+        close(dfd);
+    } else {
+        memset(blk, 'D', bs);
+        (void)eng_append_frame(name, (uint64_t)o->behind, 4, blk, bs, ENG_WHOLE);
+    }
     const int dfd = eng_data_open(name, &st);
     eng_zero_range(dfd, t_off + CBFS_FRAME_HDR_SIZE, t_off + (off_t)tlen);
     close(dfd);
-    free(blk);
     char q[160];
     snprintf(q, sizeof q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
     struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 0, 'A', bs);
     eng_expect_block(f, 1, 'B', bs);
-    if (skip_gen) {
+    if (o->skip_gen) {
         close(eng_data_open(name, &st));
         full_fd = eng_fd_of(st.st_ino);
         cr_assert_eq(cbfs_file_write(f, v + 2 * bs, bs, 2 * bs), CBFS_OK);
@@ -3070,6 +3090,11 @@ static off_t eng_kept_whole_tail_lost(const char *name, const unsigned char *v, 
     }
     cr_assert_eq(stat(q, &st), 0);
     const off_t lost_from = st.st_size;
+    if (o->rewrite1) {
+        memset(blk, 'X', bs);
+        cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK);
+    }
+    free(blk);
     cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 2 * bs, 2 * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     cr_assert_eq(stat(q, &st), 0);
@@ -3120,7 +3145,7 @@ Test(engine, torn_frame_of_whole_length_behind_a_kept_tail_is_not_damage)
     unsigned char *v = malloc(nb * bs);
     cr_assert_not_null(v);
     cbfs_td_rows(v, nb * bs, 42);
-    (void)eng_kept_whole_tail_lost("r18p1", v, bs, nb, false);
+    (void)eng_kept_whole_tail("r18p1", v, bs, nb, &(struct eng_tail_opts){0});
     struct cbfs_file *f = eng_open("r18p1", false, "lz4");
     eng_expect_block(f, 1, 'B', bs);
     eng_expect_block(f, 0, 'A', bs);
@@ -3129,7 +3154,7 @@ Test(engine, torn_frame_of_whole_length_behind_a_kept_tail_is_not_damage)
     free(v);
 }
 
-/* Repairs eng_kept_whole_tail_lost's file (skip_gen as there) with the
+/* Repairs eng_kept_whole_tail's file (skip_gen as there) with the
  * sidecar's second page lost in the repair's sync (EIO), then checks that
  * blocks 2..133 read as written. */
 static void eng_repair_loses_a_page(const char *name, bool skip_gen)
@@ -3139,7 +3164,7 @@ static void eng_repair_loses_a_page(const char *name, bool skip_gen)
     unsigned char *v = malloc(nb * bs);
     cr_assert_not_null(v);
     cbfs_td_rows(v, nb * bs, 41);
-    (void)eng_kept_whole_tail_lost(name, v, bs, nb, skip_gen);
+    (void)eng_kept_whole_tail(name, v, bs, nb, &(struct eng_tail_opts){.skip_gen = skip_gen});
     char p[128];
     snprintf(p, sizeof p, "%s/%s", eng_dir, name);
     snprintf(drop_path, sizeof drop_path, "%s%s", p, CBFS_INDEX_SUFFIX);
@@ -3319,5 +3344,139 @@ Test(engine, punched_frames_past_lost_records_read_their_last_version)
     f = eng_open("r18pun", false, "lz4");
     eng_check(f, v, (size_t)nb * bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(v);
+}
+
+/* ---- helper-19's review: what lies behind the torn write, and damage ---- */
+
+/* eng_kept_whole_tail's file (o) read after the load: block 0 reads 'A',
+ * block 1 c1, blocks 2-5 as v. */
+static void eng_kept_whole_tail_check(const char *name, const struct eng_tail_opts *o, int c1)
+{
+    const uint32_t bs = 64 << 10;
+    const uint64_t nb = 6;
+    unsigned char *v = malloc(nb * bs);
+    cr_assert_not_null(v);
+    cbfs_td_rows(v, nb * bs, 51);
+    (void)eng_kept_whole_tail(name, v, bs, nb, o);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
+    eng_expect_block(f, 0, 'A', bs);
+    eng_expect_block(f, 1, c1, bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_expect_range(name, v, bs, 2, nb);
+    free(v);
+}
+
+/* The writer behind the tail rewrote block 1 ('X', acknowledged) first. The
+ * torn rewrite of block 1 was then taken for superseded (a later frame of
+ * its block), so no proof was made, and the whole rewrite of block 0 behind
+ * it, which nothing acknowledged, stayed applied: block 0 read 'D'. Which
+ * frames a proof drops is more than the undecided one. */
+Test(engine, frame_behind_a_superseded_torn_write_is_not_applied)
+{
+    eng_kept_whole_tail_check("r19a", &(struct eng_tail_opts){.behind = 0, .rewrite1 = true},
+                              'X');
+}
+
+/* The frame behind the torn rewrite of block 1 is another rewrite of block 1
+ * from the same crashed writer: it "superseded" the torn one from inside the
+ * stretch the proof drops, and block 1 read 'D' where 'B' was acknowledged. */
+Test(engine, torn_write_superseded_inside_its_own_tail)
+{
+    eng_kept_whole_tail_check("r19b", &(struct eng_tail_opts){.behind = 1}, 'B');
+}
+
+/* Behind the torn rewrite, a truncate to 0 that nothing acknowledged (a SIZE
+ * frame): it "dropped" the torn frame's block, so no proof was made, and it
+ * stayed applied: blocks 0 and 1 read zeros. */
+Test(engine, unacknowledged_truncate_behind_a_torn_write_is_not_applied)
+{
+    eng_kept_whole_tail_check("r19c", &(struct eng_tail_opts){.size_frame = true}, 'B');
+}
+
+/* A record behind the loss rots (not zeros), and a power cut then tears a
+ * rewrite of block 5 (its header landed, not its payload): past the frames
+ * of the records behind the damaged one, a frame that does not decode is
+ * torn as past zeros (the slots behind the last record are zeros: nothing
+ * past it was acknowledged). It was taken for damage in place, and block 5,
+ * acknowledged, read "checksum mismatch" for good. */
+Test(engine, damaged_record_then_torn_rewrite_keeps_the_block)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *v = malloc(6ull * bs), *blk = malloc(bs);
+    cr_assert(v && blk);
+    cbfs_td_rows(v, 6ull * bs, 56);
+    struct cbfs_file *f = eng_open("r19d", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, v, 6ull * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    char q[160];
+    snprintf(q, sizeof q, "%s/r19d%s", eng_dir, CBFS_INDEX_SUFFIX);
+    const int ifd = open(q, O_RDWR);
+    cr_assert(ifd >= 0);
+    unsigned char c;
+    cr_assert_eq(pread(ifd, &c, 1, 4 * 64 + 20), 1);
+    c ^= 0x10;
+    cr_assert_eq(pwrite(ifd, &c, 1, 4 * 64 + 20), 1); /* block 3's record rots */
+    close(ifd);
+    struct stat st;
+    close(eng_data_open("r19d", &st));
+    const off_t t_off = st.st_size;
+    cbfs_td_random(blk, bs, 99);
+    const size_t tlen = eng_append_frame("r19d", 5, 7, blk, bs, ENG_WHOLE);
+    const int dfd = eng_data_open("r19d", &st);
+    eng_zero_range(dfd, t_off + CBFS_FRAME_HDR_SIZE, t_off + (off_t)tlen); /* header only */
+    close(dfd);
+    eng_expect_range("r19d", v, bs, 0, 6);
+    eng_expect_range("r19d", v, bs, 0, 6); /* as the repair left it */
+    free(blk);
+    free(v);
+}
+
+/* Blocks 0-1 and then block 2 (P) closed; a crash tears a rewrite of block 1
+ * right behind P (a kept tail: frame magic in it); reopened, blocks 2-4 are
+ * written and closed (P is superseded and punched); then P's record rots.
+ * The rescan takes P (punched: it does not decode) as damage, then stops at
+ * the torn rewrite, whose header decodes and reaches over the later frames:
+ * torn. That the frame before the stop was taken as damage gave up on the
+ * file (not served), though the stop itself is proven torn and the proof
+ * passes it. Only a stop at a header that does not decode makes the frame
+ * before it suspect. */
+Test(engine, punched_frame_before_a_kept_tail_is_served)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *v = malloc(5ull * bs), *blk = malloc(bs);
+    cr_assert(v && blk);
+    cbfs_td_random(v, 5ull * bs, 57);
+    eng_write_ab("r19e", blk, bs);
+    memset(v, 'A', bs);
+    memset(v + bs, 'B', bs);
+    struct cbfs_file *f = eng_open("r19e", false, "lz4");
+    cbfs_td_random(blk, bs, 58);
+    cr_assert_eq(cbfs_file_write(f, blk, bs, 2ull * bs), CBFS_OK); /* P, generation 3 */
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    static const unsigned char env[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
+    for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
+    for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
+    (void)eng_append_frame("r19e", 1, 4, blk, bs, ENG_HALF); /* the torn rewrite */
+    f = eng_open("r19e", false, "lz4");
+    eng_expect_block(f, 1, 'B', bs);
+    cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 3ull * bs, 2ull * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    char p[128], q[160];
+    snprintf(p, sizeof p, "%s/r19e", eng_dir);
+    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
+    const int ifd = open(q, O_RDWR);
+    cr_assert(ifd >= 0);
+    unsigned char c;
+    cr_assert_eq(pread(ifd, &c, 1, 3 * 64 + 20), 1);
+    c ^= 0x10;
+    cr_assert_eq(pwrite(ifd, &c, 1, 3 * 64 + 20), 1); /* P's record rots */
+    close(ifd);
+    struct cbfs_file *g = NULL;
+    const cbfs_err oe = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
+    cr_assert_eq(oe, CBFS_OK, "%s", cbfs_err_str(oe));
+    cr_assert_eq(cbfs_file_close(g), CBFS_OK);
+    eng_expect_range("r19e", v, bs, 0, 5);
+    free(blk);
     free(v);
 }
