@@ -295,12 +295,25 @@ static void eng_expect_2to5(const char *name, const unsigned char *v, uint32_t b
     free(got);
 }
 
+/* Flips a bit of the byte at `at` of path (bit rot). */
+static void eng_rot_byte(const char *path, off_t at)
+{
+    const int fd = open(path, O_RDWR);
+    cr_assert(fd >= 0, "cannot open %s", path);
+    unsigned char c;
+    cr_assert_eq(pread(fd, &c, 1, at), 1);
+    c ^= 0x10;
+    cr_assert_eq(pwrite(fd, &c, 1, at), 1);
+    close(fd);
+}
+
 /* A kept tail (eng_torn_file), then blocks 2-3 of v appended behind it and
- * closed, then blocks 4-5 closed, then the records of blocks 2-3 zeros: a
- * failed sidecar sync dropped their pages. *torn (if not NULL): the torn
- * write's bytes. @return the sidecar's size. */
-static off_t eng_kept_tail_lost(const char *name, const unsigned char *v, uint32_t bs,
-                                size_t *torn)
+ * closed, then blocks 4-5 closed, then the records of blocks 2-3 zeros (a
+ * failed sidecar sync dropped their pages), or with rot the first of them
+ * damaged (a bit flipped). *torn (if not NULL): the torn write's bytes.
+ * @return the sidecar's size. */
+static off_t eng_kept_tail_lost_as(const char *name, const unsigned char *v, uint32_t bs,
+                                   size_t *torn, bool rot)
 {
     unsigned char *blk = malloc(bs);
     cr_assert_not_null(blk);
@@ -321,11 +334,21 @@ static off_t eng_kept_tail_lost(const char *name, const unsigned char *v, uint32
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     cr_assert_eq(stat(q, &st), 0);
     cr_assert_gt(st.st_size, lost_to, "records of blocks 4-5 behind those of 2-3");
+    if (rot) {
+        eng_rot_byte(q, lost_from + 20);
+        return st.st_size;
+    }
     const int ifd = open(q, O_RDWR);
     cr_assert(ifd >= 0);
     eng_zero_range(ifd, lost_from, lost_to);
     close(ifd);
     return st.st_size;
+}
+
+static off_t eng_kept_tail_lost(const char *name, const unsigned char *v, uint32_t bs,
+                                size_t *torn)
+{
+    return eng_kept_tail_lost_as(name, v, bs, torn, false);
 }
 
 /* A kept tail, then blocks 2-3 appended behind it and closed, whose records a
@@ -3281,33 +3304,15 @@ Test(engine, damaged_record_behind_a_kept_tail_is_passed)
 {
     const uint32_t bs = 64 << 10;
     const uint64_t nb = 6;
-    unsigned char *v = malloc(nb * bs), *blk = malloc(bs);
-    cr_assert(v && blk);
+    unsigned char *v = malloc(nb * bs);
+    cr_assert_not_null(v);
     cbfs_td_rows(v, nb * bs, 44);
-    struct cbfs_file *f = eng_torn_file("r18p2", blk, bs, NULL);
-    char q[160];
-    snprintf(q, sizeof q, "%s/r18p2%s", eng_dir, CBFS_INDEX_SUFFIX);
-    struct stat st;
-    cr_assert_eq(stat(q, &st), 0);
-    const off_t rec2 = st.st_size;
-    cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 2 * bs, 2 * bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    f = eng_open("r18p2", false, "lz4");
-    cr_assert_eq(cbfs_file_write(f, v + 4 * bs, 2 * bs, 4 * bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    const int ifd = open(q, O_RDWR);
-    cr_assert(ifd >= 0);
-    unsigned char c;
-    cr_assert_eq(pread(ifd, &c, 1, rec2 + 20), 1);
-    c ^= 0x10;
-    cr_assert_eq(pwrite(ifd, &c, 1, rec2 + 20), 1);
-    close(ifd);
-    f = eng_open("r18p2", false, "lz4");
+    (void)eng_kept_tail_lost_as("r18p2", v, bs, NULL, true);
+    struct cbfs_file *f = eng_open("r18p2", false, "lz4");
     cr_assert_eq(cbfs_file_size(f), nb * bs, "size %llu", (unsigned long long)cbfs_file_size(f));
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     eng_expect_range("r18p2", v, bs, 2, nb);
     free(v);
-    free(blk);
 }
 
 /* A file rewritten in place many times (every round flushed: the frames it
@@ -3411,13 +3416,7 @@ Test(engine, damaged_record_then_torn_rewrite_keeps_the_block)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     char q[160];
     snprintf(q, sizeof q, "%s/r19d%s", eng_dir, CBFS_INDEX_SUFFIX);
-    const int ifd = open(q, O_RDWR);
-    cr_assert(ifd >= 0);
-    unsigned char c;
-    cr_assert_eq(pread(ifd, &c, 1, 4 * 64 + 20), 1);
-    c ^= 0x10;
-    cr_assert_eq(pwrite(ifd, &c, 1, 4 * 64 + 20), 1); /* block 3's record rots */
-    close(ifd);
+    eng_rot_byte(q, 4 * 64 + 20); /* block 3's record rots */
     struct stat st;
     close(eng_data_open("r19d", &st));
     const off_t t_off = st.st_size;
@@ -3465,13 +3464,7 @@ Test(engine, punched_frame_before_a_kept_tail_is_served)
     char p[128], q[160];
     snprintf(p, sizeof p, "%s/r19e", eng_dir);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    const int ifd = open(q, O_RDWR);
-    cr_assert(ifd >= 0);
-    unsigned char c;
-    cr_assert_eq(pread(ifd, &c, 1, 3 * 64 + 20), 1);
-    c ^= 0x10;
-    cr_assert_eq(pwrite(ifd, &c, 1, 3 * 64 + 20), 1); /* P's record rots */
-    close(ifd);
+    eng_rot_byte(q, 3 * 64 + 20); /* P's record rots */
     struct cbfs_file *g = NULL;
     const cbfs_err oe = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
     cr_assert_eq(oe, CBFS_OK, "%s", cbfs_err_str(oe));
