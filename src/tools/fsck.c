@@ -52,8 +52,9 @@ static bool tool_fsck_repairable(const struct tool_file *tf)
 {
     if (tf->load_err) return tf->load_err == CBFS_E_WRONG_FILE;
     /* cbfs_index_load decides whether a tail is torn (no frame magic in it:
-     * cut on repair) or damage with frames behind it (tail_kept: never cut). */
-    return tf->rep.data_tail_bytes == 0 || !tf->rep.tail_kept;
+     * cut on repair) or damage with frames behind it (tail_kept: never cut);
+     * past frames it cannot reach it repairs nothing (frames_unreachable). */
+    return (tf->rep.data_tail_bytes == 0 || !tf->rep.tail_kept) && !tf->rep.frames_unreachable;
 }
 
 static bool tool_fsck_index_clean(const struct tool_file *tf)
