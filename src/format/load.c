@@ -402,11 +402,12 @@ static cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool c
 }
 
 /* What cbfs_load_restart_one looks for along a walk: the first frame of
- * file_id with a generation of at most gen_max (found, at, generation). */
+ * file_id with a generation of at most gen_max (found, at, generation);
+ * last: the last frame of file_id the walk visited. */
 struct cbfs_load_restart {
     uint64_t file_id, gen_max;
     bool found;
-    uint64_t at, generation;
+    uint64_t at, generation, last;
 };
 
 static cbfs_err cbfs_load_restart_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
@@ -415,7 +416,10 @@ static cbfs_err cbfs_load_restart_one(void *arg, uint64_t off, const struct cbfs
     struct cbfs_load_restart *const r = arg;
     if (fh->file_id != r->file_id) {
         *stop = true; /* another file's frame: not this file's chain */
-    } else if (fh->generation <= r->gen_max) {
+        return CBFS_OK;
+    }
+    r->last = off;
+    if (fh->generation <= r->gen_max) {
         r->found = true;
         r->at = off;
         r->generation = fh->generation;
@@ -542,10 +546,16 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t start,
         *unreachable = true; /* a frame of the file, or a newer writer's, lies past the stop */
         if (w.newer) return CBFS_OK; /* cannot be read here */
         budget -= w.at - pos;
+        r.last = w.at;
         e = cbfs_frame_walk(data_fd, dsize, w.at, cbfs_load_restart_one, &r, &pos);
         if (e == CBFS_E_VERSION) return CBFS_OK; /* a newer writer's frame: unreachable */
         if (e) return e;
         if (pos >= dsize) break;
+        /* The walk ended inside the length of the last frame it took: a torn
+         * one reaches over the frames appended behind it (a second torn
+         * write of the same crash, helper-21), so the search goes on inside
+         * it. */
+        if (!r.found) pos = r.last;
     }
     if (!r.found || r.generation != gen + 1) return CBFS_OK;
     *unreachable = false;
@@ -562,19 +572,59 @@ static cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t start,
  * cbfs_load_must_fail cannot settle are damage, or crafted. */
 #define CBFS_LOAD_PROOFS_MAX 64
 
+/* What cbfs_load_tail_low looks for: the lowest generation of a header of
+ * file_id; newer: a header of a newer format version was seen. */
+struct cbfs_load_low {
+    int data_fd;
+    uint64_t file_id, low;
+    bool newer;
+};
+
+static cbfs_err cbfs_load_low_one(void *arg, uint64_t at, bool *take)
+{
+    struct cbfs_load_low *const l = arg;
+    struct cbfs_frame_hdr h;
+    const cbfs_err e = cbfs_frame_read_hdr(l->data_fd, at, UINT64_MAX, &h);
+    if (e == CBFS_OK && h.file_id == l->file_id && h.generation < l->low) l->low = h.generation;
+    if (e == CBFS_E_VERSION) l->newer = true;
+    *take = false; /* every one */
+    return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
+}
+
+/* The lowest generation of any frame header of file_id at or past end (where
+ * a walk stopped): a bound on what a proof's walk past the stop can find.
+ * 0 where it cannot be told: a newer writer's header, or more than the
+ * search reads. */
+static cbfs_err cbfs_load_tail_low(int data_fd, uint64_t dsize, uint64_t end, uint64_t file_id,
+                                   uint64_t *low)
+{
+    struct cbfs_load_low l = {.data_fd = data_fd, .file_id = file_id, .low = UINT64_MAX};
+    *low = 0;
+    if (dsize - end > CBFS_LOAD_SCAN_MAX) return CBFS_OK;
+    bool found;
+    cbfs_err e = cbfs_load_low_one(&l, end, &found); /* the search skips where it starts */
+    if (!e) e = cbfs_load_find_magic(data_fd, end, dsize, cbfs_load_low_one, &l, &found);
+    if (e) return e;
+    if (!l.newer) *low = l.low;
+    return CBFS_OK;
+}
+
 /* For each rv->v[und[k]] (a frame the rescan took as damage in place),
- * fail[k]: must cbfs_load_past_torn's proof for it fail? Where the walk
- * reached the data's end (at_end), rv behind it holds every frame the
- * proof's own walk would find (none of the file starts inside it: it
- * overlaps nothing), and the proof takes the first with a generation of at
- * most one past those before it (gen0: the replayed ones', and rv's before
- * it): with none such behind it, it fails. Otherwise nothing is told. */
-static cbfs_err cbfs_load_must_fail(const struct cbfs_recvec *rv, uint64_t gen0, bool at_end,
-                                    const size_t *und, size_t nund, bool *fail)
+ * fail[k]: must cbfs_load_past_torn's proof for it fail? rv behind it holds
+ * every frame the proof's own walk would find before the walk's stop (none
+ * of the file starts inside it: it overlaps nothing), tail_low bounds the
+ * generations of those past the stop (UINT64_MAX where the walk reached the
+ * data's end: cbfs_load_tail_low), and the proof takes the first with a
+ * generation of at most one past those before it (gen0: the replayed ones',
+ * and rv's before it): with none such behind it, it fails. (Without the
+ * bound past a stop, every punched frame before it took a proof, and 64 of
+ * them used the proofs up before a torn write behind them: helper-21.) */
+static cbfs_err cbfs_load_must_fail(const struct cbfs_recvec *rv, uint64_t gen0,
+                                    uint64_t tail_low, const size_t *und, size_t nund, bool *fail)
 {
     uint64_t *const low = malloc((rv->n + 1) * sizeof *low); /* lowest generation from i on */
     if (!low) return CBFS_E_NOMEM;
-    low[rv->n] = UINT64_MAX;
+    low[rv->n] = tail_low;
     for (size_t i = rv->n; i-- > 0;)
         low[i] = rv->v[i].generation < low[i + 1] ? rv->v[i].generation : low[i + 1];
     uint64_t g = gen0;
@@ -582,7 +632,7 @@ static cbfs_err cbfs_load_must_fail(const struct cbfs_recvec *rv, uint64_t gen0,
     for (size_t k = 0; k < nund; k++) {
         for (; i < und[k]; i++)
             if (rv->v[i].generation > g) g = rv->v[i].generation;
-        fail[k] = at_end && low[und[k] + 1] > g + 1;
+        fail[k] = low[und[k] + 1] > g + 1;
     }
     free(low);
     return CBFS_OK;
@@ -645,12 +695,15 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
             continue;
         }
         if (nund) {
+            uint64_t tail_low = UINT64_MAX;
+            if (end < dsize && (e = cbfs_load_tail_low(data_fd, dsize, end, *fid, &tail_low)))
+                break;
             free(fail);
             if (!(fail = malloc(nund * sizeof *fail))) {
                 e = CBFS_E_NOMEM;
                 break;
             }
-            if ((e = cbfs_load_must_fail(rv, idx->next_gen - 1, end >= dsize, und, nund, fail)))
+            if ((e = cbfs_load_must_fail(rv, idx->next_gen - 1, tail_low, und, nund, fail)))
                 break;
         }
         for (size_t k = 0; k < nund && !next && proofs < CBFS_LOAD_PROOFS_MAX; k++) {
@@ -673,6 +726,15 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
         if (e) break;
         nund = 0;
         if (!next && end < lost->vouched && end < dsize) {
+            if (!lost->stop_torn) {
+                /* a header that decodes whose length reaches past the data's
+                 * end (the walk stops there without a look) was never whole:
+                 * torn all the same (helper-21) */
+                struct cbfs_frame_hdr h;
+                lost->stop_torn =
+                    cbfs_frame_read_hdr(data_fd, end, UINT64_MAX, &h) == CBFS_OK &&
+                    h.file_id == *fid && CBFS_FRAME_HDR_SIZE + (uint64_t)h.plen > dsize - end;
+            }
             unreachable = lost->damage_last && !lost->stop_torn;
             if (!unreachable) {
                 e = cbfs_load_past_torn(data_fd, dsize, start, end, *fid, rv, &st, &next,
