@@ -349,10 +349,10 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
              * to the caller (lost->undecided): torn where a later writer's
              * generations show it never loaded it, else damage in place
              * (bit rot under a lost record), applied, so that its block
-             * reads as damage rather than as an older version. Past records
-             * lost to zeros, only up to the frames of the records behind
-             * them (torn_from): a power cut landed a later sidecar page and
-             * not an earlier one. */
+             * reads as damage rather than as an older version. That is only
+             * up to the frames of the records behind the loss where nothing
+             * but zeros lies behind those records (torn_from): a power cut
+             * landed a later sidecar page and not an earlier one, say. */
             bool torn = !c->lost || off >= c->lost->torn_from;
             e = torn ? CBFS_OK
                      : cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
