@@ -35,10 +35,10 @@ uint32_t cbfs_file_block_size(const struct cbfs_file *f)
 
 /* cbfs_index_open for the daemon: a file whose frames go on past damage the
  * load cannot pass (rep->frames_unreachable: rebuilt without a usable sidecar,
- * docs/FORMAT.md 3.3, or rescanned past records lost, 3.1) is not served. Its blocks could read as versions older
- * than the unreachable frames, or the file end before them, with no error;
- * the loader repaired nothing, and cbfs cat --keep-going copies out what can
- * be reached. */
+ * docs/FORMAT.md 3.3, or rescanned past records lost, 3.1) is not served.
+ * Its blocks could read as versions older than the unreachable frames, or the
+ * file end before them, with no error; the loader repaired nothing, and cbfs
+ * cat --keep-going copies out what can be reached. */
 cbfs_err cbfs_file_load_index(const struct cbfs_engine *eng, int data_fd, int idx_fd, bool repair,
                               struct cbfs_index *idx, struct cbfs_index_report *rep)
 {

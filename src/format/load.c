@@ -467,8 +467,9 @@ struct cbfs_load_resync {
 /* The walk of the frames from start (0 for a rebuild, docs/FORMAT.md 3.3;
  * past the replayed records where records were lost, 3.1 rule 3; in either,
  * where the last pass went on; rv holds the frames taken, st->gen counts
- * those replayed too) stopped at end, short of the data's end. Where writes torn by a crash stopped it and a
- * later writer appended frames behind them (a kept tail, 3.2), *next is the
+ * those replayed too) stopped at end, short of the data's end. Where writes
+ * torn by a crash stopped it and a later writer appended frames behind them
+ * (a kept tail, 3.2), *next is the
  * first of those, *skipped the bytes passed over, and a torn frame the walk
  * took (the last one, if it does not decode and its length reaches over a
  * later frame of the file) is dropped from rv; otherwise *next is 0: damage,
