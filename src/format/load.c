@@ -610,8 +610,16 @@ static cbfs_err cbfs_load_tail_low(int data_fd, uint64_t dsize, uint64_t end, ui
     return CBFS_OK;
 }
 
+/* What cbfs_load_must_fail tells of an undecided frame: the highest
+ * generation loaded before it (the proof's g) and whether the proof must
+ * fail. */
+struct cbfs_load_fate {
+    uint64_t gen;
+    bool fail;
+};
+
 /* For each rv->v[und[k]] (a frame the rescan took as damage in place),
- * fail[k]: must cbfs_load_past_torn's proof for it fail? rv behind it holds
+ * fate[k]: must cbfs_load_past_torn's proof for it fail? rv behind it holds
  * every frame the proof's own walk would find before the walk's stop (none
  * of the file starts inside it: it overlaps nothing), tail_low bounds the
  * generations of those past the stop (UINT64_MAX where the walk reached the
@@ -621,7 +629,8 @@ static cbfs_err cbfs_load_tail_low(int data_fd, uint64_t dsize, uint64_t end, ui
  * bound past a stop, every punched frame before it took a proof, and 64 of
  * them used the proofs up before a torn write behind them: helper-21.) */
 static cbfs_err cbfs_load_must_fail(const struct cbfs_recvec *rv, uint64_t gen0,
-                                    uint64_t tail_low, const size_t *und, size_t nund, bool *fail)
+                                    uint64_t tail_low, const size_t *und, size_t nund,
+                                    struct cbfs_load_fate *fate)
 {
     uint64_t *const low = malloc((rv->n + 1) * sizeof *low); /* lowest generation from i on */
     if (!low) return CBFS_E_NOMEM;
@@ -633,7 +642,7 @@ static cbfs_err cbfs_load_must_fail(const struct cbfs_recvec *rv, uint64_t gen0,
     for (size_t k = 0; k < nund; k++) {
         for (; i < und[k]; i++)
             if (rv->v[i].generation > g) g = rv->v[i].generation;
-        fail[k] = low[und[k] + 1] > g + 1;
+        fate[k] = (struct cbfs_load_fate){.gen = g, .fail = low[und[k] + 1] > g + 1};
     }
     free(low);
     return CBFS_OK;
@@ -667,7 +676,7 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
     struct cbfs_load_resync st = {.gen = idx->next_gen - 1};
     uint64_t pos = idx->data_end, start = pos; /* where this pass began */
     size_t *und = NULL, nund = 0, cap = 0;     /* rv indices taken as damage, in order */
-    bool *fail = NULL;
+    struct cbfs_load_fate *fate = NULL;
     unsigned proofs = 0;
     cbfs_err e = CBFS_OK;
     for (;;) {
@@ -699,20 +708,22 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
             uint64_t tail_low = UINT64_MAX;
             if (end < dsize && (e = cbfs_load_tail_low(data_fd, dsize, end, *fid, &tail_low)))
                 break;
-            free(fail);
-            if (!(fail = malloc(nund * sizeof *fail))) {
+            free(fate);
+            if (!(fate = malloc(nund * sizeof *fate))) {
                 e = CBFS_E_NOMEM;
                 break;
             }
-            if ((e = cbfs_load_must_fail(rv, idx->next_gen - 1, tail_low, und, nund, fail)))
+            if ((e = cbfs_load_must_fail(rv, idx->next_gen - 1, tail_low, und, nund, fate)))
                 break;
         }
         for (size_t k = 0; k < nund && !next && proofs < CBFS_LOAD_PROOFS_MAX; k++) {
-            if (fail[k]) continue;
-            /* the proof as if the walk had stopped at it: its generation
-             * counted only where it was loaded, the frames before it kept */
+            if (fate[k].fail) continue;
+            /* the proof as if the walk had stopped at it: the frames before
+             * it kept, their generations counted by cbfs_load_must_fail (the
+             * last of them decodes, or overlaps nothing: none is dropped) */
             struct cbfs_recvec before = {.v = rv->v, .n = und[k], .cap = rv->cap};
-            struct cbfs_load_resync ks = {.gen = idx->next_gen - 1, .passes = st.passes};
+            struct cbfs_load_resync ks = {
+                .gen = fate[k].gen, .upto = und[k], .passes = st.passes};
             bool ku = false;
             e = cbfs_load_past_torn(data_fd, dsize, start, rv->v[und[k]].offset, *fid, &before,
                                     &ks, &next, &skipped, &ku);
@@ -750,7 +761,7 @@ static cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_
         pos = start = next;
     }
     free(und);
-    free(fail);
+    free(fate);
     return e;
 }
 
