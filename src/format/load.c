@@ -592,16 +592,6 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     rp.data_tail_bytes = dsize - idx->data_end;
     if (rp.data_tail_bytes && claim == CBFS_CLAIM_TRACE) {
         rp.tail_kept = true; /* ours, but nothing proves the rest is: nothing is cut */
-    } else if (rp.data_tail_bytes && have_hdr && idx->data_end > 0 &&
-               !cbfs_load_records_lost(idx_fd, idx->index_end, isize, &lost)) {
-        /* Past records that end cleanly (zeros, or the sidecar's end), no
-         * frame was acknowledged: a flush makes every record of it durable
-         * before it returns, and the replay applied them all, so data_end
-         * lies past every acknowledged frame. What the rescan could not take
-         * from there is a crash's debris, frames behind a torn one included
-         * (a power cut lands a later page and not an earlier one): cut like
-         * any torn tail, not kept as damage with frames behind it. */
-        rp.tail_kept = false;
     } else if (rp.data_tail_bytes) {
         e = cbfs_load_tail_has_frames(data_fd, idx->data_end, dsize, &rp.tail_kept);
         if (e) goto fail;

@@ -150,45 +150,6 @@ static size_t eng_append_frame(const char *name, uint64_t b, uint64_t gen,
     return flen;
 }
 
-/* Opens name (writable) keeping the tail of its data file past the frames
- * its records name, and checks that it was kept. Since the thirteenth
- * session an open cuts such a tail where the sidecar's records end cleanly
- * (nothing past them was acknowledged), but stores written before kept
- * every tail holding frame magic, and the writers of such files appended
- * behind them: the files the tests below recover. To build one, a record
- * for a frame past the data's end goes into the sidecar first, what a cbfs
- * before the eleventh session could leave after a power cut (the record
- * landed, its frame did not), and an open still keeps the tail then (the
- * sidecar does not end cleanly); the repair drops that record. */
-static struct cbfs_file *eng_open(const char *name, bool create, const char *codec_name);
-static int eng_data_open(const char *name, struct stat *st);
-static struct cbfs_file *eng_open_keeping_tail(const char *name)
-{
-    struct stat st;
-    const int dfd = eng_data_open(name, &st);
-    struct cbfs_frame_hdr h;
-    cr_assert_eq(cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h), CBFS_OK);
-    close(dfd);
-    h.plen = 100;
-    struct cbfs_index_rec r;
-    cbfs_index_rec_from_frame(&h, (uint64_t)st.st_size + 4096, &r);
-    uint8_t rec[CBFS_INDEX_REC_SIZE];
-    cbfs_index_rec_encode(&r, rec);
-    char q[160];
-    snprintf(q, sizeof q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
-    const int ifd = open(q, O_RDWR);
-    struct stat ist;
-    cr_assert(ifd >= 0 && fstat(ifd, &ist) == 0);
-    cr_assert_eq(pwrite(ifd, rec, sizeof rec, ist.st_size), (ssize_t)sizeof rec);
-    close(ifd);
-    struct cbfs_file *f = eng_open(name, false, "lz4");
-    struct stat after;
-    close(eng_data_open(name, &after));
-    cr_assert_eq(after.st_size, st.st_size, "the open cut the tail (%lld -> %lld bytes)",
-                 (long long)st.st_size, (long long)after.st_size);
-    return f;
-}
-
 /* Appends to name's data file half of a rewrite of block 1 (a crash in its
  * pwrite), whose payload holds bytes that look like a frame header (user
  * data such as a cbfs store backed up into cbfs: lz4 keeps literals
@@ -248,7 +209,7 @@ static struct cbfs_file *eng_torn_file(const char *name, unsigned char *blk, uin
     srand(7);
     const size_t n = eng_tear_block1(name, blk, bs);
     if (torn) *torn = n;
-    struct cbfs_file *f = eng_open_keeping_tail(name);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 1, 'B', bs);
     return f;
 }
@@ -312,41 +273,6 @@ static cbfs_err eng_load_report(const char *name, struct cbfs_index_report *rep)
     close(dfd);
     close(ifd);
     return e;
-}
-
-/* A power cut during a rewrite: the rewrite of block 1 (generation 3) landed
- * its header and not its payload, a rewrite of block 0 behind it landed
- * whole, and neither record landed. The sidecar's records end cleanly, so
- * nothing past them was acknowledged: the open cuts all of it as a torn
- * tail. It was kept as damage with frames behind it ("kept, not truncated
- * (run cbfs fsck)", which could not repair it either), and cbfs fsck called
- * the file damaged for good (helper-20's ext4 commit=1,nodelalloc runs). */
-Test(engine, power_cut_debris_past_clean_records_is_cut)
-{
-    const uint32_t bs = 64 << 10;
-    unsigned char *blk = malloc(bs);
-    cr_assert_not_null(blk);
-    eng_write_ab("pcd", blk, bs);
-    struct stat st;
-    close(eng_data_open("pcd", &st));
-    const off_t acked = st.st_size;
-    memset(blk, 'C', bs);
-    const size_t tlen = eng_append_frame("pcd", 1, 3, blk, bs, ENG_WHOLE);
-    memset(blk, 'D', bs);
-    (void)eng_append_frame("pcd", 0, 4, blk, bs, ENG_WHOLE);
-    int dfd = eng_data_open("pcd", &st);
-    eng_zero_range(dfd, acked + CBFS_FRAME_HDR_SIZE, acked + (off_t)tlen);
-    close(dfd);
-    struct cbfs_index_report rep;
-    cr_assert_eq(eng_load_report("pcd", &rep), CBFS_OK);
-    cr_assert_eq(rep.data_tail_bytes, (uint64_t)(st.st_size - acked));
-    cr_assert(!rep.tail_kept, "debris past clean records kept as damage");
-    eng_expect_01("pcd", 'A', 'B', bs); /* a writable open: repairs */
-    close(eng_data_open("pcd", &st));
-    cr_assert_eq(st.st_size, acked, "tail of %lld bytes left", (long long)(st.st_size - acked));
-    cr_assert_eq(eng_load_report("pcd", &rep), CBFS_OK);
-    cr_assert(rep.data_tail_bytes == 0 && !rep.repaired);
-    free(blk);
 }
 
 /* Blocks 2-5 of name read as v + b * bs, and the file is 6 blocks long. */
@@ -680,7 +606,7 @@ Test(engine, rebuild_counts_a_punched_frame_before_a_torn_write)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     srand(11);
     eng_tear_block1("punch", blk, bs);
-    f = eng_open_keeping_tail("punch");
+    f = eng_open("punch", false, "lz4");
     memset(blk, 'C', bs);
     cr_assert_eq(cbfs_file_write(f, blk, bs, bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
@@ -722,7 +648,7 @@ Test(engine, rebuild_passes_whole_frames_a_crash_left_unloaded)
     char q[160];
     snprintf(q, sizeof q, "%s/ooo%s", eng_dir, CBFS_INDEX_SUFFIX);
 
-    struct cbfs_file *f = eng_open_keeping_tail("ooo"); /* the restart */
+    struct cbfs_file *f = eng_open("ooo", false, "lz4"); /* the restart */
     eng_expect_block(f, 0, 'A', bs);
     eng_expect_block(f, 1, 'B', bs);
     memset(blk, 'D', bs);
@@ -3175,7 +3101,7 @@ static off_t eng_kept_whole_tail(const char *name, const unsigned char *v, uint3
     close(dfd);
     char q[160];
     snprintf(q, sizeof q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
-    struct cbfs_file *f = eng_open_keeping_tail(name);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 0, 'A', bs);
     eng_expect_block(f, 1, 'B', bs);
     if (o->skip_gen) {
@@ -3534,7 +3460,7 @@ Test(engine, punched_frame_before_a_kept_tail_is_served)
     for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
     for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
     (void)eng_append_frame("r19e", 1, 4, blk, bs, ENG_HALF); /* the torn rewrite */
-    f = eng_open_keeping_tail("r19e");
+    f = eng_open("r19e", false, "lz4");
     eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 3ull * bs, 2ull * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
@@ -3599,7 +3525,7 @@ Test(engine, punched_frames_do_not_use_up_the_proofs)
     const int dfd = eng_data_open("r21a", &st);
     eng_zero_range(dfd, u_off + CBFS_FRAME_HDR_SIZE, u_off + (off_t)ulen);
     close(dfd);
-    f = eng_open_keeping_tail("r21a"); /* the writer goes on at g + 1 */
+    f = eng_open("r21a", false, "lz4"); /* a kept tail; the writer goes on at g + 1 */
     cbfs_td_random(v + 8ull * bs, 2ull * bs, 301);
     cr_assert_eq(cbfs_file_write(f, v + 8ull * bs, 2ull * bs, 8ull * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
@@ -3644,7 +3570,7 @@ static void eng_two_torn(const char *name, bool rot)
     char p[128], q[160];
     snprintf(p, sizeof p, "%s/%s", eng_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    struct cbfs_file *f = eng_open_keeping_tail(name);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 0, 'A', bs);
     eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(stat(q, &st), 0);
@@ -3705,7 +3631,7 @@ Test(engine, punched_frame_before_a_torn_frame_past_the_end_is_served)
     for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
     for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
     (void)eng_append_frame("r21d", 1, 4, blk, bs, ENG_HALF);
-    f = eng_open_keeping_tail("r21d");
+    f = eng_open("r21d", false, "lz4");
     eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 3ull * bs, 2ull * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
