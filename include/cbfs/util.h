@@ -66,6 +66,18 @@ const char *cbfs_format_size(uint64_t n, char *buf, size_t cap);
  * the line. For help texts. */
 void cbfs_print_wrapped(FILE *out, int col, int indent, const char *text);
 
+/* The reads cbfs makes for itself (an index load, a stored block read to
+ * rewrite part of it) leave a file's atime alone, as a local filesystem's
+ * own reads do; reads for a user go through the fd as it was opened, under
+ * the store's atime policy. O_NOATIME is a flag of the open file
+ * description: cbfs_noatime_begin turns it on where it is off and says
+ * whether it did, cbfs_noatime_end(fd, began) turns it off again where begin
+ * did. A read of fd by another thread in between leaves the atime too.
+ * Where the process may not (EPERM: neither the file's owner nor
+ * CAP_FOWNER), nothing changes and the atime moves as before. */
+bool cbfs_noatime_begin(int fd);
+void cbfs_noatime_end(int fd, bool began);
+
 /* pread/pwrite that loop until len bytes moved: a store may move fewer
  * bytes than asked in one call anywhere (NFS, CIFS, a FUSE store; ENOSPC
  * after part of a write), not only at the end. *moved (where given): the

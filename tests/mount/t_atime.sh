@@ -3,7 +3,8 @@
 # file (compressed or plain) and listing a directory leave every atime as it was, through
 # the mount and in the store; nodiratime spares directories only; without them the
 # store's relatime applies as on ext4 (an atime a day old or older than the mtime moves
-# on a read, a fresh one stays). relatime, strictatime and lazytime are accepted. The
+# on a read, a fresh one stays), and a write, even one that makes the daemon read the
+# stored block, moves none. relatime, strictatime and lazytime are accepted. The
 # store is a tmpfs mounted relatime, so the store's own policy is known.
 . "$(dirname "$0")/lib.sh"
 
@@ -83,4 +84,16 @@ for f in "${files[@]}" d; do
 done
 cbfs_umount "$mnt"
 note "relatime: an old atime moved once, as on ext4"
+
+# (4) writes are no reads: a rewrite inside a block and a truncate into one make the daemon
+# read the stored block (read-modify-write), which must not move the atime, as on ext4
+# (it moved: helper-22)
+age
+cbfs_mount "$store" "$mnt" attr_timeout=0
+dd if=/dev/urandom of="$mnt/c.csv" bs=4096 seek=1 count=1 conv=notrunc status=none
+truncate -s 300000 "$mnt/c.csv"
+sync "$mnt/c.csv"
+atime_is write c.csv aged
+cbfs_umount "$mnt"
+note "a rewrite inside a block and a truncate into one left the atime"
 pass

@@ -2,7 +2,8 @@
 # Set-user-ID and set-group-ID bits as ext4 clears them: when a user without
 # CAP_FSETID appends to, truncates, opens with O_TRUNC or fallocates a 06777
 # file, both bits go (setgid only with group execute, as here); root keeps
-# them. The daemon negotiates FUSE_HANDLE_KILLPRIV_V2 (src/fuse/channel.c),
+# them, except through a chown, even one that sets no id (chown(f, -1, -1):
+# helper-22). The daemon negotiates FUSE_HANDLE_KILLPRIV_V2 (src/fuse/channel.c),
 # which makes this its job, so the expected modes are taken from the same
 # operations on a directory of the local filesystem, for compressed and plain
 # files, with and without the writeback cache. The mode must be right at once
@@ -11,7 +12,7 @@
 
 id nobody >/dev/null 2>&1 || fail "needs the user nobody"
 as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
-ops=(append trunc otrunc falloc rootwrite)
+ops=(append trunc otrunc falloc rootwrite chownnoop)
 # run_ops DIR: one file per operation; prints "op mode" lines
 run_ops() {
     local d=$1 op f
@@ -26,6 +27,7 @@ run_ops() {
         otrunc) as_nobody sh -c ": >'$f'" ;;
         falloc) as_nobody fallocate -l 65536 "$f" ;;
         rootwrite) echo x >>"$f" ;;
+        chownnoop) python3 -c 'import os, sys; os.chown(sys.argv[1], -1, -1)' "$f" ;; # root
         esac || fail "$op on $f failed"
         echo "$op $(stat -c %a "$f")"
     done
