@@ -1,5 +1,5 @@
 /* FUSE low-level operations of cbfs, one group per file (fs.c, ops_entry.c,
- * ops_dir.c, ops_file.c, ops_space.c, ops_xattr.c), gathered into the ops
+ * ops_rename.c, ops_dir.c, ops_file.c, ops_space.c, ops_xattr.c), gathered into the ops
  * table by ops_table.c. They stand on handles, replies and the inode table.
  * Contract for every op: exactly one fuse_reply_* on every path, no lock held
  * while replying (lock order: fuse/inode.h), syscall failures replied with
@@ -50,6 +50,36 @@ void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
  * this mount takes the name in between.) @return 0 or errno. */
 int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name);
 
+/* ops_entry.c: what unlink, link and rename (ops_rename.c) share */
+
+/* Pins dir's fd for an op that creates or removes a name in it; on failure
+ * replies the error. @return true if pinned. */
+bool cbfs_pin_dir(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int *dirfd);
+
+/* Removes the sidecar of name in dirfd if there is one; *removed (if not
+ * NULL) says whether there was. @return 0 or errno (not ENOENT). */
+int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name, bool *removed);
+
+/* Moves the sidecar sc of name in dirfd (if any) out of the way, to a name of
+ * its own in the store's CBFS_STORE_DIR (path: CBFS_STORE_ASIDE_MAX bytes, set
+ * when *aside says it did; a fresh name each time, so that one a crash left is
+ * never overwritten): moved, not removed, so that an operation that then
+ * fails can put it back (cbfs_sidecar_restore); one that succeeds removes it
+ * (cbfs_sidecar_drop). fs->names_lock held. @return 0 (nothing there: *aside
+ * false), EXDEV (dirfd is on another filesystem inside the store), or errno. */
+int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, char *path,
+                       bool *aside);
+
+/* After op on name failed (err): the sidecar cbfs_sidecar_aside moved to
+ * path goes back to sc in dirfd. */
+void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd, const char *sc,
+                          const char *op, const char *name, int err);
+
+/* After op on name succeeded: the sidecar cbfs_sidecar_aside moved to path,
+ * the index of contents that are gone, is removed. */
+void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
+                       const char *name);
+
 #define CBFS_XATTR_CODEC "user.cbfs.codec"
 
 /* fs.c: the session's start and end (cbfs_fs_new/free are in cbfs_fuse.h) */
@@ -70,10 +100,12 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
 void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
 void cbfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void cbfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
-void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
-                    const char *newname, unsigned int flags);
 void cbfs_op_statfs(fuse_req_t req, fuse_ino_t ino);
 void cbfs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+
+/* ops_rename.c */
+void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                    const char *newname, unsigned int flags);
 
 /* ops_dir.c */
 void cbfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
