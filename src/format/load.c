@@ -590,19 +590,8 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         goto fail;
     }
     rp.data_tail_bytes = dsize - idx->data_end;
-    bool torn_in_place = false;
-    if (rp.data_tail_bytes && have_hdr && idx->data_end > 0 && !rp.frames_unreachable &&
-        claim != CBFS_CLAIM_TRACE) {
-        e = cbfs_load_torn_in_place(data_fd, dsize, idx->data_end, idx->file_id, &torn_in_place);
-        if (e) goto fail;
-    }
     if (rp.data_tail_bytes && claim == CBFS_CLAIM_TRACE) {
         rp.tail_kept = true; /* ours, but nothing proves the rest is: nothing is cut */
-    } else if (torn_in_place) {
-        /* Not damage with frames behind it: the tail's first frame is a
-         * torn write, and whatever follows it has no record the replay
-         * applied (docs/FORMAT.md 3.2). */
-        rp.tail_kept = false;
     } else if (rp.data_tail_bytes) {
         e = cbfs_load_tail_has_frames(data_fd, idx->data_end, dsize, &rp.tail_kept);
         if (e) goto fail;

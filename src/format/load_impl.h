@@ -80,13 +80,6 @@ cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_index *
                           struct cbfs_load_lost *lost, uint64_t *fid, struct cbfs_recvec *rv,
                           struct cbfs_index_report *rep);
 
-/* *torn: is the frame at off (where the frames a load took end, with bytes
- * after it) a write a crash tore in place? Its header decodes, names file_id
- * and fits the file (dsize), its payload does not decode to its hash, and
- * its length reaches over no later frame of the file. */
-cbfs_err cbfs_load_torn_in_place(int data_fd, uint64_t dsize, uint64_t off, uint64_t file_id,
-                                 bool *torn);
-
 /* *has: does [from, dsize) hold the frame magic anywhere (true, unread, for
  * more than CBFS_LOAD_SCAN_MAX bytes)? A tail with it is never cut. */
 cbfs_err cbfs_load_tail_has_frames(int data_fd, uint64_t from, uint64_t dsize, bool *has);

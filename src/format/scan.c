@@ -169,27 +169,6 @@ static cbfs_err cbfs_load_overlaps_frame(int data_fd, uint64_t off,
                                 cbfs_load_is_frame_of, &w, overlaps);
 }
 
-cbfs_err cbfs_load_torn_in_place(int data_fd, uint64_t dsize, uint64_t off, uint64_t file_id,
-                                 bool *torn)
-{
-    *torn = false;
-    struct cbfs_frame_hdr fh;
-    cbfs_err e = cbfs_frame_read_hdr(data_fd, off, dsize, &fh);
-    if (e) return cbfs_load_is_format_err(e) || e == CBFS_E_VERSION ? CBFS_OK : e;
-    if (fh.file_id != file_id) return CBFS_OK;
-    unsigned char *buf = NULL;
-    size_t cap = 0;
-    e = cbfs_load_verify(data_fd, off, &fh, &buf, &cap);
-    free(buf);
-    if (!cbfs_load_is_format_err(e)) /* it decodes, or cannot be told (no codec) */
-        return e == CBFS_E_CODEC_MISSING ? CBFS_OK : e;
-    bool overlaps;
-    e = cbfs_load_overlaps_frame(data_fd, off, &fh, dsize, file_id, &overlaps);
-    if (e) return e;
-    *torn = !overlaps;
-    return CBFS_OK;
-}
-
 static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *fh,
                                    bool *stop)
 {

@@ -129,31 +129,6 @@ static off_t eng_data_size(const char *name)
     return st.st_size;
 }
 
-/* Opens name (writable) keeping a tail whose first frame, at off, is a write
- * a crash tore in place (its header whole, its payload not), as cbfs before
- * the thirteenth session did: files whose writers appended behind such a
- * tail are what the loader's passes over kept tails recover. An open now
- * cuts such a tail (cbfs_load_torn_in_place), so the frame's header is
- * zeroed for the open (a stop not provably torn, kept because frame magic
- * follows it) and put back right after: the open loads the same frames and
- * goes on at the same generation either way. Checks that the tail stayed. */
-static struct cbfs_file *eng_open(const char *name, bool create, const char *codec_name);
-static struct cbfs_file *eng_open_keeping_torn(const char *name, off_t off)
-{
-    struct stat st;
-    int dfd = eng_data_open(name, &st);
-    unsigned char h[CBFS_FRAME_HDR_SIZE];
-    cr_assert_eq(pread(dfd, h, sizeof h, off), (ssize_t)sizeof h);
-    eng_zero_range(dfd, off, off + (off_t)sizeof h);
-    close(dfd);
-    struct cbfs_file *f = eng_open(name, false, "lz4");
-    cr_assert_eq(eng_data_size(name), st.st_size, "the open cut the tail");
-    dfd = eng_data_open(name, &st);
-    cr_assert_eq(pwrite(dfd, h, sizeof h, off), (ssize_t)sizeof h);
-    close(dfd);
-    return f;
-}
-
 /* How much of a frame eng_append_frame lands: as a crash can leave it. */
 enum eng_landed { ENG_WHOLE, ENG_HALF, ENG_NO_HEADER };
 
@@ -308,40 +283,98 @@ static cbfs_err eng_load_report(const char *name, struct cbfs_index_report *rep)
     return e;
 }
 
-/* A power cut during two rewrites: the rewrite of block 1 (generation 3)
- * landed its header and not its payload, the rewrite of block 0 behind it
- * landed whole, and neither record landed. The first frame past the records
- * is torn in place (its payload does not decode, its length reaches over no
- * later frame), so nothing behind it was applied by any load: the open cuts
- * the tail. It was kept as damage with frames behind it: the daemon logged
- * "kept, not truncated (run cbfs fsck)" at every open and cbfs fsck could
- * not repair it (helper-20's ext4 commit=1,nodelalloc power-cut runs). A
- * read-only load (cbfs check) gives the same verdict. */
-Test(engine, torn_write_with_frames_behind_it_is_cut)
+/* The header of the k-th frame of name (0-based); @return its offset. */
+static off_t eng_frame_at(const char *name, int k, struct cbfs_frame_hdr *out)
+{
+    struct stat st;
+    const int dfd = eng_data_open(name, &st);
+    uint64_t off = 0;
+    struct cbfs_frame_hdr h;
+    for (int i = 0;; i++) {
+        cr_assert_eq(cbfs_frame_read_hdr(dfd, off, (uint64_t)st.st_size, &h), CBFS_OK);
+        if (i == k) break;
+        off += CBFS_FRAME_HDR_SIZE + h.plen;
+    }
+    close(dfd);
+    if (out) *out = h;
+    return (off_t)off;
+}
+
+/* Blocks 0-3 of v (random) written and closed, then block 1 rewritten and
+ * closed: all acknowledged, and block 1's first frame superseded and
+ * punched (its header whole, its payload zeros). */
+static void eng_punched_file(const char *name, unsigned char *v, uint32_t bs)
+{
+    struct cbfs_file *f = eng_open(name, true, "lz4");
+    for (int b = 0; b < 4; b++) cbfs_td_random(v + (size_t)b * bs, bs, 100 + b);
+    cr_assert_eq(cbfs_file_write(f, v, 4ull * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open(name, false, "lz4");
+    cbfs_td_random(v + bs, bs, 200);
+    cr_assert_eq(cbfs_file_write(f, v + bs, bs, bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    struct cbfs_frame_hdr h;
+    const off_t z = eng_frame_at(name, 1, &h);
+    cr_assert(h.block == 1 && h.generation == 2);
+    struct stat st;
+    const int dfd = eng_data_open(name, &st);
+    unsigned char page[4096], zeros[4096] = {0};
+    const off_t in = (z + CBFS_FRAME_HDR_SIZE + 4095) & ~(off_t)4095;
+    cr_assert_eq(pread(dfd, page, sizeof page, in), (ssize_t)sizeof page);
+    close(dfd);
+    cr_assert(memcmp(page, zeros, sizeof page) == 0, "frame 1 not punched");
+}
+
+/* A punched frame looks like a write torn in place (its header whole, its
+ * payload not decoding, its length over no later frame). Past a sidecar
+ * that lost its last records, the frames behind it are acknowledged: they
+ * must be kept (the thirteenth session's cut of such tails, c0b8d57, cut
+ * them; helper-25). With the sidecar set aside, the rebuild reads it all. */
+Test(engine, punched_frame_past_lost_sidecar_records_is_not_cut)
 {
     const uint32_t bs = 64 << 10;
-    unsigned char *blk = malloc(bs);
-    cr_assert_not_null(blk);
-    eng_write_ab("pcd", blk, bs);
-    const off_t acked = eng_data_size("pcd");
-    memset(blk, 'C', bs);
-    const size_t tlen = eng_append_frame("pcd", 1, 3, blk, bs, ENG_WHOLE);
-    memset(blk, 'D', bs);
-    (void)eng_append_frame("pcd", 0, 4, blk, bs, ENG_WHOLE);
-    struct stat st;
-    const int dfd = eng_data_open("pcd", &st);
-    eng_zero_range(dfd, acked + CBFS_FRAME_HDR_SIZE, acked + (off_t)tlen);
-    close(dfd);
+    unsigned char *v = malloc(4ull * bs);
+    cr_assert_not_null(v);
+    eng_punched_file("pun_b", v, bs);
+    const off_t size = eng_data_size("pun_b");
+    char q[160];
+    snprintf(q, sizeof q, "%s/pun_b%s", eng_dir, CBFS_INDEX_SUFFIX);
+    cr_assert_eq(truncate(q, 2 * 64), 0); /* the header and block 0's record left */
+    struct cbfs_file *f = eng_open("pun_b", false, "lz4");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(eng_data_size("pun_b"), size, "the open cut %lld bytes of acknowledged frames",
+                 (long long)(size - eng_data_size("pun_b")));
+    cr_assert_eq(unlink(q), 0);
+    eng_reopen_check("pun_b", "lz4", v, 4ull * bs);
+    free(v);
+}
+
+/* The same behind a rebuild's repair cut short: the sidecar lost, the open
+ * rebuilt it, and a power cut (or a full store) left only its header. */
+Test(engine, punched_frame_past_a_short_rebuilt_sidecar_is_not_cut)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *v = malloc(4ull * bs);
+    cr_assert_not_null(v);
+    eng_punched_file("pun_a", v, bs);
+    const off_t size = eng_data_size("pun_a");
+    char q[160];
+    snprintf(q, sizeof q, "%s/pun_a%s", eng_dir, CBFS_INDEX_SUFFIX);
+    cr_assert_eq(unlink(q), 0);
+    struct cbfs_file *f = eng_open("pun_a", false, "lz4"); /* rebuilt, repaired */
+    eng_check(f, v, 4ull * bs);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(truncate(q, 64), 0);
     struct cbfs_index_report rep;
-    cr_assert_eq(eng_load_report("pcd", &rep), CBFS_OK);
-    cr_assert_eq(rep.data_tail_bytes, (uint64_t)(st.st_size - acked));
-    cr_assert(!rep.tail_kept, "a torn write with frames behind it kept as damage");
-    eng_expect_01("pcd", 'A', 'B', bs); /* a writable open: repairs */
-    cr_assert_eq(eng_data_size("pcd"), acked, "tail of %lld bytes left",
-                 (long long)(eng_data_size("pcd") - acked));
-    cr_assert_eq(eng_load_report("pcd", &rep), CBFS_OK);
-    cr_assert_eq(rep.data_tail_bytes, 0);
-    free(blk);
+    cr_assert_eq(eng_load_report("pun_a", &rep), CBFS_OK);
+    cr_assert(rep.tail_kept, "a tail of acknowledged frames not kept");
+    f = eng_open("pun_a", false, "lz4"); /* writable: repairs */
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(eng_data_size("pun_a"), size, "the open cut %lld bytes of acknowledged frames",
+                 (long long)(size - eng_data_size("pun_a")));
+    cr_assert_eq(unlink(q), 0);
+    eng_reopen_check("pun_a", "lz4", v, 4ull * bs);
+    free(v);
 }
 
 /* Blocks 2-5 of name read as v + b * bs, and the file is 6 blocks long. */
@@ -3170,7 +3203,7 @@ static off_t eng_kept_whole_tail(const char *name, const unsigned char *v, uint3
     close(dfd);
     char q[160];
     snprintf(q, sizeof q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
-    struct cbfs_file *f = eng_open_keeping_torn(name, t_off);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 0, 'A', bs);
     eng_expect_block(f, 1, 'B', bs);
     if (o->skip_gen) {
@@ -3594,7 +3627,7 @@ Test(engine, punched_frames_do_not_use_up_the_proofs)
     const int dfd = eng_data_open("r21a", &st);
     eng_zero_range(dfd, u_off + CBFS_FRAME_HDR_SIZE, u_off + (off_t)ulen);
     close(dfd);
-    f = eng_open_keeping_torn("r21a", u_off); /* the writer goes on at g + 1 */
+    f = eng_open("r21a", false, "lz4"); /* a kept tail; the writer goes on at g + 1 */
     cbfs_td_random(v + 8ull * bs, 2ull * bs, 301);
     cr_assert_eq(cbfs_file_write(f, v + 8ull * bs, 2ull * bs, 8ull * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
@@ -3639,7 +3672,7 @@ static void eng_two_torn(const char *name, bool rot)
     char p[128], q[160];
     snprintf(p, sizeof p, "%s/%s", eng_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    struct cbfs_file *f = eng_open_keeping_torn(name, u_off);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 0, 'A', bs);
     eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(stat(q, &st), 0);
