@@ -168,15 +168,6 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     if (kill && !(valid & FUSE_SET_ATTR_MODE) &&
         (err = cbfs_inode_kill_suidgid(fs, inode, &changed)) != 0)
         goto reply;
-    /* chown(f, -1, -1) sets no id, but clears set-id bits as any chown does.
-     * Under KILLPRIV_V2 the kernel leaves that to the daemon, and it arrives
-     * as a SETATTR with nothing to set but (with the writeback cache) ctime:
-     * the same call on the store applies the store's own rule (helper-22). */
-    if (!(valid & ~FUSE_SET_ATTR_CTIME) && inode->type == S_IFREG &&
-        fchownat(fd, "", (uid_t)-1, (gid_t)-1, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1) {
-        err = errno;
-        goto reply;
-    }
     if (valid & FUSE_SET_ATTR_MODE) {
         if ((hfd >= 0 ? fchmod(hfd, attr->st_mode) : chmod(path, attr->st_mode)) == -1) {
             err = errno;
