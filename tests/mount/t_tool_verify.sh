@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cbfs verify`: passes on a good store; on each injected corruption (payload byte,
 # frame header byte, sidecar record byte, truncated data file) exits 1 and names the
-# damaged file and the byte offset of the damage.
+# damaged file and the byte offset of the damage; records lost with a torn tail behind
+# them are reported as such.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
@@ -65,8 +66,27 @@ cp -a "$store" "$T/trunc"
 truncate -s $((off + 30)) "$T/trunc/victim.csv"
 expect_damage trunc victim.csv "$off"
 
+# Records lost in the middle of the sidecar (a zeroed slot, records behind it) and a frame
+# a crash cut short at the end of the data: every frame the records name is there, so the
+# tail is torn, not damage that records point into (helper-23's power-cut runs: every such
+# cut was reported as "N index record(s) point into them", N being the records dropped)
+cp -a "$store" "$T/lostrec"
+python3 - "$T/lostrec/.cbfsidx/victim.csv" "$T/lostrec/victim.csv" "$off" <<'PY'
+import os, sys
+side, data, off = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = os.open(side, os.O_RDWR); os.pwrite(fd, bytes(64), 64 * 6); os.close(fd)
+fd = os.open(data, os.O_RDWR); head = os.pread(fd, 100, off)
+os.pwrite(fd, head, os.fstat(fd).st_size); os.close(fd)
+PY
+rc=0
+"$CBFS" verify "$T/lostrec" >"$T/lostrec.out" 2>&1 || rc=$?
+check_eq 1 "$rc" "lostrec: exit status of verify"
+grep -q 'victim.csv: offset [0-9]*: .*torn tail of 100 byte' "$T/lostrec.out" ||
+    fail "lostrec: the torn tail is not called torn: $(cat "$T/lostrec.out")"
+! grep -q 'point into them' "$T/lostrec.out" || fail "lostrec: records said to point into the tail: $(cat "$T/lostrec.out")"
+
 # the untouched file is never blamed
-for c in payload header sidecar trunc; do
+for c in payload header sidecar trunc lostrec; do
     if grep -q other.bin "$T/$c.out"; then fail "$c: other.bin blamed: $(cat "$T/$c.out")"; fi
 done
 # a deleted sidecar is a problem too (exit 1), and --json lists it
