@@ -300,10 +300,11 @@ static off_t eng_frame_at(const char *name, int k, struct cbfs_frame_hdr *out)
     return (off_t)off;
 }
 
-/* Blocks 0-3 of v (random) written and closed, then block 1 rewritten and
- * closed: all acknowledged, and block 1's first frame superseded and
- * punched (its header whole, its payload zeros). */
-static void eng_punched_file(const char *name, unsigned char *v, uint32_t bs)
+/* Blocks 0-3 of v (random) written and closed as name, then block 1
+ * rewritten and closed: all acknowledged, and block 1's first frame
+ * superseded and punched (its header whole, its payload zeros). q: the
+ * sidecar's path (160 bytes). @return the data file's size. */
+static off_t eng_punched_file(const char *name, unsigned char *v, uint32_t bs, char *q)
 {
     struct cbfs_file *f = eng_open(name, true, "lz4");
     for (int b = 0; b < 4; b++) cbfs_td_random(v + (size_t)b * bs, bs, 100 + b);
@@ -323,43 +324,50 @@ static void eng_punched_file(const char *name, unsigned char *v, uint32_t bs)
     cr_assert_eq(pread(dfd, page, sizeof page, in), (ssize_t)sizeof page);
     close(dfd);
     cr_assert(memcmp(page, zeros, sizeof page) == 0, "frame 1 not punched");
+    snprintf(q, 160, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
+    return st.st_size;
+}
+
+/* name, after a writable open: its data file still size bytes, and with its
+ * sidecar set aside the rebuild reads v (4 blocks of bs) again. */
+static void eng_expect_uncut(const char *name, off_t size, const char *q,
+                             const unsigned char *v, uint32_t bs)
+{
+    struct cbfs_file *f = eng_open(name, false, "lz4");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(eng_data_size(name), size, "the open cut %lld bytes of acknowledged frames",
+                 (long long)(size - eng_data_size(name)));
+    cr_assert_eq(unlink(q), 0);
+    eng_reopen_check(name, "lz4", v, 4ull * bs);
 }
 
 /* A punched frame looks like a write torn in place (its header whole, its
  * payload not decoding, its length over no later frame). Past a sidecar
  * that lost its last records, the frames behind it are acknowledged: they
  * must be kept (the thirteenth session's cut of such tails, c0b8d57, cut
- * them; helper-25). With the sidecar set aside, the rebuild reads it all. */
+ * them; helper-25). */
 Test(engine, punched_frame_past_lost_sidecar_records_is_not_cut)
 {
     const uint32_t bs = 64 << 10;
     unsigned char *v = malloc(4ull * bs);
     cr_assert_not_null(v);
-    eng_punched_file("pun_b", v, bs);
-    const off_t size = eng_data_size("pun_b");
     char q[160];
-    snprintf(q, sizeof q, "%s/pun_b%s", eng_dir, CBFS_INDEX_SUFFIX);
+    const off_t size = eng_punched_file("pun_b", v, bs, q);
     cr_assert_eq(truncate(q, 2 * 64), 0); /* the header and block 0's record left */
-    struct cbfs_file *f = eng_open("pun_b", false, "lz4");
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    cr_assert_eq(eng_data_size("pun_b"), size, "the open cut %lld bytes of acknowledged frames",
-                 (long long)(size - eng_data_size("pun_b")));
-    cr_assert_eq(unlink(q), 0);
-    eng_reopen_check("pun_b", "lz4", v, 4ull * bs);
+    eng_expect_uncut("pun_b", size, q, v, bs);
     free(v);
 }
 
 /* The same behind a rebuild's repair cut short: the sidecar lost, the open
- * rebuilt it, and a power cut (or a full store) left only its header. */
+ * rebuilt it, and a power cut (or a full store) left only its header. A
+ * read-only load (cbfs check) keeps the tail too. */
 Test(engine, punched_frame_past_a_short_rebuilt_sidecar_is_not_cut)
 {
     const uint32_t bs = 64 << 10;
     unsigned char *v = malloc(4ull * bs);
     cr_assert_not_null(v);
-    eng_punched_file("pun_a", v, bs);
-    const off_t size = eng_data_size("pun_a");
     char q[160];
-    snprintf(q, sizeof q, "%s/pun_a%s", eng_dir, CBFS_INDEX_SUFFIX);
+    const off_t size = eng_punched_file("pun_a", v, bs, q);
     cr_assert_eq(unlink(q), 0);
     struct cbfs_file *f = eng_open("pun_a", false, "lz4"); /* rebuilt, repaired */
     eng_check(f, v, 4ull * bs);
@@ -368,12 +376,7 @@ Test(engine, punched_frame_past_a_short_rebuilt_sidecar_is_not_cut)
     struct cbfs_index_report rep;
     cr_assert_eq(eng_load_report("pun_a", &rep), CBFS_OK);
     cr_assert(rep.tail_kept, "a tail of acknowledged frames not kept");
-    f = eng_open("pun_a", false, "lz4"); /* writable: repairs */
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    cr_assert_eq(eng_data_size("pun_a"), size, "the open cut %lld bytes of acknowledged frames",
-                 (long long)(size - eng_data_size("pun_a")));
-    cr_assert_eq(unlink(q), 0);
-    eng_reopen_check("pun_a", "lz4", v, 4ull * bs);
+    eng_expect_uncut("pun_a", size, q, v, bs);
     free(v);
 }
 
