@@ -217,6 +217,8 @@ struct cbfs_index_report {
     bool records_lost;         /* replay stopped at a damaged record (it fails its checksum
                                   and is not zeros, a torn append's): records past it, of
                                   frames a flush may have acknowledged, were lost */
+    uint64_t lost_vouched;     /* records_lost: where the frames named by the records
+                                  behind the loss end (0: no record there) */
     bool tail_kept;            /* the tail holds frame magic (damage, not a torn write),
                                   or no frame of the file is intact: never truncated;
                                   appends go after it */

@@ -30,6 +30,7 @@ static bool cbfs_load_rec_matches(const struct cbfs_index_rec *r, const struct c
     return fh->flags == r->flags && fh->codec == r->codec && fh->plen == r->plen &&
            fh->ulen == r->ulen && fh->hash == r->hash;
 }
+
 /* The sidecar from the slot at off, where the replay stopped, to its end
  * (isize). @return false where it holds nothing but zeros: appends a crash
  * cut short (a record lies in one sector), a clean end. Otherwise records are
@@ -38,13 +39,11 @@ static bool cbfs_load_rec_matches(const struct cbfs_index_rec *r, const struct c
  * not this one, or a failed sync dropped it: helper-13). Every record is
  * appended once its frame is durable, in frame order, so lost->vouched,
  * where the frames of the records behind the loss end, is durable data that
- * the rescan must reach. Where every slot behind the last of those records
- * is zeros (a torn append at most), lost->torn_from is that end too: an
+ * the rescan must reach. lost->clean_end: there are such records, and
+ * every slot behind the last of them is zeros (a torn append at most): an
  * acknowledged record is durable, and the record of a frame past them would
- * lie behind theirs, so no frame past them was acknowledged, and the rescan
- * may call one that does not decode torn. It stays UINT64_MAX where a slot
- * behind the last record is neither zeros nor a record, or no record is
- * there. */
+ * lie behind theirs, so no frame past lost->vouched was acknowledged, and
+ * the rescan may call one that does not decode torn. */
 static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize,
                                    struct cbfs_load_lost *lost)
 {
@@ -74,7 +73,7 @@ static bool cbfs_load_records_lost(int idx_fd, uint64_t off, uint64_t isize,
         at += n;
     }
     lost->vouched = end;
-    if (end && tail_ok) lost->torn_from = end;
+    lost->clean_end = end && tail_ok;
     return !zeros;
 }
 
@@ -97,6 +96,7 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
             struct cbfs_index_rec r;
             if (cbfs_index_rec_decode(buf + i, &r) != CBFS_OK || r.type == CBFS_REC_HEADER) {
                 rep->records_lost = cbfs_load_records_lost(idx_fd, off, isize, lost);
+                rep->lost_vouched = lost->vouched;
                 return CBFS_OK;
             }
             if (!check_all && rep->records_replayed > 0) {
@@ -479,7 +479,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     memset(&hdr, 0, sizeof hdr);
     bool have_hdr = false;
     enum cbfs_load_claim claim = CBFS_CLAIM_FRAMES;
-    struct cbfs_load_lost lost = {.torn_from = UINT64_MAX}; /* cbfs_load_records_lost's */
+    struct cbfs_load_lost lost = {0}; /* cbfs_load_records_lost's */
 
     cbfs_index_init(idx, 0, 0);
     cbfs_err e = cbfs_load_fsize(data_fd, &dsize);
@@ -517,7 +517,7 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
             cbfs_index_free(idx);
             memset(&rp, 0, sizeof rp);
             cbfs_index_init(idx, hdr.block_size, hdr.file_id);
-            lost = (struct cbfs_load_lost){.torn_from = UINT64_MAX};
+            lost = (struct cbfs_load_lost){0};
             e = cbfs_load_replay(data_fd, dsize, idx_fd, isize, true, idx, &rp, &lost);
             if (e) goto fail;
         }

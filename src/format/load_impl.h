@@ -30,10 +30,10 @@ static inline bool cbfs_load_is_format_err(cbfs_err e)
  * slots behind the loss say (cbfs_load_records_lost), what the rescan past
  * them needs, and what it tells back (cbfs_load_scan). */
 struct cbfs_load_lost {
-    uint64_t torn_from;   /* a frame from here on that does not decode is torn all the
-                             same; UINT64_MAX where that is not known */
     uint64_t vouched;     /* the frames of the records behind the loss end here: the
                              rescan must reach it (0: no record there) */
+    bool clean_end;       /* only zeros behind those records: a frame from vouched on
+                             that does not decode is torn all the same */
     bool damage_last;     /* the last frame taken did not decode: damage in place */
     bool undecided;       /* the scan stopped at a frame (fh) that does not decode and
                              whose length reaches over no later frame of the file */

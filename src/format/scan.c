@@ -192,9 +192,9 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
              * (bit rot under a lost record), applied, so that its block
              * reads as damage rather than as an older version. That is only
              * up to the frames of the records behind the loss where nothing
-             * but zeros lies behind those records (torn_from): a power cut
+             * but zeros lies behind those records (clean_end): a power cut
              * landed a later sidecar page and not an earlier one, say. */
-            bool torn = !c->lost || off >= c->lost->torn_from;
+            bool torn = !c->lost || (c->lost->clean_end && off >= c->lost->vouched);
             e = torn ? CBFS_OK
                      : cbfs_load_overlaps_frame(c->data_fd, off, fh, c->dsize, *c->file_id, &torn);
             if (e) return e;
@@ -221,10 +221,10 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
  * frame that does not decode to its hash ends the frames before it: frames
  * there were written by a writer that may have been cut off. With lost
  * (the sidecar lost records, and acknowledged frames may lie there), only
- * past lost->torn_from or where its length reaches over the start of a later
- * frame: a torn frame whose header landed gets a length that fits the file
- * once later frames are appended behind it (a kept tail), so a header that
- * checks is not enough. The walk stops at any other, lost->undecided, for
+ * past lost->vouched where lost->clean_end, or where its length reaches over
+ * the start of a later frame: a torn frame whose header landed gets a length
+ * that fits the file once later frames are appended behind it (a kept
+ * tail), so a header that checks is not enough. The walk stops at any other, lost->undecided, for
  * the caller to tell a torn write from damage in place. */
 cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
                         bool verify, struct cbfs_load_lost *lost, uint64_t *file_id,
