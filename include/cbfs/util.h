@@ -70,13 +70,13 @@ void cbfs_print_wrapped(FILE *out, int col, int indent, const char *text);
  * rewrite part of it) leave a file's atime alone, as a local filesystem's
  * own reads do; reads for a user go through the fd as it was opened, under
  * the store's atime policy. O_NOATIME is a flag of the open file
- * description: cbfs_noatime_begin turns it on where it is off and says
- * whether it did, cbfs_noatime_end(fd, began) turns it off again where begin
- * did. A read of fd by another thread in between leaves the atime too.
- * Where the process may not (EPERM: neither the file's owner nor
- * CAP_FOWNER), nothing changes and the atime moves as before. */
-bool cbfs_noatime_begin(int fd);
-void cbfs_noatime_end(int fd, bool began);
+ * description: cbfs_noatime_begin turns it on where it is off and returns
+ * the flags to put back (-1: it changed nothing), cbfs_noatime_end(fd,
+ * saved) puts them back. A read of fd by another thread in between leaves
+ * the atime too. Where the process may not (EPERM: neither the file's owner
+ * nor CAP_FOWNER), nothing changes and the atime moves as before. */
+int cbfs_noatime_begin(int fd);
+void cbfs_noatime_end(int fd, int saved);
 
 /* pread/pwrite that loop until len bytes moved: a store may move fewer
  * bytes than asked in one call anywhere (NFS, CIFS, a FUSE store; ENOSPC

@@ -134,16 +134,15 @@ cbfs_err cbfs_pread_upto(int fd, void *buf, size_t len, uint64_t off, size_t *mo
     return CBFS_OK;
 }
 
-bool cbfs_noatime_begin(int fd)
+int cbfs_noatime_begin(int fd)
 {
     const int fl = fcntl(fd, F_GETFL);
-    return fl != -1 && !(fl & O_NOATIME) && fcntl(fd, F_SETFL, fl | O_NOATIME) == 0;
+    return fl != -1 && !(fl & O_NOATIME) && fcntl(fd, F_SETFL, fl | O_NOATIME) == 0 ? fl : -1;
 }
 
-void cbfs_noatime_end(int fd, bool began)
+void cbfs_noatime_end(int fd, int saved)
 {
-    const int fl = began ? fcntl(fd, F_GETFL) : -1;
-    if (fl != -1) (void)fcntl(fd, F_SETFL, fl & ~O_NOATIME);
+    if (saved != -1) (void)fcntl(fd, F_SETFL, saved);
 }
 
 cbfs_err cbfs_pread_full(int fd, void *buf, size_t len, uint64_t off)

@@ -46,7 +46,7 @@ cbfs_err cbfs_file_load_index(const struct cbfs_engine *eng, int data_fd, int id
     const struct cbfs_bs_hint hint = {.size = eng->cfg.block_size};
     /* no read of the file (a read through the fd by another thread meanwhile,
      * in a revert's reload, leaves the atime too) */
-    const bool noatime = cbfs_noatime_begin(data_fd);
+    const int noatime = cbfs_noatime_begin(data_fd);
     cbfs_err err = cbfs_index_open(data_fd, idx_fd, repair, &hint, idx, rep);
     cbfs_noatime_end(data_fd, noatime);
     if (!err && rep->frames_unreachable) {

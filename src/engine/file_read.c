@@ -160,7 +160,7 @@ cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *b
                 size_t cap;
                 /* the write path's read: no read of the file (f->lock held,
                  * so no other such read meanwhile) */
-                const bool noatime = cbfs_noatime_begin(f->data_fd);
+                const int noatime = cbfs_noatime_begin(f->data_fd);
                 cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
                 cbfs_noatime_end(f->data_fd, noatime);
                 if (err) return err;

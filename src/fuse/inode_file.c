@@ -292,7 +292,7 @@ static int cbfs_inode_own_codec(int dfd, const struct cbfs_codec_ops **codec, in
     struct stat st;
     *codec = NULL;
     if (fstat(dfd, &st) == -1) return errno;
-    const bool noatime = cbfs_noatime_begin(dfd); /* no read of the file */
+    const int noatime = cbfs_noatime_begin(dfd); /* no read of the file */
     const cbfs_err e = cbfs_frame_read_hdr(dfd, 0, (uint64_t)st.st_size, &h);
     cbfs_noatime_end(dfd, noatime);
     if (e == CBFS_OK) {
