@@ -77,29 +77,6 @@ void tool_check_free(struct tool_check *chk)
 /* The sidecar record at idx->index_end is where replay stopped: say whether
  * the record itself is bad or the frame it points at (unless that frame is
  * the one the tail report already names). */
-/* The sidecar records past the replayed ones (from idx->index_end) that
- * decode and name a frame at or past from: records behind a loss that point
- * into bytes the load could not reach. An unreadable sidecar counts none. */
-static uint64_t tool_check_records_into(const struct tool_file *tf, uint64_t from)
-{
-    uint8_t buf[64 * CBFS_INDEX_REC_SIZE];
-    uint64_t n = 0;
-    const uint64_t isize = (uint64_t)tf->idx_st.st_size;
-    for (uint64_t at = tf->idx.index_end; isize - at >= CBFS_INDEX_REC_SIZE;) {
-        size_t len = isize - at < sizeof buf ? (size_t)(isize - at) : sizeof buf;
-        len -= len % CBFS_INDEX_REC_SIZE;
-        if (cbfs_pread_full(tf->idx_fd, buf, len, at) != CBFS_OK) break;
-        for (size_t i = 0; i < len; i += CBFS_INDEX_REC_SIZE) {
-            struct cbfs_index_rec r;
-            if (cbfs_index_rec_decode(buf + i, &r) == CBFS_OK && r.type != CBFS_REC_HEADER &&
-                r.offset >= from)
-                n++;
-        }
-        at += len;
-    }
-    return n;
-}
-
 static void tool_check_first_dropped(const char *display, const char *side,
                                      const struct tool_file *tf, struct tool_check *chk)
 {
@@ -179,7 +156,6 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
         const cbfs_err e =
             cbfs_frame_read_hdr(tf->data_fd, idx->data_end, (uint64_t)tf->data_st.st_size, &h);
         const char *const why = e ? cbfs_err_str(e) : "frame does not follow the last indexed one";
-        uint64_t into; /* records dropped behind a loss that point into the tail */
         if (rep->frames_unreachable)
             tool_check_add(chk, display, idx->data_end,
                            "no valid frame here (%s): the %" PRIu64 " byte(s) from here hold "
@@ -188,12 +164,13 @@ static void tool_check_report(const char *display, const struct tool_file *tf,
                            "serve the file)",
                            why, rep->data_tail_bytes,
                            rep->sidecar_missing ? "" : "'s lost records");
-        else if (rep->records_dropped && rep->records_lost && !rep->sidecar_missing &&
-                 (into = tool_check_records_into(tf, idx->data_end)) > 0)
+        else if (rep->records_lost && rep->lost_vouched > idx->data_end &&
+                 !rep->sidecar_missing)
             tool_check_add(chk, display, idx->data_end,
                            "damaged frame (%s): %" PRIu64 " byte(s) from here are unreachable, "
-                           "%" PRIu64 " index record(s) point into them",
-                           why, rep->data_tail_bytes, into);
+                           "and index records behind the lost ones name frames up to offset "
+                           "%" PRIu64,
+                           why, rep->data_tail_bytes, rep->lost_vouched);
         else if (rep->tail_kept)
             tool_check_add(chk, display, idx->data_end,
                            "no valid frame here (%s): the %" PRIu64 " byte(s) from here are "
