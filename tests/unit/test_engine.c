@@ -129,6 +129,15 @@ static off_t eng_data_size(const char *name)
     return st.st_size;
 }
 
+/* n bytes of table rows (cbfs_td_rows, seed), for the caller to free. */
+static unsigned char *eng_rows(size_t n, uint64_t seed)
+{
+    unsigned char *v = malloc(n);
+    cr_assert_not_null(v);
+    cbfs_td_rows(v, n, seed);
+    return v;
+}
+
 /* How much of a frame eng_append_frame lands: as a crash can leave it. */
 enum eng_landed { ENG_WHOLE, ENG_HALF, ENG_NO_HEADER };
 
@@ -159,16 +168,22 @@ static size_t eng_append_frame(const char *name, uint64_t b, uint64_t gen,
 }
 
 /* Appends to name's data file half of a rewrite of block 1 (a crash in its
- * pwrite), whose payload holds bytes that look like a frame header (user
- * data such as a cbfs store backed up into cbfs: lz4 keeps literals
- * verbatim). Its generation is the one the writer had next (blocks 0 and 1
- * took 1 and 2). blk: bs bytes of scratch. @return the bytes appended. */
-static size_t eng_tear_block1(const char *name, unsigned char *blk, uint32_t bs)
+ * pwrite) at generation gen, the one the writer had next, whose payload holds
+ * bytes that look like a frame header (user data such as a cbfs store backed
+ * up into cbfs: lz4 keeps literals verbatim). blk: bs bytes of scratch.
+ * @return the bytes appended. */
+static size_t eng_tear_block1_at(const char *name, uint64_t gen, unsigned char *blk, uint32_t bs)
 {
     static const unsigned char env[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
     for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
     for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
-    return eng_append_frame(name, 1, 3, blk, bs, ENG_HALF);
+    return eng_append_frame(name, 1, gen, blk, bs, ENG_HALF);
+}
+
+/* eng_tear_block1_at the generation after blocks 0 and 1 (1 and 2). */
+static size_t eng_tear_block1(const char *name, unsigned char *blk, uint32_t bs)
+{
+    return eng_tear_block1_at(name, 3, blk, bs);
 }
 
 /* Makes name with blocks 0 ('A') and 1 ('B') of bs bytes, closed (fsync'd). */
@@ -3270,9 +3285,7 @@ Test(engine, torn_frame_of_whole_length_behind_a_kept_tail_is_not_damage)
 {
     const uint32_t bs = 64 << 10;
     const uint64_t nb = 6;
-    unsigned char *v = malloc(nb * bs);
-    cr_assert_not_null(v);
-    cbfs_td_rows(v, nb * bs, 42);
+    unsigned char *v = eng_rows(nb * bs, 42);
     (void)eng_kept_whole_tail("r18p1", v, bs, nb, &(struct eng_tail_opts){0});
     struct cbfs_file *f = eng_open("r18p1", false, "lz4");
     eng_expect_block(f, 1, 'B', bs);
@@ -3289,9 +3302,7 @@ static void eng_repair_loses_a_page(const char *name, bool skip_gen)
 {
     const uint32_t bs = 64 << 10;
     const uint64_t nb = 134;
-    unsigned char *v = malloc(nb * bs);
-    cr_assert_not_null(v);
-    cbfs_td_rows(v, nb * bs, 41);
+    unsigned char *v = eng_rows(nb * bs, 41);
     (void)eng_kept_whole_tail(name, v, bs, nb, &(struct eng_tail_opts){.skip_gen = skip_gen});
     char p[128];
     snprintf(p, sizeof p, "%s/%s", eng_dir, name);
@@ -3409,9 +3420,7 @@ Test(engine, damaged_record_behind_a_kept_tail_is_passed)
 {
     const uint32_t bs = 64 << 10;
     const uint64_t nb = 6;
-    unsigned char *v = malloc(nb * bs);
-    cr_assert_not_null(v);
-    cbfs_td_rows(v, nb * bs, 44);
+    unsigned char *v = eng_rows(nb * bs, 44);
     (void)eng_kept_tail_lost_as("r18p2", v, bs, NULL, true);
     struct cbfs_file *f = eng_open("r18p2", false, "lz4");
     cr_assert_eq(cbfs_file_size(f), nb * bs, "size %llu", (unsigned long long)cbfs_file_size(f));
@@ -3468,9 +3477,7 @@ static void eng_kept_whole_tail_check(const char *name, const struct eng_tail_op
 {
     const uint32_t bs = 64 << 10;
     const uint64_t nb = 6;
-    unsigned char *v = malloc(nb * bs);
-    cr_assert_not_null(v);
-    cbfs_td_rows(v, nb * bs, 51);
+    unsigned char *v = eng_rows(nb * bs, 51);
     (void)eng_kept_whole_tail(name, v, bs, nb, o);
     struct cbfs_file *f = eng_open(name, false, "lz4");
     eng_expect_block(f, 0, 'A', bs);
@@ -3548,37 +3555,47 @@ Test(engine, damaged_record_then_torn_rewrite_keeps_the_block)
  * file (not served), though the stop itself is proven torn and the proof
  * passes it. Only a stop at a header that does not decode makes the frame
  * before it suspect. */
-Test(engine, punched_frame_before_a_kept_tail_is_served)
+/* Blocks 0 ('A') and 1 ('B') closed, then block 2 (P, random, generation 3);
+ * a crash tears a rewrite of block 1 right behind P (eng_tear_block1_at,
+ * generation 4: a kept tail); reopened, blocks 2-4 of v are written and
+ * closed (P is superseded and punched); then P's record rots. The next open
+ * must serve the file, blocks 0-4 reading as v (whose blocks 0 and 1 it
+ * sets to 'A' and 'B'). */
+static void eng_punched_before_torn(const char *name, unsigned char *v, uint32_t bs)
 {
-    const uint32_t bs = 64 << 10;
-    unsigned char *v = malloc(5ull * bs), *blk = malloc(bs);
-    cr_assert(v && blk);
-    cbfs_td_random(v, 5ull * bs, 57);
-    eng_write_ab("r19e", blk, bs);
+    unsigned char *blk = malloc(bs);
+    cr_assert_not_null(blk);
+    eng_write_ab(name, blk, bs);
     memset(v, 'A', bs);
     memset(v + bs, 'B', bs);
-    struct cbfs_file *f = eng_open("r19e", false, "lz4");
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     cbfs_td_random(blk, bs, 58);
     cr_assert_eq(cbfs_file_write(f, blk, bs, 2ull * bs), CBFS_OK); /* P, generation 3 */
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    static const unsigned char env[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
-    for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
-    for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
-    (void)eng_append_frame("r19e", 1, 4, blk, bs, ENG_HALF); /* the torn rewrite */
-    f = eng_open("r19e", false, "lz4");
+    (void)eng_tear_block1_at(name, 4, blk, bs);
+    f = eng_open(name, false, "lz4");
     eng_expect_block(f, 1, 'B', bs);
     cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 3ull * bs, 2ull * bs), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     char p[128], q[160];
-    snprintf(p, sizeof p, "%s/r19e", eng_dir);
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
     snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
     eng_rot_byte(q, 3 * 64 + 20); /* P's record rots */
     struct cbfs_file *g = NULL;
     const cbfs_err oe = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
     cr_assert_eq(oe, CBFS_OK, "%s", cbfs_err_str(oe));
     cr_assert_eq(cbfs_file_close(g), CBFS_OK);
-    eng_expect_range("r19e", v, bs, 0, 5);
+    eng_expect_range(name, v, bs, 0, 5);
     free(blk);
+}
+
+Test(engine, punched_frame_before_a_kept_tail_is_served)
+{
+    const uint32_t bs = 64 << 10;
+    unsigned char *v = malloc(5ull * bs);
+    cr_assert_not_null(v);
+    cbfs_td_random(v, 5ull * bs, 57);
+    eng_punched_before_torn("r19e", v, bs);
     free(v);
 }
 
@@ -3722,33 +3739,9 @@ Test(engine, two_torn_frames_behind_a_damaged_record)
 Test(engine, punched_frame_before_a_torn_frame_past_the_end_is_served)
 {
     const uint32_t bs = 64 << 10;
-    unsigned char *v = malloc(5ull * bs), *blk = malloc(bs);
-    cr_assert(v && blk);
+    unsigned char *v = malloc(5ull * bs);
+    cr_assert_not_null(v);
     memset(v + 2ull * bs, 'x', 3ull * bs);
-    eng_write_ab("r21d", blk, bs);
-    memset(v, 'A', bs);
-    memset(v + bs, 'B', bs);
-    struct cbfs_file *f = eng_open("r21d", false, "lz4");
-    cbfs_td_random(blk, bs, 58);
-    cr_assert_eq(cbfs_file_write(f, blk, bs, 2ull * bs), CBFS_OK); /* P, generation 3 */
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    static const unsigned char env[8] = {0x5C, 0x2A, 0x4D, 0x18, 56, 0, 0, 0};
-    for (uint32_t i = 0; i < bs; i++) blk[i] = (unsigned char)rand();
-    for (uint32_t i = 0; i + sizeof env <= bs; i += 512) memcpy(blk + i, env, sizeof env);
-    (void)eng_append_frame("r21d", 1, 4, blk, bs, ENG_HALF);
-    f = eng_open("r21d", false, "lz4");
-    eng_expect_block(f, 1, 'B', bs);
-    cr_assert_eq(cbfs_file_write(f, v + 2 * bs, 3ull * bs, 2ull * bs), CBFS_OK);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    char p[128], q[160];
-    snprintf(p, sizeof p, "%s/r21d", eng_dir);
-    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    eng_rot_byte(q, 3 * 64 + 20);
-    struct cbfs_file *g = NULL;
-    const cbfs_err oe = cbfs_te_open(eng, p, q, false, "lz4", NULL, &g);
-    cr_assert_eq(oe, CBFS_OK, "%s", cbfs_err_str(oe));
-    cr_assert_eq(cbfs_file_close(g), CBFS_OK);
-    eng_expect_range("r21d", v, bs, 0, 5);
-    free(blk);
+    eng_punched_before_torn("r21d", v, bs);
     free(v);
 }
