@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cbfs/errseq.h"
 #include "cbfs/format.h"
 #include "cbfs/mutex.h"
 #include "engine/engine_impl.h"
@@ -130,13 +131,8 @@ struct cbfs_file {
     cbfs_err err;            /* lock: first background error; nothing more is stored until a
                                 flush finds it and drops what was not stored (a reset) */
     uint64_t resets;         /* lock: resets so far (a write that waited checks it) */
-    /* Errors as Linux's errseq reports them: each failure to store or to sync
-     * counts once, and every handle open then hears the newest once
-     * (cbfs_file_flush's seen). */
-    uint64_t err_seq;        /* lock: failures so far */
-    cbfs_err err_last;       /* lock: the newest of them */
-    bool err_heard;          /* lock: some flush has returned the newest (a handle opened
-                                before that hears it too: cbfs_file_err_seq) */
+    struct cbfs_errseq errs; /* lock: each failure to store or to sync, for every handle
+                                to hear once (cbfs/errseq.h; cbfs_file_flush's seen) */
     bool dirty;              /* lock: frames or records stored since the last fdatasync
                                 began (set where they are, not by the write) */
     bool syncing;            /* lock: the sync role: a flush, or a writer's catching up of the

@@ -75,9 +75,7 @@ static cbfs_err cbfs_file_reset(struct cbfs_file *f)
 uint64_t cbfs_file_err_seq(struct cbfs_file *f)
 {
     cbfs_mutex_lock(&f->lock);
-    /* as errseq_sample: a failure nobody has heard of yet is the new
-     * handle's to hear too (`sync FILE` right after the failed store) */
-    const uint64_t seq = f->err_seq - (f->err_seq && !f->err_heard);
+    const uint64_t seq = cbfs_errseq_sample(&f->errs);
     cbfs_mutex_unlock(&f->lock);
     return seq;
 }
@@ -320,9 +318,9 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
      * make durable (it cleared dirty), so wait for it, and hear of a failure
      * meanwhile (its own, counted): a flush never returns 0 before its data
      * is durable. */
-    const uint64_t failures = f->err_seq; /* moves only while the wait drops the lock */
+    const uint64_t failures = f->errs.seq; /* moves only while the wait drops the lock */
     while (f->syncing) cbfs_mutex_wait(&f->lock, &f->cond);
-    if (f->err_seq != failures && !found) found = f->err_last;
+    if (f->errs.seq != failures && !found) found = f->errs.last;
     struct cbfs_rsync rs;
     cbfs_err e = (f->dirty || meta) && !serr ? cbfs_file_sync_begin(f, &rs) : CBFS_OK;
     const bool sync = f->syncing; /* taken by this flush */
@@ -349,10 +347,9 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
     if (seen && !serr && !(e && !sync)) {
         /* A handle hears every failure since it last heard, found here or not
          * (after it was told ENOMEM, at its next flush). */
-        found = *seen != f->err_seq ? f->err_last : CBFS_OK;
-        *seen = f->err_seq;
+        found = cbfs_errseq_check(&f->errs, seen);
     }
-    if (found && found == f->err_last) f->err_heard = true;
+    if (found && found == f->errs.last) f->errs.heard = true;
     cbfs_mutex_unlock(&f->lock);
     return serr ? serr : found ? found : settled;
 }

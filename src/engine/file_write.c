@@ -155,9 +155,7 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
 void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e)
 {
     cbfs_assert_held(&f->lock);
-    f->err_seq++;
-    f->err_last = e;
-    f->err_heard = false;
+    cbfs_errseq_count(&f->errs, e);
 }
 
 /* Becomes the committer unless someone else is, and appends every finished
@@ -472,7 +470,7 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     for (;;) {
         if (f->err) return f->err;
         if (f->stop) return f->stop;
-        if (f->resets != resets) return f->err_last;
+        if (f->resets != resets) return f->errs.last;
         for (unsigned i = 0; i < f->nopen; i++) {
             if (f->open[i].block == b) {
                 *out = &f->open[i];

@@ -43,7 +43,14 @@ int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int
     h->inode = inode;
     h->fd = dp ? dirfd(dp) : fd;
     h->file = file;
-    if (file) h->err_seen = cbfs_file_err_seq(file); /* failures heard of before it opened are not its */
+    /* failures heard of before it opened are not its (cbfs/errseq.h) */
+    if (file) {
+        h->err_seen = cbfs_file_err_seq(file);
+    } else if (!dp) {
+        cbfs_mutex_lock(&inode->lock);
+        h->err_seen = cbfs_errseq_sample(&inode->plain_errs);
+        cbfs_mutex_unlock(&inode->lock);
+    }
     h->flags = flags;
     h->dp = dp;
     h->append = file && (flags & O_APPEND) && !fs->writeback;

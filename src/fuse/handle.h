@@ -19,8 +19,9 @@ struct cbfs_handle {
     struct cbfs_file *file;          /* COMPRESSED: inode->file, on an open reference */
     int flags;                       /* open(2) flags as the caller gave them */
     bool append;                     /* O_APPEND that the FS must honour itself */
-    uint64_t err_seen;               /* COMPRESSED: the file's failures this handle has
-                                        heard of (cbfs_file_flush; the file's lock) */
+    uint64_t err_seen;               /* the failures this handle has heard of: COMPRESSED,
+                                        the file's (cbfs_file_flush; the file's lock);
+                                        PLAIN, inode->plain_errs' (inode->lock) */
     /* Directories only; the kernel serialises readdir on one handle. */
     DIR *dp;                         /* set by cbfs_handle_new, never changed: NULL for a file */
     struct dirent *entry;            /* read from dp but not yet returned */

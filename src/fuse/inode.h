@@ -64,6 +64,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "cbfs/errseq.h"
 #include "cbfs/mutex.h"
 #include "fuse/cbfs_fuse.h"
 #include "fuse/fdcache.h"
@@ -115,6 +116,9 @@ struct cbfs_inode {
                                 file's block size (file == NULL only) */
     uint64_t size;
     uint32_t block_size;
+    struct cbfs_errseq plain_errs; /* PLAIN: the kernel's pages the store failed to take
+                                (a WRITE with writepage): every handle hears them once,
+                                at its next flush or fsync, as the engine's (cbfs/errseq.h) */
     bool times_set;          /* writeback cache: times[] were set while file is open */
     struct timespec times[2]; /* atime, mtime as the kernel last set them (UTIME_OMIT:
                                  not set); put back after the engine writes the store */

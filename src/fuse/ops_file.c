@@ -428,10 +428,24 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
         int err = 0;
         const ssize_t n =
             cbfs_plain_write(cbfs_req_fs(req), h, fi->writepage, buf, size, off, &err);
-        if (n == -1)
+        if (n == -1 && fi->writepage) {
+            /* A page the kernel writes back: the writer is not waiting. Its
+             * error in the reply would stay with the kernel for whichever
+             * descriptor of the file asks first (a reader's close, an O_DIRECT
+             * read, an fsync of another descriptor clear it), and the writer's
+             * own close would then return 0 (helper-27). The inode keeps it
+             * instead, for every handle to hear once, as the engine does for
+             * a compressed file's blocks; the kernel's page is as after an
+             * error reply either way (clean, not stored). */
+            cbfs_mutex_lock(&h->inode->lock);
+            cbfs_errseq_count(&h->inode->plain_errs, cbfs_err_from_errno(err));
+            cbfs_mutex_unlock(&h->inode->lock);
+            fuse_reply_write(req, size);
+        } else if (n == -1) {
             fuse_reply_err(req, err);
-        else
+        } else {
             fuse_reply_write(req, (size_t)n);
+        }
         return;
     }
     /* O_APPEND without the writeback cache: the kernel leaves it to us.
@@ -495,12 +509,26 @@ static int cbfs_plain_flush(struct cbfs_fs *fs, const struct cbfs_handle *h)
     return close(dfd) == -1 ? errno : 0;
 }
 
+/* What a PLAIN file's flush or fsync through h reports: err, the store's
+ * answer, or else the newest of the file's failed writebacks (cbfs_op_write)
+ * that h has not heard of. Either way h has heard of them all. */
+static int cbfs_plain_heard(struct cbfs_handle *h, int err)
+{
+    struct cbfs_inode *const inode = h->inode;
+    cbfs_mutex_lock(&inode->lock);
+    const cbfs_err e = cbfs_errseq_check(&inode->plain_errs, &h->err_seen);
+    cbfs_mutex_unlock(&inode->lock);
+    return err ? err : e ? cbfs_err_errno(e) : 0;
+}
+
 void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
     if (!h->file) {
-        fuse_reply_err(req, cbfs_plain_flush(cbfs_req_fs(req), h));
+        const int err = cbfs_plain_flush(cbfs_req_fs(req), h);
+        /* a reader's close reports no failed writeback (below) */
+        fuse_reply_err(req, (h->flags & O_ACCMODE) == O_RDONLY ? err : cbfs_plain_heard(h, err));
         return;
     }
     /* A reader's close reports nothing, as on a local filesystem (its
@@ -518,7 +546,7 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
     (void)ino;
     if (!h->file) {
         const int r = datasync ? fdatasync(h->fd) : fsync(h->fd);
-        fuse_reply_err(req, r == -1 ? errno : 0);
+        fuse_reply_err(req, cbfs_plain_heard(h, r == -1 ? errno : 0));
         return;
     }
     fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, !datasync));

@@ -5,8 +5,8 @@
 # bytes read back decoded — another file's contents under this one's name,
 # and a sidecar written for it at the first open. A DBA copying a cbfs data
 # file (a backup of the store) into a codec=none directory met exactly that.
-# The write that would make such a start is refused (EINVAL; the writeback
-# cache reports it at close as EIO), whichever way the 12 bytes arrive:
+# The write that would make such a start is refused (EINVAL; with the writeback
+# cache at close or fsync), whichever way the 12 bytes arrive:
 # whole, in pieces, or by O_APPEND; a start that only resembles one is taken.
 . "$(dirname "$0")/lib.sh"
 python3 "$CBFS_TOOLS/gendata.py" csv $((256 * 1024)) "$T/src.csv" 7

@@ -2363,7 +2363,7 @@ static void *waiting_writer(void *arg)
 }
 
 /* A store failure, reported and reset by a flush while a write waits for a
- * slot: the write fails with err_last, and must not poison the file and
+ * slot: the write fails with the newest failure, and must not poison the file and
  * count the same failure again (a handle that heard it heard it twice). The
  * failure and the flush's reset are done by hand, under the lock. */
 Test(engine, a_reset_during_a_wait_is_counted_once)
@@ -2383,10 +2383,8 @@ Test(engine, a_reset_during_a_wait_is_counted_once)
     usleep(30 * 1000);
     cbfs_mutex_lock(&f->lock); /* as a failed store does (cbfs_file_count_failure) */
     f->err = CBFS_E_IO;
-    f->err_seq++;
-    f->err_last = CBFS_E_IO;
-    f->err_heard = false;
-    const uint64_t seq1 = f->err_seq;
+    cbfs_errseq_count(&f->errs, CBFS_E_IO);
+    const uint64_t seq1 = f->errs.seq;
     /* the flush's drain returns and it resets before W looks again (one
      * locked stretch, as in cbfs_file_sync: drain -> cbfs_file_reset) */
     f->err = CBFS_OK;
@@ -2395,19 +2393,19 @@ Test(engine, a_reset_during_a_wait_is_counted_once)
     f->nopen = 0;
     f->size = f->idx.size;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
-    seen = f->err_seq; /* this flush reported it to the handle */
+    seen = f->errs.seq; /* this flush reported it to the handle */
     const cbfs_err f1 = CBFS_E_IO;
     cbfs_mutex_unlock(&f->lock);
     pthread_join(t, NULL);
     atomic_fetch_sub(&f->writers, 1);
     cbfs_mutex_lock(&f->lock);
-    const uint64_t seq2 = f->err_seq;
+    const uint64_t seq2 = f->errs.seq;
     const bool poisoned = f->err != CBFS_OK;
     cbfs_mutex_unlock(&f->lock);
     const cbfs_err f2 = cbfs_file_flush(f, &seen);
     (void)f1;
     cr_assert_neq(w.e, CBFS_OK, "the waiting write");
-    cr_assert(seq2 == seq1 && !poisoned, "counted again: err_seq %llu -> %llu",
+    cr_assert(seq2 == seq1 && !poisoned, "counted again: errs.seq %llu -> %llu",
               (unsigned long long)seq1, (unsigned long long)seq2);
     cr_assert_eq(f2, CBFS_OK, "one failure reported twice to the same handle");
     (void)cbfs_file_close(f);

@@ -1,0 +1,48 @@
+/* The one rule for reporting failures that no caller was waiting for (a
+ * block stored after its write returned, a page the kernel wrote back), as
+ * Linux's errseq reports writeback errors (include/linux/errseq.h): each
+ * failure counts once, and every handle open at the time hears the newest
+ * once, at its next flush or fsync, whichever handle's data failed. A handle
+ * opened while a failure nobody has heard of yet is pending hears it too
+ * (`sync FILE` right after a failed store). Not thread-safe: its owner's lock
+ * guards it (the engine's file->lock, the FUSE layer's inode->lock for plain
+ * files), and every handle's "seen" with it. */
+#ifndef CBFS_ERRSEQ_H
+#define CBFS_ERRSEQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cbfs/err.h"
+
+struct cbfs_errseq {
+    uint64_t seq;  /* failures so far */
+    cbfs_err last; /* the newest of them */
+    bool heard;    /* some handle has been told the newest */
+};
+
+/* Counts failure e (not CBFS_OK). */
+static inline void cbfs_errseq_count(struct cbfs_errseq *es, cbfs_err e)
+{
+    es->seq++;
+    es->last = e;
+    es->heard = false;
+}
+
+/* Where a new handle's "seen" starts (errseq_sample). */
+static inline uint64_t cbfs_errseq_sample(const struct cbfs_errseq *es)
+{
+    return es->seq - (es->seq && !es->heard);
+}
+
+/* What a handle's flush or fsync reports: the newest failure since *seen
+ * (CBFS_OK: none); *seen is brought up to date. */
+static inline cbfs_err cbfs_errseq_check(struct cbfs_errseq *es, uint64_t *seen)
+{
+    const cbfs_err e = *seen != es->seq ? es->last : CBFS_OK;
+    *seen = es->seq;
+    if (e) es->heard = true;
+    return e;
+}
+
+#endif
