@@ -147,7 +147,9 @@ void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 /* Reads the user.cbfs.codec of the directory dirfd (any fd on it, O_PATH
  * included) into buf (NUL-terminated). @return 0, ENODATA if unset (or the
- * store has no xattrs), or errno. */
+ * store has no xattrs), EINVAL if longer than cap - 1 (no codec spec is: an
+ * invalid value, ignored as a short one is, set in the store directly), or
+ * errno. */
 int cbfs_xattr_dir_codec(int dirfd, char *buf, size_t cap);
 
 #endif

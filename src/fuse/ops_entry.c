@@ -474,7 +474,7 @@ static int cbfs_mkdir_inherit(int dirfd, const char *name)
 {
     char codec[64];
     int err = cbfs_xattr_dir_codec(dirfd, codec, sizeof codec);
-    if (err == ENODATA) return 0;
+    if (err == ENODATA || err == EINVAL) return 0; /* EINVAL: ignored here as in create */
     if (err == 0) {
         const int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd == -1 || fsetxattr(dfd, CBFS_XATTR_CODEC, codec, strlen(codec), 0) == -1)

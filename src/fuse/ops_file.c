@@ -87,6 +87,8 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
         } else {
             cbfs_log_warn("ignoring the directory's %s='%s': %s", CBFS_XATTR_CODEC, spec, msg);
         }
+    } else if (err == EINVAL) {
+        cbfs_log_warn("ignoring the directory's %s: longer than any codec", CBFS_XATTR_CODEC);
     } else if (err != ENODATA) {
         return err; /* which codec the directory asks for cannot be read */
     }

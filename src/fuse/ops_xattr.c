@@ -26,7 +26,7 @@ int cbfs_xattr_dir_codec(int dirfd, char *buf, size_t cap)
     char path[CBFS_PROCFD_MAX];
     cbfs_procfd(path, dirfd);
     const ssize_t n = getxattr(path, CBFS_XATTR_CODEC, buf, cap - 1);
-    if (n == -1) return (errno == ENOTSUP) ? ENODATA : errno;
+    if (n == -1) return errno == ENOTSUP ? ENODATA : errno == ERANGE ? EINVAL : errno;
     buf[n] = '\0';
     return 0;
 }

@@ -29,4 +29,22 @@ check_eq 1 "$(frame_codecs "$store/g")" "codecs of all frames of g"
 cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
 for f in z/f z/sub/h g; do same_file "$T/src.csv" "$mnt/$f"; done
 cbfs_umount "$mnt"
+
+# values the mount refuses, set in the store directly: ignored with a warning (the
+# mount's codec), a short one and one longer than any codec alike; creates and mkdirs
+# there still work (the long one failed them all with ERANGE: helper-28)
+mkdir "$store/bad-short" "$store/bad-long"
+setfattr -n user.cbfs.codec -v zip "$store/bad-short"
+setfattr -n user.cbfs.codec -v "zstd:$(printf '1%.0s' {1..80})" "$store/bad-long"
+cbfs_expect_log_errors "ignoring the directory's user.cbfs.codec"
+cbfs_mount "$store" "$mnt" codec=lz4,block_size=64K
+for d in bad-short bad-long; do
+    cp "$T/src.csv" "$mnt/$d/f" || fail "create in $d"
+    mkdir "$mnt/$d/sub" || fail "mkdir in $d"
+    cp "$T/src.csv" "$mnt/$d/sub/f" || fail "create in $d/sub"
+done
+cbfs_umount "$mnt"
+for f in bad-short/f bad-long/f bad-long/sub/f; do
+    check_eq 1 "$(codec_at13 "$store/$f")" "codec byte of $f (the mount's lz4)"
+done
 pass
