@@ -52,6 +52,11 @@ int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name);
 
 /* ops_entry.c: what unlink, link and rename (ops_rename.c) share */
 
+/* unlink of name in dir (dirfd: pinned), its sidecar first; takes
+ * fs->names_lock. Also what takes back a name an op made before it failed
+ * (mknod, link, create). @return 0 or errno. */
+int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name);
+
 /* Pins dir's fd for an op that creates or removes a name in it; on failure
  * replies the error. @return true if pinned. */
 bool cbfs_pin_dir(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int *dirfd);

@@ -371,15 +371,14 @@ void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
                       op, name, path, strerror(errno));
 }
 
-/* unlink of name in dir (dirfd: pinned); takes fs->names_lock. The sidecar
- * goes out of the way first (cbfs_sidecar_aside): a crash in between leaves a
- * data file without one, which is found by its frames and rebuilt (a sidecar
- * without its data file would make a later plain file of that name look
- * compressed), and an unlink that fails (an immutable data file) puts it
+/* ops.h. The sidecar goes out of the way first (cbfs_sidecar_aside): a
+ * crash in between leaves a data file without one, which is found by its
+ * frames and rebuilt (a sidecar without its data file would make a later
+ * plain file of that name look compressed), and an unlink that fails (an immutable data file) puts it
  * back: removed, a file its frames alone cannot index lost its index. Where
  * the store's root is another filesystem (EXDEV) it is removed, as before.
  * @return 0 or errno. */
-static int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
+int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
 {
     struct stat st;
     char sc[CBFS_STORE_SIDECAR_PATH_MAX], aside_path[CBFS_STORE_ASIDE_MAX];
@@ -594,9 +593,12 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
     if (err == 0) {
         err = cbfs_link_at(fs, inode, fd, dirfd, newname);
         cbfs_inode_unpin(fs, inode);
+        /* the caller hears link failed (no fd to spare, an index that cannot
+         * be read): the new name goes again, as a failed mknod's does */
+        if (err == 0 && (err = cbfs_inode_stat(fs, inode, &st)) != 0)
+            (void)cbfs_unlink_at(fs, dir, dirfd, newname);
     }
     cbfs_inode_unpin(fs, dir);
-    if (err == 0) err = cbfs_inode_stat(fs, inode, &st);
     if (err) {
         fuse_reply_err(req, err);
         return;

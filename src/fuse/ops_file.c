@@ -215,16 +215,19 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     if (err) goto reply_err;
     err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, cbfs_store_flags(fs, fi->flags),
                               &inode, &st, &fd);
-    cbfs_inode_unpin(fs, dir);
     /* EEXIST: the kernel sends CREATE only for a name it found missing,
      * with the directory locked against every other creator through the
      * mount, so what is there now was put in the store directly, and the
      * kernel has checked no permission on it. Opening it here (as root)
      * would hand the caller a file it may not open, and O_TRUNC would empty
      * it; the caller's next open finds it and is checked. */
-    if (err) goto reply_err;
-    struct cbfs_file *const file = inode->kind == CBFS_KIND_COMPRESSED ? inode->file : NULL;
-    err = cbfs_handle_new(fs, inode, fi->flags, fd, file, NULL, &h);
+    if (err == 0) {
+        struct cbfs_file *const file = inode->kind == CBFS_KIND_COMPRESSED ? inode->file : NULL;
+        err = cbfs_handle_new(fs, inode, fi->flags, fd, file, NULL, &h);
+        /* the caller hears create failed: what it made goes again */
+        if (err) (void)cbfs_unlink_at(fs, dir, dirfd, name);
+    }
+    cbfs_inode_unpin(fs, dir);
     if (err) goto reply_err;
     fi->fh = (uint64_t)(uintptr_t)h;
     cbfs_fill_entry(fs, inode, &st, &e);
