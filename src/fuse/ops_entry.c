@@ -374,10 +374,10 @@ void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
 /* ops.h. The sidecar goes out of the way first (cbfs_sidecar_aside): a
  * crash in between leaves a data file without one, which is found by its
  * frames and rebuilt (a sidecar without its data file would make a later
- * plain file of that name look compressed), and an unlink that fails (an immutable data file) puts it
- * back: removed, a file its frames alone cannot index lost its index. Where
- * the store's root is another filesystem (EXDEV) it is removed, as before.
- * @return 0 or errno. */
+ * plain file of that name look compressed), and an unlink that fails (an
+ * immutable data file) puts it back: removed, a file its frames alone cannot
+ * index lost its index. Where the store's root is another filesystem (EXDEV)
+ * it is removed, as before. @return 0 or errno. */
 int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
 {
     struct stat st;
