@@ -50,6 +50,10 @@ static void cbfs_file_punch_dead(struct cbfs_file *f, const struct cbfs_dead *de
                 cbfs_mutex_lock(&f->lock);
                 f->no_punch = true; /* garbage stays until the file is rewritten */
                 cbfs_mutex_unlock(&f->lock);
+            } else { /* nothing is lost, but the space is not given back: say so */
+                cbfs_log_info("%s: cannot punch superseded frames from store offset %llu: %s "
+                              "(their space stays used)",
+                              f->name, (unsigned long long)dead[i].offset, strerror(errno));
             }
             break;
         }
