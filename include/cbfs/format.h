@@ -251,6 +251,16 @@ struct cbfs_index_report {
  * where an fstat fails (the load that follows reports it). */
 bool cbfs_index_unborn(int data_fd, int idx_fd);
 
+/* Does a sidecar of isize bytes hold no index record (at most its header, or
+ * part of one)? Such a sidecar indexes nothing: beside no data file (an
+ * orphan) it is what a crash leaves of a file created and never flushed (its
+ * sidecar's name became durable before its data file's: btrfs logs each
+ * directory on its own, helper-26), and no acknowledged byte depends on it. */
+static inline bool cbfs_index_holds_no_record(uint64_t isize)
+{
+    return isize < 2 * CBFS_INDEX_REC_SIZE;
+}
+
 /* What a caller knows about the block size of a file whose index has to be
  * rebuilt from its frames (no usable sidecar): frame headers do not record
  * it. size 0: nothing known. Otherwise size is a candidate: the store's or

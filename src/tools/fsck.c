@@ -175,9 +175,9 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
                          const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck *const f = arg;
-    if (kind == TOOL_ENT_ORPHAN_SIDECAR) {
+    if (kind != TOOL_ENT_FILE) {
         f->problems++;
-        printf("%s: orphan sidecar: its data file is missing", display);
+        printf("%s: %s", display, tool_orphan_what(kind));
         if (f->repair && unlinkat(dirfd, name, 0) == 0) {
             printf(" (removed)\n");
             f->fixed++;

@@ -121,7 +121,12 @@ bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbf
 enum tool_ent_kind {
     TOOL_ENT_FILE,           /* a regular file: data file or plain file */
     TOOL_ENT_ORPHAN_SIDECAR, /* a sidecar whose data file does not exist */
+    TOOL_ENT_ORPHAN_EMPTY,   /* one of those that holds no record (cbfs_index_holds_no_record):
+                                crash debris of a file never flushed */
 };
+
+/* What fsck and verify say of an orphan sidecar of that kind. */
+const char *tool_orphan_what(enum tool_ent_kind kind);
 /* store: the store's layout and block size hint; dirfd: the entry's directory (for an orphan sidecar:
  * the directory holding it); name: entry name in it; display: full path for
  * messages. @return nonzero to stop the walk with that value. */

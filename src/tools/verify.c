@@ -65,8 +65,8 @@ static int tool_verify_one(void *arg, const struct tool_store *store, int dirfd,
                            const char *display, enum tool_ent_kind kind)
 {
     struct tool_verify *const v = arg;
-    if (kind == TOOL_ENT_ORPHAN_SIDECAR) {
-        tool_check_add(&v->chk, display, UINT64_MAX, "orphan sidecar: its data file is missing");
+    if (kind != TOOL_ENT_FILE) {
+        tool_check_add(&v->chk, display, UINT64_MAX, "%s", tool_orphan_what(kind));
         return 0;
     }
     struct tool_file tf;

@@ -245,6 +245,21 @@ static bool tool_orphan_settled(int sdir, const char *sname, int ddir, const cha
            fstatat(ddir, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
 }
 
+/* The kind of an orphan sidecar of stat st. */
+static enum tool_ent_kind tool_orphan_kind(const struct stat *st)
+{
+    return cbfs_index_holds_no_record((uint64_t)st->st_size) ? TOOL_ENT_ORPHAN_EMPTY
+                                                             : TOOL_ENT_ORPHAN_SIDECAR;
+}
+
+const char *tool_orphan_what(enum tool_ent_kind kind)
+{
+    return kind == TOOL_ENT_ORPHAN_EMPTY
+               ? "orphan sidecar: its data file is missing, and it indexes nothing (a file "
+                 "created and never flushed, left by a crash: nothing of it was acknowledged)"
+               : "orphan sidecar: its data file is missing";
+}
+
 /* Layout 2: reports the sidecars in dirfd's index directory (display: its
  * path) whose data file is not in dirfd. Never inlined: its PATH_MAX buffer
  * would then sit in every level of tool_walk_dir's recursion (a 2500-deep
@@ -275,7 +290,7 @@ __attribute__((noinline)) static int tool_walk_index(const struct tool_walker *w
         if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
             fstatat(dirfd, names[i], &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
             tool_orphan_settled(idx, names[i], dirfd, names[i], &st))
-            rc = w->fn(w->arg, w->store, idx, names[i], path, TOOL_ENT_ORPHAN_SIDECAR);
+            rc = w->fn(w->arg, w->store, idx, names[i], path, tool_orphan_kind(&st));
     }
     cbfs_dir_free_names(names, n);
     close(idx);
@@ -344,7 +359,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
                 (data[0] == '\0' ||
                  (fstatat(dirfd, data, &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
                   tool_orphan_settled(dirfd, name, dirfd, data, &st))))
-                rc = w->fn(w->arg, w->store, dirfd, name, path, TOOL_ENT_ORPHAN_SIDECAR);
+                rc = w->fn(w->arg, w->store, dirfd, name, path, tool_orphan_kind(&st));
         }
     }
     cbfs_dir_free_names(names, n);
