@@ -35,7 +35,7 @@ declare -A PKGS=(
     [fuzz]="clang libclang-rt-14-dev"
     [test]="postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
             mariadb-backup sqlite3 rsync acl man-db strace dpkg-dev lintian apt systemd
-            prometheus gnuplot-nox e2fsprogs btrfs-progs"
+            prometheus gnuplot-nox e2fsprogs btrfs-progs xfsprogs"
     [perf]="gnuplot-nox btrfs-progs btrfs-compsize"
     [corpus]="postgresql-15 postgresql-client-15 python3-pip"
 )
@@ -79,6 +79,7 @@ needs() {
     for c in mkfs.ext4 e2fsck losetup pkg-config; do
         need test cmd "$c" "tests/mount/t_powercut.sh (ext4 on a loop device over tools/volatile.c)"
     done
+    for c in mkfs.xfs xfs_repair; do need test cmd "$c" "tests/mount/t_powercut_xfs.sh"; done
     for c in initdb pg_ctl postgres psql pg_basebackup pg_verifybackup pg_dump pg_restore pgbench; do
         need test file "/usr/lib/postgresql/15/bin/$c" "tests/mount/t_e2e_pg.sh"
     done

@@ -26,13 +26,28 @@
 # damage in place, and the tools' wording for a torn sidecar tail.
 # Seeds are fixed (the cut's timing is not: ext4 and the kernel schedule their writeback).
 # Environment: CBFS_POWERCUT_CYCLES (default 20, 2-4 s each: ~50 s), CBFS_POWERCUT_SEED (default 1),
-#   CBFS_POWERCUT_STRICT=1 also fails on tool verdicts beyond crash debris.
+#   CBFS_POWERCUT_STRICT=1 also fails on tool verdicts beyond crash debris,
+#   CBFS_POWERCUT_FS: the store's file system, ext4 (default), xfs or btrfs (helper-26 ran
+#   792 cycles on XFS and 454 on btrfs: nothing lost, read wrong or refused; t_powercut_xfs
+#   runs a few XFS cycles in the suite).
+# Every cycle also lists the directory through the mount: a file it cannot show (`?` in
+# `ls -l`: the daemon refused it) fails the cycle, as a crash must need no fsck.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 [[ $(id -u) == 0 ]] || fail "needs root (loop devices, mounts)"
 cycles=${CBFS_POWERCUT_CYCLES:-20} seed0=${CBFS_POWERCUT_SEED:-1} chain=4
-strict=${CBFS_POWERCUT_STRICT:-0}
-note "seed $seed0, $cycles cycles (CBFS_POWERCUT_SEED, CBFS_POWERCUT_CYCLES)"
+strict=${CBFS_POWERCUT_STRICT:-0} sfs=${CBFS_POWERCUT_FS:-ext4}
+case $sfs in # make, check after the log's replay (read-only)
+ext4) mkfs_() { mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$1"; }
+    fsck_() { e2fsck -fn "$1"; } ;;
+xfs) mkfs_() { mkfs.xfs -q -f "$1"; }
+    fsck_() { xfs_repair -n "$1"; } ;;
+btrfs) mkfs_() { mkfs.btrfs -q -f "$1"; }
+    fsck_() { btrfs check --readonly "$1"; } ;;
+*) fail "CBFS_POWERCUT_FS=$sfs: ext4, xfs or btrfs" ;;
+esac
+command -v "mkfs.$sfs" >/dev/null || fail "needs mkfs.$sfs (scripts/deps.sh test)"
+note "seed $seed0, $cycles cycles on $sfs (CBFS_POWERCUT_SEED, CBFS_POWERCUT_CYCLES, CBFS_POWERCUT_FS)"
 cc -O2 -Wall -Wextra -o "$T/volatile" "$CBFS_TOOLS/volatile.c" $(pkg-config --cflags --libs fuse3) ||
     fail "cannot build tools/volatile.c"
 img=$T/img emu=$T/emu ext=$T/ext mnt=$T/mnt
@@ -113,7 +128,7 @@ for ((k = 1; k <= cycles; k++)); do
     if (((k - 1) % chain == 0)); then
         rm -f "$img"
         truncate -s 512M "$img"
-        mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$img" || fail "mkfs.ext4"
+        mkfs_ "$img" >/dev/null || fail "mkfs.$sfs"
     fi
     s=$((seed0 * 1000 + k))
     RANDOM=$s
@@ -121,7 +136,9 @@ for ((k = 1; k <= cycles; k++)); do
     opts="codec=${codecs[k % 4]},block_size=${bsizes[k % 5]}"
     ((k % 3 == 2)) && opts+=",writeback_cache=off"
     args=(--seed "$s" --keep "$keep")
-    ((k % 5 == 4)) && args+=(--sector 512)
+    # (not under XFS: a 4 KiB metadata block of its own, torn across 512 B sectors, can
+    # leave it unmountable, 1 in about 150 such cycles for helper-26; cbfs not reached)
+    ((k % 5 == 4)) && [[ $sfs != xfs ]] && args+=(--sector 512)
     case $mode in
     0) cut="at a time" ;;
     1) n=$((1 + RANDOM % 200)) && args+=(--relative 1 --cut-write "$n") && cut="at the writer's WRITE $n" ;;
@@ -134,7 +151,7 @@ for ((k = 1; k <= cycles; k++)); do
     EMU_PID=$!
     wait_for mounted "$emu" fuse || fail "$what: the emulator did not mount: $(tail -n 3 "$elog")"
     loop_up "$emu/img"
-    mount -t ext4 "$LOOP" "$ext" || fail "$what: cannot mount the ext4"
+    mount -t "$sfs" "$LOOP" "$ext" || fail "$what: cannot mount the $sfs"
     mkdir -p "$ext/store"
     cbfs_mount "$ext/store" "$mnt" "$opts"
     python3 "$CBFS_TOOLS/pcwork.py" write "$mnt" "c$k" "$T/log.$k" "$s" "$((20 + RANDOM % 30))" \
@@ -162,10 +179,10 @@ for ((k = 1; k <= cycles; k++)); do
     kept=$((kept + ${c:-0}))
     # recovery, on the image itself
     loop_up "$img"
-    mount -t ext4 "$LOOP" "$ext" || fail "$what: the ext4 does not mount after the cut"
+    mount -t "$sfs" "$LOOP" "$ext" || fail "$what: the $sfs does not mount after the cut"
     umount "$ext"
-    e2fsck -fn "$LOOP" >"$T/e2fsck.$k" 2>&1 || fail "$what: e2fsck -fn after the journal replay: $(tail -n 4 "$T/e2fsck.$k" | tr '\n' '|')"
-    mount -t ext4 "$LOOP" "$ext" || fail "$what: cannot mount the ext4 again"
+    fsck_ "$LOOP" >"$T/fsck_.$k" 2>&1 || fail "$what: $sfs check after the journal replay: $(tail -n 4 "$T/fsck_.$k" | tr '\n' '|')"
+    mount -t "$sfs" "$LOOP" "$ext" || fail "$what: cannot mount the $sfs again"
     for tool in fsck verify; do
         rc=0
         "$CBFS" "$tool" "$ext/store" >"$T/$tool.$k" 2>&1 || rc=$?
@@ -178,6 +195,8 @@ for ((k = 1; k <= cycles; k++)); do
         fi
     done
     cbfs_mount "$ext/store" "$mnt" "$opts"
+    ls -l "$mnt/c$k" >"$T/ls.$k" 2>&1 || true
+    ! grep -q '?' "$T/ls.$k" || fail "$what: the mount refuses file(s): $(grep '?' "$T/ls.$k" | tr '\n' '|')"
     out=$(python3 "$CBFS_TOOLS/pcwork.py" check "$mnt" "c$k" "$T/log.$k" 2>&1) ||
         fail "$what: $(grep -m 4 PROBLEM <<<"$out" | tr '\n' '|') emulator: $(grep CUT "$elog" | sed 's/.*| //')"
     x=$(sed -n 's/.*eio-pages \([0-9]*\) (over acked data \([0-9]*\)).*/\1 \2/p' <<<"$out")
