@@ -29,10 +29,16 @@ static inline void cbfs_errseq_count(struct cbfs_errseq *es, cbfs_err e)
     es->heard = false;
 }
 
+/* Is there a failure nobody has heard of yet? */
+static inline bool cbfs_errseq_unheard(const struct cbfs_errseq *es)
+{
+    return es->seq && !es->heard;
+}
+
 /* Where a new handle's "seen" starts (errseq_sample). */
 static inline uint64_t cbfs_errseq_sample(const struct cbfs_errseq *es)
 {
-    return es->seq - (es->seq && !es->heard);
+    return es->seq - cbfs_errseq_unheard(es);
 }
 
 /* What a handle's flush or fsync reports: the newest failure since *seen

@@ -277,6 +277,11 @@ int cbfs_inode_statvfs(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat
 
 /* ---- a regular file's state beyond the table (inode_file.c) ---- */
 
+/* Store-relative path of inode for log lines (fd: any fd on it, an O_PATH
+ * one or an open file's), from /proc; "inode N" where that fails. */
+void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
+                         char *buf, size_t cap);
+
 /* Attributes as the mount shows them: for COMPRESSED files st_size is the
  * logical size and st_blocks counts data file + sidecar. @return 0 or errno. */
 int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st);

@@ -49,9 +49,6 @@ static int cbfs_inode_idx_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int
     return err;
 }
 
-static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
-                                char *buf, size_t cap);
-
 /* The end of the log line for a compressed file whose index did not load
  * (e): what the admin can do about it; nothing where the store is not to
  * blame. */
@@ -167,10 +164,8 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
     return err;
 }
 
-/* Store-relative path of an inode (fd: its pinned O_PATH fd) for log lines,
- * from /proc (best effort). */
-static void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
-                                char *buf, size_t cap)
+void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
+                         char *buf, size_t cap)
 {
     char path[CBFS_PROCFD_MAX];
     cbfs_procfd(path, fd);

@@ -442,9 +442,20 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
              * instead, for every handle to hear once, as the engine does for
              * a compressed file's blocks; the kernel's page is as after an
              * error reply either way (clean, not stored). */
+            struct cbfs_errseq *const es = &h->inode->plain_errs;
+            const cbfs_err e = cbfs_err_from_errno(err);
             cbfs_mutex_lock(&h->inode->lock);
-            cbfs_errseq_count(&h->inode->plain_errs, cbfs_err_from_errno(err));
+            const bool first = !cbfs_errseq_unheard(es); /* of a run nobody heard of yet */
+            cbfs_errseq_count(es, e);
             cbfs_mutex_unlock(&h->inode->lock);
+            /* (EINVAL: the envelope's refusal, logged where it was made) */
+            if (first && err != EINVAL) {
+                char name[PATH_MAX];
+                cbfs_inode_log_name(cbfs_req_fs(req), h->inode, h->fd, name, sizeof name);
+                cbfs_log_err("'%s': a page written back at offset %lld could not be stored: %s "
+                             "(the file's writers hear it at their close or fsync)",
+                             name, (long long)off, cbfs_err_str(e));
+            }
             fuse_reply_write(req, size);
         } else if (n == -1) {
             fuse_reply_err(req, err);

@@ -9,6 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 
 cbfs_tmpfs_store 16m
+# each run of failures nobody has heard of yet is logged once, naming the file
+cbfs_expect_log_errors "a page written back at offset [0-9]+ could not be stored: no space left"
 cbfs_mount "$store" "$mnt" codec=none
 # the store full to its last byte, behind the daemon
 head -c $((16 << 20)) /dev/zero >"$fs/filler" 2>/dev/null || true
@@ -62,4 +64,8 @@ rm "$fs/filler"
 printf 'fresh' >"$mnt/none" || fail "a new writer of the file after the failure was told of it again"
 check_eq "fresh" "$(cat "$mnt/none")" "the new writer's bytes"
 cbfs_umount "$mnt"
+nlog=$(grep -c "could not be stored" "$(cbfs_log_of "$mnt")" || true)
+check_eq 5 "$nlog" "log lines: one per file (each failure was heard before the next file's)"
+grep -q "'reader-close': a page written back" "$(cbfs_log_of "$mnt")" ||
+    fail "the log does not name the file: $(grep 'could not be stored' "$(cbfs_log_of "$mnt")" | head -n 2)"
 pass
