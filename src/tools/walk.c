@@ -255,8 +255,9 @@ static enum tool_ent_kind tool_orphan_kind(const struct stat *st)
 const char *tool_orphan_what(enum tool_ent_kind kind)
 {
     return kind == TOOL_ENT_ORPHAN_EMPTY
-               ? "orphan sidecar: its data file is missing, and it indexes nothing (a file "
-                 "created and never flushed, left by a crash: nothing of it was acknowledged)"
+               ? "orphan sidecar: its data file is missing, and it indexes nothing (as a "
+                 "crash leaves of a file created and never flushed: nothing of it was "
+                 "acknowledged)"
                : "orphan sidecar: its data file is missing";
 }
 
@@ -359,7 +360,8 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
                 (data[0] == '\0' ||
                  (fstatat(dirfd, data, &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
                   tool_orphan_settled(dirfd, name, dirfd, data, &st))))
-                rc = w->fn(w->arg, w->store, dirfd, name, path, tool_orphan_kind(&st));
+                rc = w->fn(w->arg, w->store, dirfd, name, path,
+                           data[0] ? tool_orphan_kind(&st) : TOOL_ENT_ORPHAN_SIDECAR);
         }
     }
     cbfs_dir_free_names(names, n);
