@@ -59,7 +59,7 @@ void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_co
     X(blocks_compressed) X(blocks_raw) X(blocks_hole)                                   \
     X(ns_compress) X(ns_store_write) X(ns_wait_slots) X(ns_decompress) X(ns_store_read) \
     X(cache_hits) X(cache_misses) X(readahead_hits)                                     \
-    X(write_errors) /* blocks not stored, failed fdatasyncs (each also logged) */       \
+    X(write_errors) /* blocks not stored, failed fdatasyncs, plain files' too */        \
     X(read_errors)  /* stored blocks that failed their checksum or could not be read */ \
     X(stream_gaps)  /* a sequential stream's reorder window gave up waiting for a block  \
                        and stored later ones first (logged once per open file) */
@@ -72,6 +72,9 @@ struct cbfs_engine_stats {
 #undef CBFS_ENGINE_STATS_FIELD_
 };
 void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st);
+/* Counts a write the store refused outside the engine (a plain file's, in
+ * src/fuse), so that write_errors covers every file of the mount. */
+void cbfs_engine_count_write_error(struct cbfs_engine *eng);
 
 /* Opens the engine state of a compressed file. data_fd and idx_fd (the
  * sidecar) become owned by the file and are closed by cbfs_file_close, also

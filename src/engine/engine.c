@@ -159,6 +159,11 @@ uint64_t cbfs_engine_new_serial(struct cbfs_engine *eng)
     return s;
 }
 
+void cbfs_engine_count_write_error(struct cbfs_engine *eng)
+{
+    CBFS_STAT_ADD(eng, st_write_errors, 1);
+}
+
 void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st)
 {
 #define CBFS_LOAD_(name) st->name = atomic_load_explicit(&eng->st_##name, memory_order_relaxed);

@@ -431,8 +431,10 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     if (cbfs_chan_take_kill() && cbfs_reply_kill_failed(req, ino, h->inode)) return;
     if (!h->file) {
         int err = 0;
-        const ssize_t n =
-            cbfs_plain_write(cbfs_req_fs(req), h, fi->writepage, buf, size, off, &err);
+        struct cbfs_fs *const fs = cbfs_req_fs(req);
+        const ssize_t n = cbfs_plain_write(fs, h, fi->writepage, buf, size, off, &err);
+        /* (EINVAL: the envelope's refusal, not the store's; logged where it was made) */
+        if (n == -1 && err != EINVAL) cbfs_engine_count_write_error(fs->opt.eng);
         if (n == -1 && fi->writepage) {
             /* A page the kernel writes back: the writer is not waiting. Its
              * error in the reply would stay with the kernel for whichever
@@ -448,10 +450,9 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
             const bool first = !cbfs_errseq_unheard(es); /* of a run nobody heard of yet */
             cbfs_errseq_count(es, e);
             cbfs_mutex_unlock(&h->inode->lock);
-            /* (EINVAL: the envelope's refusal, logged where it was made) */
             if (first && err != EINVAL) {
                 char name[PATH_MAX];
-                cbfs_inode_log_name(cbfs_req_fs(req), h->inode, h->fd, name, sizeof name);
+                cbfs_inode_log_name(fs, h->inode, h->fd, name, sizeof name);
                 cbfs_log_err("'%s': a page written back at offset %lld could not be stored: %s "
                              "(the file's writers hear it at their close or fsync)",
                              name, (long long)off, cbfs_err_str(e));
@@ -562,7 +563,9 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
     (void)ino;
     if (!h->file) {
         const int r = datasync ? fdatasync(h->fd) : fsync(h->fd);
-        fuse_reply_err(req, cbfs_plain_heard(h, r == -1 ? errno : 0));
+        const int err = r == -1 ? errno : 0;
+        if (err) cbfs_engine_count_write_error(cbfs_req_fs(req)->opt.eng);
+        fuse_reply_err(req, cbfs_plain_heard(h, err));
         return;
     }
     fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, !datasync));

@@ -63,6 +63,9 @@ while read -r line; do note "$line"; done <"$T/out"
 rm "$fs/filler"
 printf 'fresh' >"$mnt/none" || fail "a new writer of the file after the failure was told of it again"
 check_eq "fresh" "$(cat "$mnt/none")" "the new writer's bytes"
+# the Prometheus errors alert sees them: one failed WRITE at least per file
+werr=$(getfattr --only-values -n user.cbfs.stats "$mnt" 2>/dev/null | sed -n 's/^write_errors=//p')
+((${werr:-0} >= 5)) || fail "write_errors is '${werr}' after five files' failed writebacks"
 cbfs_umount "$mnt"
 nlog=$(grep -c "could not be stored" "$(cbfs_log_of "$mnt")" || true)
 check_eq 5 "$nlog" "log lines: one per file (each failure was heard before the next file's)"
