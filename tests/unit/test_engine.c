@@ -3028,6 +3028,39 @@ Test(engine, broken_revert_keeps_the_truncated_size)
     free(data);
 }
 
+/* helper-30: a handle opened on a broken file (its failure heard by the writer
+ * that met it) flushed 0, though nothing it wrote could be stored: with the
+ * writeback cache its WRITE's refusal went to the kernel, which another
+ * descriptor's fsync took, and its close returned 0 with its data lost. A
+ * broken file's flush never returns 0 until it is opened again. Broken here:
+ * the failed sync's revert cannot cut the data file back (the next ftruncate
+ * of it fails, as on an immutable file). */
+static ino_t trunc_fail_ino; /* the next ftruncate of this inode fails (the override below) */
+Test(engine, a_handle_opened_on_a_broken_file_is_never_told_it_stored)
+{
+    const size_t bs = 64 << 10, size = 4 * bs;
+    unsigned char *data = malloc(size + bs);
+    cbfs_td_random(data, size + bs, 73);
+    struct stat st;
+    struct cbfs_file *f = eng_synced("h30brk", data, size, &st);
+    uint64_t writer = cbfs_file_err_seq(f);
+    cr_assert_eq(cbfs_file_write(f, data + size, bs, size), CBFS_OK);
+    fail_from = st.st_size;
+    trunc_fail_ino = st.st_ino;
+    cr_assert_neq(cbfs_file_flush(f, &writer), CBFS_OK, "the writer hears the failed sync");
+    cr_assert_eq(trunc_fail_ino, 0, "the revert did not try to cut the data file back");
+    uint64_t later = cbfs_file_err_seq(f); /* opened after the break was heard */
+    const cbfs_err w = cbfs_file_write(f, data, bs, 0);
+    const cbfs_err fl = cbfs_file_flush(f, &later);
+    const cbfs_err fw = cbfs_file_flush(f, &writer);
+    cr_log_info("after the break: write %s, the new handle's flush %s, the writer's %s\n",
+                cbfs_err_str(w), cbfs_err_str(fl), cbfs_err_str(fw));
+    cr_assert_neq(fl, CBFS_OK, "a broken file's flush returned 0");
+    cr_assert_neq(fw, CBFS_OK, "nor to the writer that heard");
+    cbfs_file_close(f);
+    free(data);
+}
+
 /* helper-17 (4): the sidecar's append fails for room (ENOSPC) while a truncate is
  * pending. Without the truncate the file goes on once room is made
  * (sidecar_append_failure_keeps_the_old_block); with it, the revert's store
@@ -3134,12 +3167,18 @@ Test(engine, stop_ends_with_the_flush_that_reports_it)
 /* ---- helper-18's review of the loader's pass over a kept tail ---- */
 
 /* ftruncate for this test binary: while trunc_ino is set, the lowest length a
- * file of that inode was cut to (trunc_low), for eng_drop_page. */
+ * file of that inode was cut to (trunc_low), for eng_drop_page; the next cut
+ * of trunc_fail_ino fails with EPERM, as on an immutable file. */
 static ino_t trunc_ino;
 static off_t trunc_low = -1;
 int ftruncate(int fd, off_t len)
 {
     struct stat st;
+    if (trunc_fail_ino && fstat(fd, &st) == 0 && st.st_ino == trunc_fail_ino) {
+        trunc_fail_ino = 0;
+        errno = EPERM;
+        return -1;
+    }
     if (trunc_ino && fstat(fd, &st) == 0 && st.st_ino == trunc_ino &&
         (trunc_low < 0 || len < trunc_low))
         trunc_low = len;
