@@ -224,8 +224,8 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
  * past lost->vouched where lost->clean_end, or where its length reaches over
  * the start of a later frame: a torn frame whose header landed gets a length
  * that fits the file once later frames are appended behind it (a kept
- * tail), so a header that checks is not enough. The walk stops at any other, lost->undecided, for
- * the caller to tell a torn write from damage in place. */
+ * tail), so a header that checks is not enough. The walk stops at any other,
+ * lost->undecided, for the caller to tell a torn write from damage in place. */
 cbfs_err cbfs_load_scan(int data_fd, uint64_t dsize, uint64_t off, bool check_id,
                         bool verify, struct cbfs_load_lost *lost, uint64_t *file_id,
                         struct cbfs_recvec *rv, uint64_t *end)
