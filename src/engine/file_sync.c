@@ -352,12 +352,6 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
         /* A handle hears every failure since it last heard, found here or not
          * (after it was told ENOMEM, at its next flush). */
         found = cbfs_errseq_check(&f->errs, seen);
-        /* A broken file stores nothing more, so no flush of it may say its
-         * data is stored: not even a handle's that has heard every failure,
-         * or one opened since (its writes were refused, and with the writeback
-         * cache that refusal went to the kernel, for any descriptor to take:
-         * helper-30). */
-        if (!found && f->broken) found = f->err;
     }
     if (found && found == f->errs.last) f->errs.heard = true;
     cbfs_mutex_unlock(&f->lock);

@@ -158,6 +158,14 @@ void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e)
     cbfs_errseq_count(&f->errs, e);
 }
 
+void cbfs_file_count_lost_write(struct cbfs_file *f, cbfs_err e)
+{
+    cbfs_mutex_lock(&f->lock);
+    cbfs_file_count_failure(f, e);
+    cbfs_mutex_unlock(&f->lock);
+    CBFS_STAT_ADD(f->eng, st_write_errors, 1);
+}
+
 /* Becomes the committer unless someone else is, and appends every finished
  * job at the head of the pending list, in submission order. Called and
  * returns with f->lock held (drops it around store I/O). */

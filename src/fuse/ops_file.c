@@ -424,57 +424,69 @@ static ssize_t cbfs_plain_write(struct cbfs_fs *fs, const struct cbfs_handle *h,
     return n;
 }
 
+/* A write of h that failed (err) while nobody waits for its answer: a page
+ * the kernel writes back. An error in the reply would stay with the kernel
+ * for whichever descriptor of the file asks first (a reader's close, an
+ * O_DIRECT read, another descriptor's fsync take it), and the writer's own
+ * close would then return 0 with its bytes not stored (helper-27, plain
+ * files; helper-30, a compressed file that stores nothing more). So the file
+ * counts it, for every handle to hear once at its next flush or fsync
+ * (cbfs/errseq.h), and the WRITE is answered as written: the kernel's page
+ * ends as after an error reply (clean, not stored). A plain file's is logged
+ * once per run of failures nobody has heard of; the engine logs its own. */
+static void cbfs_write_lost(struct cbfs_fs *fs, const struct cbfs_handle *h, off_t off, int err)
+{
+    const cbfs_err e = cbfs_err_from_errno(err);
+    if (h->file) {
+        cbfs_file_count_lost_write(h->file, e);
+        return;
+    }
+    struct cbfs_errseq *const es = &h->inode->plain_errs;
+    cbfs_mutex_lock(&h->inode->lock);
+    const bool first = !cbfs_errseq_unheard(es); /* of a run nobody heard of yet */
+    cbfs_errseq_count(es, e);
+    cbfs_mutex_unlock(&h->inode->lock);
+    if (first && err != EINVAL) { /* (EINVAL: the envelope's refusal, logged where made) */
+        char name[PATH_MAX];
+        cbfs_inode_log_name(fs, h->inode, h->fd, name, sizeof name);
+        cbfs_log_err("'%s': a page written back at offset %lld could not be stored: %s "
+                     "(the file's writers hear it at their close or fsync)",
+                     name, (long long)off, cbfs_err_str(e));
+    }
+}
+
 void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                    struct fuse_file_info *fi)
 {
+    struct cbfs_fs *const fs = cbfs_req_fs(req);
     const struct cbfs_handle *const h = cbfs_fi_handle(fi);
     if (cbfs_chan_take_kill() && cbfs_reply_kill_failed(req, ino, h->inode)) return;
+    ssize_t n = (ssize_t)size;
+    int err = 0;
     if (!h->file) {
-        int err = 0;
-        struct cbfs_fs *const fs = cbfs_req_fs(req);
-        const ssize_t n = cbfs_plain_write(fs, h, fi->writepage, buf, size, off, &err);
-        /* (EINVAL: the envelope's refusal, not the store's; logged where it was made) */
+        n = cbfs_plain_write(fs, h, fi->writepage, buf, size, off, &err);
+        /* (EINVAL: the envelope's refusal, not the store's) */
         if (n == -1 && err != EINVAL) cbfs_engine_count_write_error(fs->opt.eng);
-        if (n == -1 && fi->writepage) {
-            /* A page the kernel writes back: the writer is not waiting. Its
-             * error in the reply would stay with the kernel for whichever
-             * descriptor of the file asks first (a reader's close, an O_DIRECT
-             * read, an fsync of another descriptor clear it), and the writer's
-             * own close would then return 0 (helper-27). The inode keeps it
-             * instead, for every handle to hear once, as the engine does for
-             * a compressed file's blocks; the kernel's page is as after an
-             * error reply either way (clean, not stored). */
-            struct cbfs_errseq *const es = &h->inode->plain_errs;
-            const cbfs_err e = cbfs_err_from_errno(err);
-            cbfs_mutex_lock(&h->inode->lock);
-            const bool first = !cbfs_errseq_unheard(es); /* of a run nobody heard of yet */
-            cbfs_errseq_count(es, e);
-            cbfs_mutex_unlock(&h->inode->lock);
-            if (first && err != EINVAL) {
-                char name[PATH_MAX];
-                cbfs_inode_log_name(fs, h->inode, h->fd, name, sizeof name);
-                cbfs_log_err("'%s': a page written back at offset %lld could not be stored: %s "
-                             "(the file's writers hear it at their close or fsync)",
-                             name, (long long)off, cbfs_err_str(e));
-            }
-            fuse_reply_write(req, size);
-        } else if (n == -1) {
-            fuse_reply_err(req, err);
-        } else {
-            fuse_reply_write(req, (size_t)n);
+    } else {
+        /* O_APPEND without the writeback cache: the kernel leaves it to us.
+         * (Appends from several handles at once are not atomic.) Not for a
+         * page the kernel writes back (a shared mapping's, through whichever
+         * handle it picks): that one belongs at off. */
+        const uint64_t at = h->append && !fi->writepage ? cbfs_file_size(h->file) : (uint64_t)off;
+        const cbfs_err e = cbfs_file_write(h->file, buf, size, at);
+        if (e) {
+            n = -1;
+            err = cbfs_err_errno(e);
         }
-        return;
     }
-    /* O_APPEND without the writeback cache: the kernel leaves it to us.
-     * (Appends from several handles at once are not atomic.) Not for a page
-     * the kernel writes back (a shared mapping's, through whichever handle
-     * it picks): that one belongs at off. */
-    const uint64_t at = h->append && !fi->writepage ? cbfs_file_size(h->file) : (uint64_t)off;
-    const cbfs_err e = cbfs_file_write(h->file, buf, size, at);
-    if (e)
-        fuse_reply_err(req, cbfs_err_errno(e));
+    if (n == -1 && fi->writepage) {
+        cbfs_write_lost(fs, h, off, err);
+        n = (ssize_t)size;
+    }
+    if (n == -1)
+        fuse_reply_err(req, err);
     else
-        fuse_reply_write(req, size);
+        fuse_reply_write(req, (size_t)n);
 }
 
 /* What a flush's settle (cbfs_file_sync) puts back: the inode's times. */
