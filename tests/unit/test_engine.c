@@ -315,12 +315,23 @@ static off_t eng_frame_at(const char *name, int k, struct cbfs_frame_hdr *out)
     return (off_t)off;
 }
 
-/* Blocks 0-3 of v (random) written and closed as name, then block 1
- * rewritten and closed: all acknowledged, and block 1's first frame
- * superseded and punched (its header whole, its payload zeros). q: the
- * sidecar's path (160 bytes). @return the data file's size. */
-static off_t eng_punched_file(const char *name, unsigned char *v, uint32_t bs, char *q)
+/* A file of 4 blocks of bs whose block 1's first frame was superseded and
+ * punched (eng_punched_file), and what its tests check it against. */
+struct eng_punched {
+    uint32_t bs;
+    unsigned char *v; /* the 4 blocks as written (malloc'd) */
+    char q[160];      /* the sidecar's path */
+    off_t size;       /* the data file's size */
+};
+
+/* Blocks 0-3 of p->v (random, 64 KiB each) written and closed as name, then
+ * block 1 rewritten and closed: all acknowledged, and block 1's first frame
+ * superseded and punched (its header whole, its payload zeros). */
+static void eng_punched_file(const char *name, struct eng_punched *p)
 {
+    const uint32_t bs = p->bs = 64 << 10;
+    unsigned char *const v = p->v = malloc(4ull * bs);
+    cr_assert_not_null(v);
     struct cbfs_file *f = eng_open(name, true, "lz4");
     for (int b = 0; b < 4; b++) cbfs_td_random(v + (size_t)b * bs, bs, 100 + b);
     cr_assert_eq(cbfs_file_write(f, v, 4ull * bs, 0), CBFS_OK);
@@ -339,21 +350,21 @@ static off_t eng_punched_file(const char *name, unsigned char *v, uint32_t bs, c
     cr_assert_eq(pread(dfd, page, sizeof page, in), (ssize_t)sizeof page);
     close(dfd);
     cr_assert(memcmp(page, zeros, sizeof page) == 0, "frame 1 not punched");
-    snprintf(q, 160, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
-    return st.st_size;
+    snprintf(p->q, sizeof p->q, "%s/%s%s", eng_dir, name, CBFS_INDEX_SUFFIX);
+    p->size = st.st_size;
 }
 
-/* name, after a writable open: its data file still size bytes, and with its
- * sidecar set aside the rebuild reads v (4 blocks of bs) again. */
-static void eng_expect_uncut(const char *name, off_t size, const char *q,
-                             const unsigned char *v, uint32_t bs)
+/* name, after a writable open: its data file still p->size bytes, and with
+ * its sidecar set aside the rebuild reads p->v again. Frees p->v. */
+static void eng_expect_uncut(const char *name, struct eng_punched *p)
 {
     struct cbfs_file *f = eng_open(name, false, "lz4");
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    cr_assert_eq(eng_data_size(name), size, "the open cut %lld bytes of acknowledged frames",
-                 (long long)(size - eng_data_size(name)));
-    cr_assert_eq(unlink(q), 0);
-    eng_reopen_check(name, "lz4", v, 4ull * bs);
+    cr_assert_eq(eng_data_size(name), p->size, "the open cut %lld bytes of acknowledged frames",
+                 (long long)(p->size - eng_data_size(name)));
+    cr_assert_eq(unlink(p->q), 0);
+    eng_reopen_check(name, "lz4", p->v, 4ull * p->bs);
+    free(p->v);
 }
 
 /* A punched frame looks like a write torn in place (its header whole, its
@@ -363,14 +374,10 @@ static void eng_expect_uncut(const char *name, off_t size, const char *q,
  * them; helper-25). */
 Test(engine, punched_frame_past_lost_sidecar_records_is_not_cut)
 {
-    const uint32_t bs = 64 << 10;
-    unsigned char *v = malloc(4ull * bs);
-    cr_assert_not_null(v);
-    char q[160];
-    const off_t size = eng_punched_file("pun_b", v, bs, q);
-    cr_assert_eq(truncate(q, 2 * 64), 0); /* the header and block 0's record left */
-    eng_expect_uncut("pun_b", size, q, v, bs);
-    free(v);
+    struct eng_punched p;
+    eng_punched_file("pun_b", &p);
+    cr_assert_eq(truncate(p.q, 2 * 64), 0); /* the header and block 0's record left */
+    eng_expect_uncut("pun_b", &p);
 }
 
 /* The same behind a rebuild's repair cut short: the sidecar lost, the open
@@ -378,21 +385,17 @@ Test(engine, punched_frame_past_lost_sidecar_records_is_not_cut)
  * read-only load (cbfs check) keeps the tail too. */
 Test(engine, punched_frame_past_a_short_rebuilt_sidecar_is_not_cut)
 {
-    const uint32_t bs = 64 << 10;
-    unsigned char *v = malloc(4ull * bs);
-    cr_assert_not_null(v);
-    char q[160];
-    const off_t size = eng_punched_file("pun_a", v, bs, q);
-    cr_assert_eq(unlink(q), 0);
+    struct eng_punched p;
+    eng_punched_file("pun_a", &p);
+    cr_assert_eq(unlink(p.q), 0);
     struct cbfs_file *f = eng_open("pun_a", false, "lz4"); /* rebuilt, repaired */
-    eng_check(f, v, 4ull * bs);
+    eng_check(f, p.v, 4ull * p.bs);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    cr_assert_eq(truncate(q, 64), 0);
+    cr_assert_eq(truncate(p.q, 64), 0);
     struct cbfs_index_report rep;
     cr_assert_eq(eng_load_report("pun_a", &rep), CBFS_OK);
     cr_assert(rep.tail_kept, "a tail of acknowledged frames not kept");
-    eng_expect_uncut("pun_a", size, q, v, bs);
-    free(v);
+    eng_expect_uncut("pun_a", &p);
 }
 
 /* Blocks 2-5 of name read as v + b * bs, and the file is 6 blocks long. */
