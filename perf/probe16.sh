@@ -17,6 +17,11 @@
 #      cores) with the writeback cache, 2 GiB, 1 and 8 writers, lz4 and zstd:1.
 #   B: the suite's workers section (target 4 and the sweep), 2 GiB, 2 reps; profiles of
 #      8 zstd:1 writers and of one lz4 stream with workers=1.
+#   G: target 5 (restore, 4 GiB, 4 reps: nullfs, lz4, zstd:1, each cbfs codec also with both
+#      read-aheads raised), target 3b (8 writers, 2 GiB, 3 reps: nullfs, zstd:1 with 256K and
+#      1M blocks, lz4, the zstd -T16 pipe, zstd:1 in memory with 8 threads), profiles and wait
+#      samples of one cold read alone (cbfs lz4, nullfs), then the suite's stream section
+#      (targets 1, 2) with what time is left. For a session with one call (15 minutes).
 #   F: the restore (target 5): one cold reader (ddbench reads only one-writer points),
 #      nullfs against cbfs lz4 and zstd:1 with the engine's read-ahead (readahead=, 8
 #      blocks) and the mount's (fuse_readahead=, 1M) raised, alone and together, 2 GiB,
@@ -24,7 +29,7 @@
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B|C|D|E|F}
+step=${1:?usage: perf/probe16.sh A|B|C|D|E|F|G}
 size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
@@ -60,6 +65,11 @@ prof() { # system-wide on-CPU profile of one ddbench point, and where its thread
         env OUT= bash "$kit/run.sh" --reps 1 --sizes 1M --size $size --csv "$res/prof-$name.csv" "$@" \
         >"$res/prof-$name.log" 2>&1
     kill $sp; wait $sp 2>/dev/null
+    report_ "$name"
+}
+
+report_() { # NAME: the reports of /tmp/NAME.data into $res, the data removed
+    local name=$1
     local pr=(env LD_LIBRARY_PATH="$kit/lib" perf report -i "/tmp/$name.data" --stdio --no-children)
     "${pr[@]}" --sort comm,dso,sym -g none --percent-limit 0.3 2>/dev/null | grep -v '^#' |
         grep -v '^$' | head -150 >"$res/prof-$name.txt"
@@ -70,6 +80,25 @@ prof() { # system-wide on-CPU profile of one ddbench point, and where its thread
     rm -f /tmp/$name.data
     echo "== profile $name: $(grep -c . "$res/prof-$name.txt") lines ($(left) s left)"
     head -25 "$res/prof-$name-comm.txt"
+}
+
+rprof() { # NAME SYSTEM: profile and wait samples of one cold read alone (ddbench --read-wrap)
+    local name=$1
+    shift
+    ((($(left)) > 90)) || { echo "probe16: no time left for profile $name"; return 0; }
+    # stacks.py without the kit's libraries: python3 keeps the machine's own
+    cat >"/tmp/rwrap-$name.sh" <<EOF
+env -u LD_LIBRARY_PATH python3 "$repo/perf/stacks.py" --until-killed >"$res/wait-$name.txt" &
+sp=\$!
+perf record -a -g -F 499 -o "/tmp/$name.data" -- "\$@" 2>/dev/null
+rc=\$?
+kill \$sp; wait \$sp 2>/dev/null
+exit \$rc
+EOF
+    timeout 150 env OUT= bash "$kit/run.sh" --reps 1 --sizes 1M --writers 1 --size $size --read \
+        --read-wrap "bash /tmp/rwrap-$name.sh" --csv "$res/prof-$name.csv" "$@" \
+        >"$res/prof-$name.log" 2>&1
+    report_ "$name"
 }
 
 { nproc; lscpu | grep -E 'Model name|MHz|NUMA|L3'; free -g; df -hT /var/tmp; lsblk -d -o NAME,ROTA,MODEL,SIZE
@@ -128,6 +157,19 @@ F)
         --system 'lz4 ra32 fra4M=codec=lz4,readahead=32,fuse_readahead=4M' \
         --system 'zstd1=codec=zstd:1' \
         --system 'zstd1 ra32 fra4M=codec=zstd:1,readahead=32,fuse_readahead=4M'
+    ;;
+G)  # the two targets still short (5, 3b) at the current code, then targets 1 and 2 again
+    dd_ restore 330 --read --size ${PROBE_SIZE:-4G} --reps ${PROBE_REPS:-4} --sizes 1M --writers 1 \
+        --system nullfs --system 'lz4=codec=lz4' \
+        --system 'lz4 ra32 fra4M=codec=lz4,readahead=32,fuse_readahead=4M' \
+        --system 'zstd1=codec=zstd:1' \
+        --system 'zstd1 ra32 fra4M=codec=zstd:1,readahead=32,fuse_readahead=4M'
+    dd_ many8 250 --size $size --reps ${PROBE_REPS:-3} --sizes 1M --writers 8 --system nullfs \
+        --system 'zstd1=codec=zstd:1' --system 'zstd1 bs1M=codec=zstd:1,block_size=1M' \
+        --system 'lz4=codec=lz4' --system pipe-zstd --codec-threads 8 --codecs zstd:1
+    rprof read-lz4 --system 'lz4=codec=lz4'
+    rprof read-nullfs --system nullfs
+    dd_ suite-stream 5 --suite 16core --section stream --size $size --reps ${PROBE_REPS:-3}
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac
