@@ -50,14 +50,16 @@ static char *nullfs_mnt;
 static pthread_once_t nullfs_ra_once = PTHREAD_ONCE_INIT;
 
 /* The mount's read-ahead as a cbfs mount's by default (fuse_readahead), so a
- * read here and a cbfs restore see the same request sizes. Run once, by the
- * first request after INIT: INIT caps the read-ahead, so not before. */
+ * read here and a cbfs restore see the same request sizes;
+ * CBFS_NULLFS_READAHEAD=SIZE as fuse_readahead=SIZE would (ddbench's
+ * nullfs-raSIZE: the ceiling for a cbfs mount given that option). Run once, by
+ * the first request after INIT: INIT caps the read-ahead, so not before. */
+static uint64_t nullfs_ra_bytes; /* set in main before mounting */
+
 static void nullfs_read_ahead(void)
 {
-    struct cbfs_settings s;
-    cbfs_settings_init(&s);
-    if (!s.fuse_readahead || !nullfs_mnt) return;
-    const cbfs_err e = cbfs_mount_set_read_ahead(nullfs_mnt, s.fuse_readahead);
+    if (!nullfs_ra_bytes || !nullfs_mnt) return;
+    const cbfs_err e = cbfs_mount_set_read_ahead(nullfs_mnt, nullfs_ra_bytes);
     if (e)
         fprintf(stderr, "cbfs-nullfs: read-ahead of %s not set: %s\n", nullfs_mnt,
                 cbfs_err_str(e));
@@ -466,6 +468,15 @@ int main(int argc, char *argv[])
         ret = opts.show_help ? 0 : 1;
         goto out;
     }
+    struct cbfs_settings set;
+    cbfs_settings_init(&set);
+    const char *ra = getenv("CBFS_NULLFS_READAHEAD");
+    char msg[256];
+    if (ra && cbfs_settings_set(&set, CBFS_SCOPE_MOUNT, "fuse_readahead", ra, msg, sizeof msg)) {
+        fprintf(stderr, "cbfs-nullfs: CBFS_NULLFS_READAHEAD: %s\n", msg);
+        goto out;
+    }
+    nullfs_ra_bytes = set.fuse_readahead;
     se = fuse_session_new(&args, &nullfs_ops, sizeof(nullfs_ops), &fs);
     if (se == NULL) goto out;
     if (fuse_set_signal_handlers(se) != 0) goto out_session;
