@@ -11,6 +11,7 @@ struct cbfs_cache {
     size_t nbuckets;                 /* immutable, power of two */
     struct cbfs_cache_ent *mru, *lru; /* lock */
     uint64_t bytes, cap;             /* lock (the buffers' sizes, not their content); cap immutable */
+    uint64_t ra_bytes, ra_cap;       /* read-ahead not yet read (cache.h): lock; ra_cap immutable */
     cbfs_cache_release_fn *release;  /* immutable; NULL: free */
     void *release_arg;               /* immutable */
 };
@@ -44,6 +45,7 @@ cbfs_err cbfs_cache_create(uint64_t cap_bytes, cbfs_cache_release_fn *release, v
         return CBFS_E_NOMEM;
     }
     c->cap = cap_bytes;
+    c->ra_cap = cap_bytes / 2;
     c->release = release;
     c->release_arg = arg;
     pthread_mutex_init(&c->lock, NULL);
@@ -52,8 +54,16 @@ cbfs_err cbfs_cache_create(uint64_t cap_bytes, cbfs_cache_release_fn *release, v
     return CBFS_OK;
 }
 
+/* Gives e's read-ahead charge back to the budget. Lock held. */
+static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e)
+{
+    c->ra_bytes -= e->ra_charge;
+    e->ra_charge = 0;
+}
+
 static void cbfs_cache_unlink(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 {
+    cbfs_cache_uncharge(c, e);
     struct cbfs_cache_ent **pp = &c->buckets[cbfs_cache_slot(c, e->serial, e->block, e->gen)];
     while (*pp != e) pp = &(*pp)->hnext;
     *pp = e->hnext;
@@ -76,17 +86,22 @@ static void cbfs_cache_touch(struct cbfs_cache *c, struct cbfs_cache_ent *e)
     c->mru = e;
 }
 
-/* Drops unreferenced READY/FAILED entries from the LRU end while over cap. */
+/* Drops unreferenced READY/FAILED entries from the LRU end while over cap:
+ * first those no read-ahead is waiting to be read from, then, only if that is
+ * not enough, unread read-ahead too. An unread block is a reader's next
+ * request; evicted, it is read from the store and decoded again. */
 static void cbfs_cache_evict(struct cbfs_cache *c)
 {
-    struct cbfs_cache_ent *e = c->lru;
-    while (e && c->bytes > c->cap) {
-        struct cbfs_cache_ent *prev = e->lprev;
-        if (e->refs == 0 && e->state != CBFS_CACHE_LOADING) {
-            cbfs_cache_unlink(c, e);
-            cbfs_cache_ent_free(c, e);
+    for (int pass = 0; pass < 2 && c->bytes > c->cap; pass++) {
+        struct cbfs_cache_ent *e = c->lru;
+        while (e && c->bytes > c->cap) {
+            struct cbfs_cache_ent *prev = e->lprev;
+            if (e->refs == 0 && e->state != CBFS_CACHE_LOADING && (pass || !e->readahead)) {
+                cbfs_cache_unlink(c, e);
+                cbfs_cache_ent_free(c, e);
+            }
+            e = prev;
         }
-        e = prev;
     }
 }
 
@@ -151,6 +166,7 @@ struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uin
             e->refs++;
             *ra_hit = e->readahead;
             e->readahead = false;
+            cbfs_cache_uncharge(c, e);
             cbfs_cache_touch(c, e);
             pthread_mutex_unlock(&c->lock);
             return e;
@@ -183,11 +199,20 @@ struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, ui
 }
 
 struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
-                                          uint64_t block, uint64_t gen)
+                                          uint64_t block, uint64_t gen, size_t charge,
+                                          bool *full)
 {
     pthread_mutex_lock(&c->lock);
     struct cbfs_cache_ent *e = NULL;
-    if (!cbfs_cache_find(c, serial, block, gen)) e = cbfs_cache_insert(c, serial, block, gen);
+    *full = false;
+    if (!cbfs_cache_find(c, serial, block, gen)) {
+        if (c->ra_bytes + charge > c->ra_cap) {
+            *full = true;
+        } else if ((e = cbfs_cache_insert(c, serial, block, gen))) {
+            e->ra_charge = charge;
+            c->ra_bytes += charge;
+        }
+    }
     pthread_mutex_unlock(&c->lock);
     return e;
 }
@@ -206,6 +231,7 @@ void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned 
         cbfs_cache_evict(c);
     } else {
         ent->state = CBFS_CACHE_FAILED;
+        cbfs_cache_uncharge(c, ent);
     }
     pthread_cond_broadcast(&c->loaded);
     pthread_mutex_unlock(&c->lock);

@@ -4,7 +4,15 @@
  * ent->data without the cache lock; eviction skips referenced entries.
  * A LOADING entry has exactly one loader, which must call cbfs_cache_fill;
  * other readers of the same key wait for it instead of decoding twice. The
- * bound counts the entries' buffers (cap), the memory they hold. */
+ * bound counts the entries' buffers (cap), the memory they hold.
+ *
+ * Read-ahead has a budget of its own, half the bound: the blocks reserved
+ * for read-ahead and not yet read count against it (their charge, given at
+ * reserve) until a reader gets them, their load fails or they are evicted.
+ * Without it, every sequential reader's window filled the cache alone, and
+ * with many readers (a restore with 8 or 16 streams) read-ahead evicted
+ * other readers' read-ahead before it was read: each such block was read
+ * from the store and decoded twice (docs/PERF.md, fifteenth session). */
 #ifndef CBFS_ENGINE_CACHE_H
 #define CBFS_ENGINE_CACHE_H
 
@@ -23,6 +31,7 @@ struct cbfs_cache_ent {
     enum cbfs_cache_state state; /* cache lock */
     unsigned refs;               /* cache lock */
     bool readahead;              /* filled by read-ahead, not yet read: cache lock */
+    size_t ra_charge;            /* of the read-ahead budget, until read or gone: cache lock */
     struct cbfs_cache_ent *hnext, *lprev, *lnext; /* cache lock */
 };
 
@@ -50,10 +59,13 @@ struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uin
 struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, uint64_t block,
                                        uint64_t gen);
 
-/* For read-ahead: a referenced LOADING entry if the key is absent, else NULL
- * (already cached or loading, or no memory). */
+/* For read-ahead: a referenced LOADING entry if the key is absent and the
+ * read-ahead budget has charge bytes left (charged to it), else NULL:
+ * already cached or loading, no memory, or *full set (the budget is spent:
+ * read ahead later, once readers have caught up). */
 struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
-                                          uint64_t block, uint64_t gen);
+                                          uint64_t block, uint64_t gen, size_t charge,
+                                          bool *full);
 
 /* Completes a LOADING entry: takes ownership of data (len bytes of content in
  * a buffer of cap bytes, given back through the release hook) when ok; a

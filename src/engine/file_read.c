@@ -242,7 +242,13 @@ static void cbfs_file_readahead(struct cbfs_file *f, uint64_t first, uint64_t la
         const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, b);
         if (!e || (e->flags & CBFS_FRAME_HOLE) || cbfs_file_mem_block(f, b, &mem, &mlen))
             continue;
-        struct cbfs_cache_ent *c = cbfs_cache_reserve(eng->cache, f->serial, b, e->generation);
+        bool full;
+        struct cbfs_cache_ent *c =
+            cbfs_cache_reserve(eng->cache, f->serial, b, e->generation, f->bs, &full);
+        if (full) { /* the cache's read-ahead budget: from b again at the next read */
+            to = b - 1;
+            break;
+        }
         if (!c) continue; /* cached or loading already */
         struct cbfs_rajob *j = malloc(sizeof *j);
         if (!j) {

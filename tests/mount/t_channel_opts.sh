@@ -3,7 +3,7 @@
 # clone_fd (a /dev/fuse queue per serving thread), fuse_threads=N, max_background=N
 # and fuse_readahead=SIZE mount, serve four parallel writers bit-exact, and take
 # effect: the kernel's max_background (fusectl) and the mount's read_ahead_kb
-# (the bdi's, 1M by default) are the ones asked for; bad values are refused.
+# (the bdi's, 2M by default) are the ones asked for; bad values are refused.
 . "$(dirname "$0")/lib.sh"
 
 store=$T/store mnt=$T/mnt
@@ -30,10 +30,10 @@ fi
 [[ -n ${mounted_ctl:-} ]] && umount "$ctl"
 # read_ahead_kb: what the daemon set after INIT, which caps it at the kernel's
 read_ahead() { cat "/sys/class/bdi/$(mountpoint -d "$mnt")/read_ahead_kb"; }
-check_eq 1024 "$(read_ahead)" "read_ahead_kb by default"
+check_eq 2048 "$(read_ahead)" "read_ahead_kb by default"
 cbfs_umount "$mnt"
-cbfs_mount "$store" "$mnt" codec=lz4,clone_fd=off,fuse_threads=1,fuse_readahead=2M
-check_eq 2048 "$(read_ahead)" "read_ahead_kb with fuse_readahead=2M"
+cbfs_mount "$store" "$mnt" codec=lz4,clone_fd=off,fuse_threads=1,fuse_readahead=4M
+check_eq 4096 "$(read_ahead)" "read_ahead_kb with fuse_readahead=4M"
 for i in 1 2 3 4; do same_file "$T/src$i" "$mnt/f$i"; done
 cbfs_umount "$mnt"
 cbfs_mount "$store" "$mnt" fuse_readahead=0

@@ -113,13 +113,15 @@ Test(cache, peek_never_inserts_or_waits)
 Test(cache, readahead_hit_reported_once)
 {
     ct_open(1 << 20);
-    struct cbfs_cache_ent *e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1);
+    bool full;
+    struct cbfs_cache_ent *e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1, CT_LEN, &full);
     cr_assert_not_null(e);
     cr_assert_eq(e->state, CBFS_CACHE_LOADING);
-    cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1), "reserved twice");
+    cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1, CT_LEN, &full), "reserved twice");
     cbfs_cache_fill(ct_cache, e, ct_data(9), CT_LEN, CT_LEN, true, true);
     cbfs_cache_put(ct_cache, e);
-    cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1), "reserved a cached key");
+    cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1, CT_LEN, &full),
+                   "reserved a cached key");
 
     bool fill, ra;
     e = cbfs_cache_get(ct_cache, CT_SERIAL, 9, 1, &fill, &ra);
@@ -186,7 +188,7 @@ Test(cache, zero_bound_keeps_nothing_unreferenced)
 Test(cache, failed_load_is_not_cached)
 {
     ct_open(1 << 20);
-    bool fill, ra;
+    bool fill, ra, full;
     struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 2, 1, &fill, &ra);
     cr_assert(fill);
     cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
@@ -199,14 +201,76 @@ Test(cache, failed_load_is_not_cached)
     cbfs_cache_put(ct_cache, e);
 
     /* A read-ahead reservation that fails leaves the key free too. */
-    e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1);
+    e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1, CT_LEN, &full);
     cr_assert_not_null(e);
     cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
     cbfs_cache_put(ct_cache, e);
-    e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1);
+    e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1, CT_LEN, &full);
     cr_assert_not_null(e, "a failed read-ahead blocks the key");
     cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
     cbfs_cache_put(ct_cache, e);
+    ct_close();
+}
+
+/* Reserves block b for read-ahead (charge CT_LEN) and fills it; no reference kept. */
+static void ct_readahead(uint64_t b)
+{
+    bool full;
+    struct cbfs_cache_ent *e = cbfs_cache_reserve(ct_cache, CT_SERIAL, b, 1, CT_LEN, &full);
+    cr_assert(e && !full, "read-ahead of block %llu refused", (unsigned long long)b);
+    cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, CT_LEN, true, true);
+    cbfs_cache_put(ct_cache, e);
+}
+
+/* Whether the read-ahead budget has room for one more block (reserved and
+ * failed again at once, so nothing stays). */
+static bool ct_readahead_room(void)
+{
+    bool full;
+    struct cbfs_cache_ent *e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 999, 1, CT_LEN, &full);
+    cr_assert(e || full);
+    if (!e) return false;
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_put(ct_cache, e);
+    return true;
+}
+
+/* Unread read-ahead holds at most half the cache and is evicted last; a
+ * block's charge comes back when it is read, when its load fails and when it
+ * is evicted unread. */
+Test(cache, readahead_budget_is_half_the_cache)
+{
+    ct_open(10 * CT_LEN);
+    for (uint64_t b = 0; b < 5; b++) ct_readahead(b);
+    cr_assert(!ct_readahead_room(), "read-ahead past half the cache");
+
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 0, 1, &fill, &ra);
+    cr_assert(!fill && ra);
+    cbfs_cache_put(ct_cache, e);
+    cr_assert(ct_readahead_room(), "a read block still holds its charge");
+    ct_readahead(5);
+    cr_assert(!ct_readahead_room());
+
+    /* LRU first: 1 2 3 4 (unread), 0 (read), 5 (unread). Five plain loads
+     * make 1100 bytes: block 0 goes, read, although four unread blocks are
+     * less recent. */
+    for (uint64_t b = 10; b < 15; b++) ct_load(b, false);
+    cr_assert(!ct_present(0), "a read block outlived unread read-ahead");
+    cr_assert(ct_present(1) && ct_present(10));
+
+    /* Unread read-ahead goes last: plain blocks first, although block 2 is
+     * the least recent of all; then, with only unread read-ahead left to
+     * evict (20-25 held), the least recent of it (3), which gives its charge
+     * back. */
+    struct cbfs_cache_ent *held[6];
+    held[0] = ct_load(20, true);
+    cr_assert(ct_present(2), "unread read-ahead evicted before a plain block");
+    for (uint64_t b = 21; b < 26; b++) held[b - 20] = ct_load(b, true);
+    cr_assert(!ct_present(3), "the bound was not kept");
+    for (unsigned i = 0; i < 6; i++) cbfs_cache_put(ct_cache, held[i]);
+    cr_assert(ct_readahead_room(), "an evicted unread block still holds its charge");
+    cr_assert(ct_readahead_room(), "a failed read-ahead load still holds its charge");
     ct_close();
 }
 

@@ -45,11 +45,11 @@ Test(settings, builtin_defaults)
     cr_assert_eq(s.block_size, CBFS_BLOCK_DEFAULT);
     cr_assert_eq(s.workers, 0);
     cr_assert_eq(s.cache_bytes, 64u << 20);
-    cr_assert_eq(s.readahead, 8);
+    cr_assert_eq(s.readahead, 32);
     cr_assert_eq(s.inflight_bytes, 0);
     cr_assert_eq(s.attr_timeout, 1.0);
     cr_assert(s.writeback_cache); /* on by default: docs/PERF.md */
-    cr_assert_eq(s.fuse_readahead, 1u << 20);
+    cr_assert_eq(s.fuse_readahead, 2u << 20);
     cr_assert_eq(s.given, 0);
 }
 
