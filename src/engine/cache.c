@@ -1,17 +1,38 @@
-/* Bounded LRU of decompressed blocks with single-loader entries (cache.h). */
+/* Bounded LRU of decompressed blocks with single-loader entries (cache.h).
+ * Two lists: `used` (every entry without a read-ahead charge, most recent at
+ * the head) and `ahead` (unread read-ahead, charged, newest at the head, so
+ * oldest reservation at the tail). An entry is on `ahead` exactly while its
+ * ra_charge is not 0. Eviction walks `used` from the tail and touches `ahead`
+ * only when that is not enough; aging moves stale entries from the tail of
+ * `ahead` to the tail of `used`. Neither walks past what it takes. */
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "engine/cache.h"
+
+/* Unread read-ahead goes stale once this many bounds' worth of blocks have
+ * been filled after its reservation. Many readers on few CPUs are served
+ * unevenly, and a reader whose READs wait in the queue keeps its window
+ * while the others go on: at one bound, 16 readers of a 2-core machine lost
+ * blocks to aging and read 1.4x the store's bytes; at two, 8 readers of 1M
+ * blocks 1.02-1.05x; at four, none (docs/PERF.md, fifteenth session). */
+#define CBFS_CACHE_STALE_BOUNDS 4
+
+struct cbfs_cache_list {
+    struct cbfs_cache_ent *head, *tail;
+};
 
 struct cbfs_cache {
     pthread_mutex_t lock;
     pthread_cond_t loaded;           /* broadcast when any LOADING entry completes */
     struct cbfs_cache_ent **buckets; /* lock */
     size_t nbuckets;                 /* immutable, power of two */
-    struct cbfs_cache_ent *mru, *lru; /* lock */
+    struct cbfs_cache_list used;     /* lock: uncharged entries, most recent first */
+    struct cbfs_cache_list ahead;    /* lock: charged entries, newest reservation first */
     uint64_t bytes, cap;             /* lock (the buffers' sizes, not their content); cap immutable */
-    uint64_t ra_bytes, ra_cap;       /* read-ahead not yet read (cache.h): lock; ra_cap immutable */
+    uint64_t ra_bytes, ra_cap;       /* read-ahead charges (cache.h): lock; ra_cap immutable */
+    uint64_t filled;                 /* bytes (cap) filled so far, the clock that ages them: lock */
     cbfs_cache_release_fn *release;  /* immutable; NULL: free */
     void *release_arg;               /* immutable */
 };
@@ -54,65 +75,113 @@ cbfs_err cbfs_cache_create(uint64_t cap_bytes, cbfs_cache_release_fn *release, v
     return CBFS_OK;
 }
 
-/* Gives e's read-ahead charge back to the budget. Lock held. */
-static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e)
+/* ---- the two lists (lock held) ---- */
+
+static struct cbfs_cache_list *cbfs_cache_list_of(struct cbfs_cache *c,
+                                                  const struct cbfs_cache_ent *e)
 {
+    return e->ra_charge ? &c->ahead : &c->used;
+}
+
+static void cbfs_cache_list_remove(struct cbfs_cache_list *l, struct cbfs_cache_ent *e)
+{
+    if (e->lprev) e->lprev->lnext = e->lnext;
+    else l->head = e->lnext;
+    if (e->lnext) e->lnext->lprev = e->lprev;
+    else l->tail = e->lprev;
+    e->lprev = e->lnext = NULL;
+}
+
+static void cbfs_cache_list_push_head(struct cbfs_cache_list *l, struct cbfs_cache_ent *e)
+{
+    e->lprev = NULL;
+    e->lnext = l->head;
+    if (l->head) l->head->lprev = e;
+    else l->tail = e;
+    l->head = e;
+}
+
+static void cbfs_cache_list_push_tail(struct cbfs_cache_list *l, struct cbfs_cache_ent *e)
+{
+    e->lnext = NULL;
+    e->lprev = l->tail;
+    if (l->tail) l->tail->lnext = e;
+    else l->head = e;
+    l->tail = e;
+}
+
+/* Gives e's read-ahead charge back and moves it to `used`: to the head (it
+ * was just used) or to the tail (stale, or failed: first to go). No-op for an
+ * uncharged entry but for the head move. */
+static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e, bool to_head)
+{
+    cbfs_cache_list_remove(cbfs_cache_list_of(c, e), e);
     c->ra_bytes -= e->ra_charge;
     e->ra_charge = 0;
+    if (to_head) cbfs_cache_list_push_head(&c->used, e);
+    else cbfs_cache_list_push_tail(&c->used, e);
+}
+
+/* Unread read-ahead reserved CBFS_CACHE_STALE_BOUNDS bounds' worth of fills
+ * ago is stale (cache.h): its reader stopped or went elsewhere. It gives its charge back
+ * and goes to the tail of `used`, no longer spared by eviction. `ahead` is in
+ * reservation order, so only its tail can be stale. */
+static void cbfs_cache_age(struct cbfs_cache *c)
+{
+    struct cbfs_cache_ent *e;
+    while ((e = c->ahead.tail) && c->filled - e->born >= CBFS_CACHE_STALE_BOUNDS * c->cap) {
+        e->readahead = false;
+        cbfs_cache_uncharge(c, e, false);
+    }
 }
 
 static void cbfs_cache_unlink(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 {
-    cbfs_cache_uncharge(c, e);
     struct cbfs_cache_ent **pp = &c->buckets[cbfs_cache_slot(c, e->serial, e->block, e->gen)];
     while (*pp != e) pp = &(*pp)->hnext;
     *pp = e->hnext;
-    if (e->lprev) e->lprev->lnext = e->lnext;
-    else c->mru = e->lnext;
-    if (e->lnext) e->lnext->lprev = e->lprev;
-    else c->lru = e->lprev;
+    cbfs_cache_list_remove(cbfs_cache_list_of(c, e), e);
+    c->ra_bytes -= e->ra_charge;
+    e->ra_charge = 0;
     c->bytes -= e->cap;
 }
 
-static void cbfs_cache_touch(struct cbfs_cache *c, struct cbfs_cache_ent *e)
+/* Drops unreferenced READY/FAILED entries of l from its tail while over cap. */
+static void cbfs_cache_evict_from(struct cbfs_cache *c, struct cbfs_cache_list *l)
 {
-    if (c->mru == e) return;
-    e->lprev->lnext = e->lnext; /* e is not mru, so lprev exists */
-    if (e->lnext) e->lnext->lprev = e->lprev;
-    else c->lru = e->lprev;
-    e->lprev = NULL;
-    e->lnext = c->mru;
-    c->mru->lprev = e;
-    c->mru = e;
+    struct cbfs_cache_ent *e = l->tail;
+    while (e && c->bytes > c->cap) {
+        struct cbfs_cache_ent *prev = e->lprev;
+        if (e->refs == 0 && e->state != CBFS_CACHE_LOADING) {
+            cbfs_cache_unlink(c, e);
+            cbfs_cache_ent_free(c, e);
+        }
+        e = prev;
+    }
 }
 
-/* Drops unreferenced READY/FAILED entries from the LRU end while over cap:
- * first those no read-ahead is waiting to be read from, then, only if that is
- * not enough, unread read-ahead too. An unread block is a reader's next
- * request; evicted, it is read from the store and decoded again. */
+/* Evicts while over cap: every other entry before fresh unread read-ahead,
+ * which is a reader's next request (evicted, it is read from the store and
+ * decoded again), and that only when nothing else can go. */
 static void cbfs_cache_evict(struct cbfs_cache *c)
 {
-    for (int pass = 0; pass < 2 && c->bytes > c->cap; pass++) {
-        struct cbfs_cache_ent *e = c->lru;
-        while (e && c->bytes > c->cap) {
-            struct cbfs_cache_ent *prev = e->lprev;
-            if (e->refs == 0 && e->state != CBFS_CACHE_LOADING && (pass || !e->readahead)) {
-                cbfs_cache_unlink(c, e);
-                cbfs_cache_ent_free(c, e);
-            }
-            e = prev;
-        }
-    }
+    if (c->bytes <= c->cap) return;
+    cbfs_cache_age(c);
+    cbfs_cache_evict_from(c, &c->used);
+    cbfs_cache_evict_from(c, &c->ahead);
 }
 
 void cbfs_cache_destroy(struct cbfs_cache *c)
 {
     if (!c) return;
-    struct cbfs_cache_ent *e = c->mru;
-    while (e) {
-        struct cbfs_cache_ent *n = e->lnext;
-        cbfs_cache_ent_free(c, e);
-        e = n;
+    struct cbfs_cache_list *lists[] = {&c->used, &c->ahead};
+    for (unsigned i = 0; i < 2; i++) {
+        struct cbfs_cache_ent *e = lists[i]->head;
+        while (e) {
+            struct cbfs_cache_ent *n = e->lnext;
+            cbfs_cache_ent_free(c, e);
+            e = n;
+        }
     }
     pthread_cond_destroy(&c->loaded);
     pthread_mutex_destroy(&c->lock);
@@ -128,8 +197,10 @@ static struct cbfs_cache_ent *cbfs_cache_find(struct cbfs_cache *c, uint64_t ser
     return e;
 }
 
+/* A new LOADING entry with one reference, charged (on `ahead`) when charge
+ * is not 0. */
 static struct cbfs_cache_ent *cbfs_cache_insert(struct cbfs_cache *c, uint64_t serial,
-                                                uint64_t block, uint64_t gen)
+                                                uint64_t block, uint64_t gen, size_t charge)
 {
     struct cbfs_cache_ent *e = calloc(1, sizeof *e);
     if (!e) return NULL;
@@ -138,14 +209,25 @@ static struct cbfs_cache_ent *cbfs_cache_insert(struct cbfs_cache *c, uint64_t s
     e->gen = gen;
     e->state = CBFS_CACHE_LOADING;
     e->refs = 1;
+    e->born = c->filled;
+    e->ra_charge = charge;
+    c->ra_bytes += charge;
     size_t slot = cbfs_cache_slot(c, serial, block, gen);
     e->hnext = c->buckets[slot];
     c->buckets[slot] = e;
-    e->lnext = c->mru;
-    if (c->mru) c->mru->lprev = e;
-    c->mru = e;
-    if (!c->lru) c->lru = e;
+    cbfs_cache_list_push_head(cbfs_cache_list_of(c, e), e);
     return e;
+}
+
+/* A reader (get or peek) uses READY entry e: it is no longer unread
+ * read-ahead, and it becomes the most recent. @return whether it was unread
+ * read-ahead. Lock held. */
+static bool cbfs_cache_use(struct cbfs_cache *c, struct cbfs_cache_ent *e)
+{
+    const bool ra = e->readahead;
+    e->readahead = false;
+    cbfs_cache_uncharge(c, e, true);
+    return ra;
 }
 
 struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uint64_t block,
@@ -157,17 +239,14 @@ struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uin
     for (;;) {
         struct cbfs_cache_ent *e = cbfs_cache_find(c, serial, block, gen);
         if (!e) {
-            e = cbfs_cache_insert(c, serial, block, gen);
+            e = cbfs_cache_insert(c, serial, block, gen, 0);
             if (e) *must_fill = true;
             pthread_mutex_unlock(&c->lock);
             return e;
         }
         if (e->state == CBFS_CACHE_READY) {
             e->refs++;
-            *ra_hit = e->readahead;
-            e->readahead = false;
-            cbfs_cache_uncharge(c, e);
-            cbfs_cache_touch(c, e);
+            *ra_hit = cbfs_cache_use(c, e);
             pthread_mutex_unlock(&c->lock);
             return e;
         }
@@ -190,7 +269,7 @@ struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, ui
     struct cbfs_cache_ent *e = cbfs_cache_find(c, serial, block, gen);
     if (e && e->state == CBFS_CACHE_READY) {
         e->refs++;
-        cbfs_cache_touch(c, e);
+        (void)cbfs_cache_use(c, e);
     } else {
         e = NULL;
     }
@@ -202,16 +281,14 @@ struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
                                           uint64_t block, uint64_t gen, size_t charge,
                                           bool *full)
 {
+    assert(charge > 0); /* a charge of 0 would put the entry on `used` */
     pthread_mutex_lock(&c->lock);
     struct cbfs_cache_ent *e = NULL;
     *full = false;
     if (!cbfs_cache_find(c, serial, block, gen)) {
-        if (c->ra_bytes + charge > c->ra_cap) {
-            *full = true;
-        } else if ((e = cbfs_cache_insert(c, serial, block, gen))) {
-            e->ra_charge = charge;
-            c->ra_bytes += charge;
-        }
+        cbfs_cache_age(c);
+        if (c->ra_bytes + charge > c->ra_cap) *full = true;
+        else e = cbfs_cache_insert(c, serial, block, gen, charge);
     }
     pthread_mutex_unlock(&c->lock);
     return e;
@@ -226,12 +303,14 @@ void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned 
         ent->len = len;
         ent->cap = cap;
         ent->state = CBFS_CACHE_READY;
-        ent->readahead = readahead;
+        /* aged while it loaded: no longer counted as read-ahead */
+        ent->readahead = readahead && ent->ra_charge;
         c->bytes += cap;
+        c->filled += cap;
         cbfs_cache_evict(c);
     } else {
         ent->state = CBFS_CACHE_FAILED;
-        cbfs_cache_uncharge(c, ent);
+        if (ent->ra_charge) cbfs_cache_uncharge(c, ent, false);
     }
     pthread_cond_broadcast(&c->loaded);
     pthread_mutex_unlock(&c->lock);

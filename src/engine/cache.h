@@ -8,11 +8,16 @@
  *
  * Read-ahead has a budget of its own, half the bound: the blocks reserved
  * for read-ahead and not yet read count against it (their charge, given at
- * reserve) until a reader gets them, their load fails or they are evicted.
- * Without it, every sequential reader's window filled the cache alone, and
- * with many readers (a restore with 8 or 16 streams) read-ahead evicted
- * other readers' read-ahead before it was read: each such block was read
- * from the store and decoded twice (docs/PERF.md, fifteenth session). */
+ * reserve) until a reader gets them (get or peek), their load fails, they
+ * are evicted or they go stale. Eviction spares unread read-ahead while
+ * anything else can go. Without these, every sequential reader's window filled the cache
+ * alone, and with many readers (a restore with 8 or 16 streams) read-ahead
+ * evicted other readers' read-ahead before it was read: each such block was
+ * read from the store and decoded twice (docs/PERF.md, fifteenth session).
+ * Unread read-ahead is stale once four bounds' worth of blocks have been
+ * filled after it was reserved (CBFS_CACHE_STALE_BOUNDS): its reader has
+ * stopped or gone elsewhere, and it must neither hold the budget nor outlive
+ * other blocks for good. */
 #ifndef CBFS_ENGINE_CACHE_H
 #define CBFS_ENGINE_CACHE_H
 
@@ -32,7 +37,9 @@ struct cbfs_cache_ent {
     unsigned refs;               /* cache lock */
     bool readahead;              /* filled by read-ahead, not yet read: cache lock */
     size_t ra_charge;            /* of the read-ahead budget, until read or gone: cache lock */
-    struct cbfs_cache_ent *hnext, *lprev, *lnext; /* cache lock */
+    uint64_t born;               /* the cache's fill clock when inserted: immutable */
+    struct cbfs_cache_ent *hnext; /* hash chain: cache lock */
+    struct cbfs_cache_ent *lprev, *lnext; /* its list (cache.c): cache lock */
 };
 
 struct cbfs_cache;
@@ -55,7 +62,8 @@ struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uin
                                       uint64_t gen, bool *must_fill, bool *ra_hit);
 
 /* A referenced READY entry, or NULL (absent, loading, failed): never waits,
- * never inserts — for callers that hold a file lock. */
+ * never inserts — for callers that hold a file lock. A use like get's (it is
+ * no longer unread read-ahead), but reports no read-ahead hit. */
 struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, uint64_t block,
                                        uint64_t gen);
 

@@ -235,9 +235,8 @@ static bool ct_readahead_room(void)
     return true;
 }
 
-/* Unread read-ahead holds at most half the cache and is evicted last; a
- * block's charge comes back when it is read, when its load fails and when it
- * is evicted unread. */
+/* Unread read-ahead holds at most half the cache; a block's charge comes back
+ * when it is read (get or peek) and when its load fails. */
 Test(cache, readahead_budget_is_half_the_cache)
 {
     ct_open(10 * CT_LEN);
@@ -249,28 +248,67 @@ Test(cache, readahead_budget_is_half_the_cache)
     cr_assert(!fill && ra);
     cbfs_cache_put(ct_cache, e);
     cr_assert(ct_readahead_room(), "a read block still holds its charge");
+    cr_assert(ct_readahead_room(), "a failed read-ahead load still holds its charge");
     ct_readahead(5);
     cr_assert(!ct_readahead_room());
+    /* the write path's peek (rewriting part of a block) is a read too */
+    cr_assert(ct_present(1));
+    cr_assert(ct_readahead_room(), "a block read by peek still holds its charge");
+    /* a failed load gives its charge back at the fill, before its put */
+    bool full;
+    e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 6, 1, CT_LEN, &full);
+    cr_assert_not_null(e);
+    cr_assert(!ct_readahead_room());
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cr_assert(ct_readahead_room(), "a failed load holds its charge until its put");
+    cbfs_cache_put(ct_cache, e);
+    ct_close();
+}
 
-    /* LRU first: 1 2 3 4 (unread), 0 (read), 5 (unread). Five plain loads
-     * make 1100 bytes: block 0 goes, read, although four unread blocks are
-     * less recent. */
-    for (uint64_t b = 10; b < 15; b++) ct_load(b, false);
-    cr_assert(!ct_present(0), "a read block outlived unread read-ahead");
-    cr_assert(ct_present(1) && ct_present(10));
+/* Fresh unread read-ahead is evicted after every other block, even more
+ * recent ones; once evicted it gives its charge back. */
+Test(cache, unread_readahead_is_evicted_last)
+{
+    ct_open(10 * CT_LEN);
+    ct_load(0, false);
+    ct_load(1, false);
+    for (uint64_t b = 10; b < 13; b++) ct_readahead(b);
+    cr_assert(ct_present(0) && ct_present(1)); /* now the most recent */
+    /* LRU first: 10 11 12 (unread), 0 1, then 20-25: the sixth load makes
+     * 1100 bytes, and block 0 goes, not block 10. */
+    for (uint64_t b = 20; b < 26; b++) ct_load(b, false);
+    cr_assert(!ct_present(0), "a plain block outlived less recent unread read-ahead");
+    cr_assert(ct_present(10) && ct_present(11) && ct_present(12));
 
-    /* Unread read-ahead goes last: plain blocks first, although block 2 is
-     * the least recent of all; then, with only unread read-ahead left to
-     * evict (20-25 held), the least recent of it (3), which gives its charge
-     * back. */
-    struct cbfs_cache_ent *held[6];
-    held[0] = ct_load(20, true);
-    cr_assert(ct_present(2), "unread read-ahead evicted before a plain block");
-    for (uint64_t b = 21; b < 26; b++) held[b - 20] = ct_load(b, true);
-    cr_assert(!ct_present(3), "the bound was not kept");
-    for (unsigned i = 0; i < 6; i++) cbfs_cache_put(ct_cache, held[i]);
-    cr_assert(ct_readahead_room(), "an evicted unread block still holds its charge");
-    cr_assert(ct_readahead_room(), "a failed read-ahead load still holds its charge");
+    ct_close();
+
+    /* With every other block held, fresh unread read-ahead goes too (the
+     * bound is kept), least recent first. */
+    ct_open(10 * CT_LEN);
+    struct cbfs_cache_ent *held[8];
+    for (uint64_t b = 0; b < 7; b++) held[b] = ct_load(b, true);
+    for (uint64_t b = 10; b < 13; b++) ct_readahead(b);
+    held[7] = ct_load(7, true);
+    cr_assert(!ct_present(10), "the bound was not kept");
+    cr_assert(ct_present(11) && ct_present(12));
+    for (unsigned i = 0; i < 8; i++) cbfs_cache_put(ct_cache, held[i]);
+    ct_close();
+}
+
+/* Read-ahead whose reader went away (never read) goes stale once four
+ * bounds' worth of blocks have been filled after it: it gives its charge
+ * back, so it cannot keep read-ahead off for the rest of the mount. */
+Test(cache, abandoned_readahead_gives_back_its_charge)
+{
+    ct_open(10 * CT_LEN);
+    for (uint64_t b = 0; b < 5; b++) ct_readahead(b); /* fills 0-500 */
+    for (uint64_t b = 10; b < 44; b++) ct_load(b, false);
+    cr_assert(!ct_readahead_room(), "fresh read-ahead lost its charge"); /* 3900 filled */
+    cr_assert(!ct_present(10), "the bound was not kept");
+    ct_load(44, false); /* 4000 filled since block 0 was reserved */
+    cr_assert(ct_readahead_room(), "stale read-ahead still holds the budget");
+    /* and it is no longer spared: the first to go (block 1 is still fresh) */
+    cr_assert(!ct_present(0) && ct_present(1), "stale read-ahead still spared by eviction");
     ct_close();
 }
 
