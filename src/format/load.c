@@ -384,8 +384,8 @@ static bool cbfs_load_last_matches(int data_fd, int idx_fd, uint64_t dsize,
 }
 
 /* What a non-empty data file shows of the sidecar's file when none of the
- * sidecar's frames is intact and the rescan found none (docs/FORMAT.md,
- * "Leftover sidecars"). */
+ * sidecar's frames is intact and the table took no rescanned one
+ * (docs/FORMAT.md, "Leftover sidecars"). */
 enum cbfs_load_claim {
     CBFS_CLAIM_FRAMES, /* some frame of the file is intact, or (no record) the
                           data begins with the envelope: a torn first frame,
@@ -395,14 +395,18 @@ enum cbfs_load_claim {
     CBFS_CLAIM_NONE    /* nothing of the file: the sidecar is a leftover */
 };
 
-/* Called when no record's frame is intact and the rescan found no frame in a
- * data file of dsize > 0 bytes; the records replayed (all of them damaged)
- * end at idx->index_end. A record is only written after its frame, so the
- * frame position of a record is a trace of the file when it shows the
+/* Called when no record's frame is intact and the table took no rescanned
+ * frame in a data file of dsize > 0 bytes; the records replayed (all of them
+ * damaged) end at idx->index_end. A record is only written after its frame,
+ * so the frame position of a record is a trace of the file when it shows the
  * envelope or the file id, or is all zeros (what a crash leaves on XFS or
- * ext4 data=writeback). With no record, only offset 0 can tell, and zeros
- * there are no trace: a first frame torn to zeros committed nothing, and
- * calling it ours would let a repair cut another file's data. */
+ * ext4 data=writeback). So is the envelope or the file id where the frames
+ * of the records end (idx->data_end): the frame the rescan stopped at, torn
+ * or refused by the table; not cut, for with it gone the records alone
+ * would tell, and the next load would call the file a leftover. With no
+ * record, only offset 0 can tell, and zeros there are no trace: a first
+ * frame torn to zeros committed nothing, and calling it ours would let a
+ * repair cut another file's data. */
 static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
                                    const struct cbfs_index *idx, enum cbfs_load_claim *claim)
 {
@@ -433,6 +437,13 @@ static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
             *claim = CBFS_CLAIM_TRACE;
             return CBFS_OK;
         }
+    }
+    if (idx->data_end < dsize) {
+        const uint64_t left = dsize - idx->data_end;
+        const size_t n = left < sizeof head ? (size_t)left : sizeof head;
+        e = cbfs_pread_full(data_fd, head, n, idx->data_end);
+        if (e) return e;
+        if (cbfs_frame_hdr_trace(head, n, idx->file_id)) *claim = CBFS_CLAIM_TRACE;
     }
     return CBFS_OK;
 }
@@ -526,15 +537,6 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
         uint64_t fid = idx->file_id;
         e = cbfs_load_rescan(data_fd, dsize, idx, rp.records_lost ? &lost : NULL, &fid, &rv, &rp);
         if (e) goto fail;
-        if (dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
-            e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
-            if (e) goto fail;
-            if (claim == CBFS_CLAIM_NONE) {
-                rp.leftover = true; /* nothing is repaired: the data is not ours */
-                e = CBFS_E_WRONG_FILE;
-                goto fail;
-            }
-        }
     } else {
         /* No usable sidecar: the frames alone, from offset 0. */
         rp.sidecar_missing = true;
@@ -582,6 +584,22 @@ static cbfs_err cbfs_index_load_impl(int data_fd, int idx_fd, bool repair, bool 
     }
     e = cbfs_load_apply_scanned(idx, &rv, &rp);
     if (e) goto fail;
+    /* Asked of the frames the table took, not of those the rescan walked: a
+     * frame the table refuses (a ulen past the block size) ends the frames
+     * as a torn one does, and whether the walk takes it depends on what a
+     * repair changes (past records lost it walks on over a frame that does
+     * not decode, past a clean end it stops there; a tail cut takes it
+     * away). The reload of a repaired pair must give the same verdict
+     * (docs/FORMAT.md 3.2). */
+    if (have_hdr && dsize > 0 && rv.n == 0 && rp.records_replayed == rp.frames_damaged) {
+        e = cbfs_load_claim_of(data_fd, idx_fd, dsize, idx, &claim);
+        if (e) goto fail;
+        if (claim == CBFS_CLAIM_NONE) {
+            rp.leftover = true; /* nothing is repaired: the data is not ours */
+            e = CBFS_E_WRONG_FILE;
+            goto fail;
+        }
+    }
     if (!have_hdr && rv.n == 0) {
         /* the table refused even the first frame (a size past the limit):
          * nothing of the file to index, and cutting the "tail" would

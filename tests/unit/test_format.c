@@ -1155,6 +1155,52 @@ Test(format, only_frame_damaged)
     fs_destroy(&fs);
 }
 
+/* The only frame damaged with no trace left, and where its frame ends a
+ * frame of the file that the table refuses (a ulen past the block size) or
+ * that does not decode (torn): that frame shows the file, so it is no
+ * leftover, and the tail, never cut, shows it again to the reload of the
+ * repaired pair (docs/FORMAT.md 3.1 step 5, 3.2). The refused one was cut
+ * as a torn tail, and the reload called the file a leftover. */
+Test(format, frame_of_the_file_past_the_damaged_frames)
+{
+    for (int torn = 0; torn < 2; torn++) {
+        struct fileset fs;
+        fs_create_empty(&fs, 0x7e7e7e7e7e7e7e7eull);
+        fs_write_block(&fs, 0, 0, 13);
+        uint8_t d[64];
+        cr_assert_eq(cbfs_pread_full(fs.dfd, d, 64, 0), CBFS_OK);
+        d[0] ^= 0xFF;
+        d[50] ^= 0xFF; /* neither the envelope nor the file id left */
+        cr_assert_eq(cbfs_pwrite_full(fs.dfd, d, 64, 0), CBFS_OK);
+        /* a hole of two blocks: decodes, and the table refuses it */
+        static const uint8_t zeros[2 * BS];
+        uint8_t frame[CBFS_FRAME_HDR_SIZE + 4 * BS];
+        size_t n;
+        struct cbfs_frame_hdr h;
+        cr_assert_eq(cbfs_frame_encode(cbfs_codec_by_id(CBFS_CODEC_NONE), 0, fs.file_id, 1,
+                                       fs.ref.next_gen, zeros, sizeof zeros, frame, sizeof frame,
+                                       &n, &h),
+                     CBFS_OK);
+        if (torn) {
+            /* its hash no longer matches its bytes: it does not decode */
+            cbfs_put_le64(frame + 40, h.hash ^ 1);
+            reseal(frame);
+        }
+        const uint64_t dlen = fsize(fs.dfd);
+        cr_assert_eq(cbfs_pwrite_full(fs.dfd, frame, n, dlen), CBFS_OK);
+        struct cbfs_index idx;
+        struct cbfs_index_report rep;
+        assert_not_leftover(&fs, &rep);
+        cr_assert(rep.tail_kept && rep.data_tail_bytes == n, "torn %d", torn);
+        cr_assert_eq(cbfs_index_load(fs.dfd, fs.ifd, true, NULL, &idx, &rep), CBFS_OK);
+        cbfs_index_free(&idx);
+        cr_assert_eq(fsize(fs.dfd), dlen + n, "torn %d: the frame of the file was cut", torn);
+        assert_not_leftover(&fs, &rep);
+        cr_assert(rep.tail_kept, "torn %d", torn);
+        fs_destroy(&fs);
+    }
+}
+
 Test(format, sidecar_newer_version)
 {
     struct fileset fs;
