@@ -4,7 +4,9 @@
  * oldest reservation at the tail). An entry is on `ahead` exactly while its
  * ra_charge is not 0. Eviction walks `used` from the tail and touches `ahead`
  * only when that is not enough; aging moves stale entries from the tail of
- * `ahead` to the tail of `used`. Neither walks past what it takes. */
+ * `ahead` to the tail of `used`. Eviction walks past only entries in use or
+ * still loading (read-ahead aged before its job ran among them: at most the
+ * jobs in flight), never past unread read-ahead. */
 #include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -111,8 +113,8 @@ static void cbfs_cache_list_push_tail(struct cbfs_cache_list *l, struct cbfs_cac
 }
 
 /* Gives e's read-ahead charge back and moves it to `used`: to the head (it
- * was just used) or to the tail (stale, or failed: first to go). No-op for an
- * uncharged entry but for the head move. */
+ * was just used) or to the tail (stale, or failed: first to go). e must be
+ * charged unless to_head (then it may be on `used` already: a touch). */
 static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e, bool to_head)
 {
     cbfs_cache_list_remove(cbfs_cache_list_of(c, e), e);
@@ -122,16 +124,29 @@ static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e, 
     else cbfs_cache_list_push_tail(&c->used, e);
 }
 
-/* Unread read-ahead reserved CBFS_CACHE_STALE_BOUNDS bounds' worth of fills
- * ago is stale (cache.h): its reader stopped or went elsewhere. It gives its charge back
- * and goes to the tail of `used`, no longer spared by eviction. `ahead` is in
- * reservation order, so only its tail can be stale. */
+/* Whether unread read-ahead e was reserved CBFS_CACHE_STALE_BOUNDS bounds'
+ * worth of fills ago (divided, not multiplied: cache_size has no upper bound
+ * and 4 x 2^62 is 0). Lock held. */
+static bool cbfs_cache_stale(const struct cbfs_cache *c, const struct cbfs_cache_ent *e)
+{
+    return (c->filled - e->born) / CBFS_CACHE_STALE_BOUNDS >= c->cap;
+}
+
+/* Stale read-ahead (cache.h), checked at each reservation and when an
+ * eviction is due: its reader stopped or went elsewhere. It gives its charge back
+ * and goes to the tail of `used`, no longer spared by eviction, the oldest
+ * last (first to go). `ahead` is in reservation order, so the stale ones are
+ * a run at its tail. */
 static void cbfs_cache_age(struct cbfs_cache *c)
 {
-    struct cbfs_cache_ent *e;
-    while ((e = c->ahead.tail) && c->filled - e->born >= CBFS_CACHE_STALE_BOUNDS * c->cap) {
-        e->readahead = false;
-        cbfs_cache_uncharge(c, e, false);
+    struct cbfs_cache_ent *newest = NULL;
+    for (struct cbfs_cache_ent *e = c->ahead.tail; e && cbfs_cache_stale(c, e); e = e->lprev)
+        newest = e;
+    while (newest) {
+        struct cbfs_cache_ent *older = newest->lnext;
+        newest->readahead = false;
+        cbfs_cache_uncharge(c, newest, false);
+        newest = older;
     }
 }
 

@@ -17,7 +17,8 @@
  * Unread read-ahead is stale once four bounds' worth of blocks have been
  * filled after it was reserved (CBFS_CACHE_STALE_BOUNDS): its reader has
  * stopped or gone elsewhere, and it must neither hold the budget nor outlive
- * other blocks for good. */
+ * other blocks for good. That is checked at each reservation and when an
+ * eviction is due. */
 #ifndef CBFS_ENGINE_CACHE_H
 #define CBFS_ENGINE_CACHE_H
 
@@ -36,7 +37,8 @@ struct cbfs_cache_ent {
     enum cbfs_cache_state state; /* cache lock */
     unsigned refs;               /* cache lock */
     bool readahead;              /* filled by read-ahead, not yet read: cache lock */
-    size_t ra_charge;            /* of the read-ahead budget, until read or gone: cache lock */
+    size_t ra_charge;            /* of the read-ahead budget, until read, gone or found
+                                    stale: cache lock */
     uint64_t born;               /* the cache's fill clock when inserted: immutable */
     struct cbfs_cache_ent *hnext; /* hash chain: cache lock */
     struct cbfs_cache_ent *lprev, *lnext; /* its list (cache.c): cache lock */

@@ -312,6 +312,21 @@ Test(cache, abandoned_readahead_gives_back_its_charge)
     ct_close();
 }
 
+/* A cache too large to ever fill (cache_size has no upper bound): read-ahead
+ * never goes stale. (4 x 2^62 wraps to 0, and every reservation aged the
+ * others at once: no budget, no read-ahead hits; review helper-33.) */
+Test(cache, huge_bound_never_ages_readahead)
+{
+    ct_open(1ull << 62);
+    ct_readahead(0);
+    ct_readahead(1);
+    bool fill, ra;
+    struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 0, 1, &fill, &ra);
+    cr_assert(!fill && ra, "fresh read-ahead counted as stale");
+    cbfs_cache_put(ct_cache, e);
+    ct_close();
+}
+
 /* A second reader of a key being loaded: what it got. */
 struct ct_reader {
     pthread_t t;
