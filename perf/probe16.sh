@@ -23,9 +23,10 @@
 #      samples of one cold read alone (cbfs lz4, nullfs), then the suite's stream section
 #      (targets 1, 2) with what time is left. For a session with one call (15 minutes).
 #   F: the restore (target 5): one cold reader (ddbench reads only one-writer points),
-#      nullfs against cbfs lz4 and zstd:1 with the engine's read-ahead (readahead=, 8
-#      blocks) and the mount's (fuse_readahead=, 1M) raised, alone and together, 2 GiB,
-#      5 reps. Not yet run there (no device in the fifth session).
+#      nullfs against cbfs lz4 and zstd:1 with the engine's read-ahead (readahead=, then 8
+#      blocks) and the mount's (fuse_readahead=, then 1M) raised, alone and together,
+#      2 GiB, 5 reps. Never run as such: G and two calls by hand did it (PERF.md, fifteenth
+#      session), and the defaults are now 32 and 2M.
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail

@@ -61,6 +61,8 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
     [CBFS_SET_CACHE_SIZE] = {"cache_size", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
                              CBFS_F_(cache_bytes), 0, 0, 64u << 20,
                              "decompressed-block cache"},
+    /* 32 with fuse_readahead=2M (below); the cache bounds what all readers
+     * hold decoded ahead (src/engine/cache.h). */
     [CBFS_SET_READAHEAD] = {"readahead", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
                             CBFS_F_(readahead), 0, 4096, 32,
                             "blocks decoded ahead of a sequential reader, 0 = off"},
@@ -91,9 +93,10 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
                                  "0 = the kernel's default"},
     /* Raised from the kernel's 128K: a sequential reader's requests become
      * 1 MiB (max_write's pages), two in flight, a quarter of the round trips
-     * and thread switches for a restore; 2M with readahead=32 restores
-     * 1.13-1.23x faster than 1M and 8 on 16 cores, alike on 2 (docs/PERF.md,
-     * fifteenth session). Set after INIT (main.c). */
+     * and thread switches for a restore; 2M with readahead=32 restored lz4
+     * 1.13x faster than 1M with 8 on 16 cores (4M: 1.14-1.23x, lz4 and
+     * zstd:1), alike on 2 (docs/PERF.md, fifteenth session). Set after INIT
+     * (main.c). */
     [CBFS_SET_FUSE_READAHEAD] = {"fuse_readahead", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
                                  CBFS_F_(fuse_readahead), 4u << 10, 1u << 30, 2u << 20,
                                  "how far ahead the kernel reads for a sequential reader "
