@@ -144,7 +144,6 @@ static void cbfs_cache_age(struct cbfs_cache *c)
         newest = e;
     while (newest) {
         struct cbfs_cache_ent *older = newest->lnext;
-        newest->readahead = false;
         cbfs_cache_uncharge(c, newest, false);
         newest = older;
     }
@@ -239,8 +238,7 @@ static struct cbfs_cache_ent *cbfs_cache_insert(struct cbfs_cache *c, uint64_t s
  * read-ahead. Lock held. */
 static bool cbfs_cache_use(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 {
-    const bool ra = e->readahead;
-    e->readahead = false;
+    const bool ra = e->ra_charge != 0;
     cbfs_cache_uncharge(c, e, true);
     return ra;
 }
@@ -310,7 +308,7 @@ struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
 }
 
 void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned char *data,
-                     uint32_t len, size_t cap, bool ok, bool readahead)
+                     uint32_t len, size_t cap, bool ok)
 {
     pthread_mutex_lock(&c->lock);
     if (ok) {
@@ -318,8 +316,6 @@ void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned 
         ent->len = len;
         ent->cap = cap;
         ent->state = CBFS_CACHE_READY;
-        /* aged while it loaded: no longer counted as read-ahead */
-        ent->readahead = readahead && ent->ra_charge;
         c->bytes += cap;
         c->filled += cap;
         cbfs_cache_evict(c);

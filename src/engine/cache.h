@@ -36,9 +36,9 @@ struct cbfs_cache_ent {
     size_t cap;                  /* data's allocation size, for the release hook: set by fill */
     enum cbfs_cache_state state; /* cache lock */
     unsigned refs;               /* cache lock */
-    bool readahead;              /* filled by read-ahead, not yet read: cache lock */
     size_t ra_charge;            /* of the read-ahead budget, until read, gone or found
-                                    stale: cache lock */
+                                    stale; not 0: reserved by read-ahead and unread (so
+                                    READY and charged is a read-ahead hit): cache lock */
     uint64_t born;               /* the cache's fill clock when inserted: immutable */
     struct cbfs_cache_ent *hnext; /* hash chain: cache lock */
     struct cbfs_cache_ent *lprev, *lnext; /* its list (cache.c): cache lock */
@@ -82,7 +82,7 @@ struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
  * failed load (ok false, data NULL) wakes waiters, who then load themselves.
  * Does not drop the caller's reference. */
 void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned char *data,
-                     uint32_t len, size_t cap, bool ok, bool readahead);
+                     uint32_t len, size_t cap, bool ok);
 
 void cbfs_cache_put(struct cbfs_cache *c, struct cbfs_cache_ent *ent);
 

@@ -106,7 +106,7 @@ static cbfs_err cbfs_file_load(struct cbfs_file *f, uint64_t b, const struct cbf
     unsigned char *data = NULL;
     size_t cap = 0;
     cbfs_err err = cbfs_file_decode(f, b, e, &data, &cap);
-    cbfs_cache_fill(eng->cache, c, data, e->ulen, cap, err == CBFS_OK, false);
+    cbfs_cache_fill(eng->cache, c, data, e->ulen, cap, err == CBFS_OK);
     if (err) {
         cbfs_cache_put(eng->cache, c);
         return err;
@@ -186,7 +186,7 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
     /* CBFS_E_STALE (the block changed since the job was queued) is no
      * damage: the entry fails quietly, a reader decodes the current one */
     cbfs_err err = cbfs_file_decode(f, j->block, &j->e, &data, &cap);
-    cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, cap, err == CBFS_OK, true);
+    cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, cap, err == CBFS_OK);
     cbfs_cache_put(f->eng->cache, j->c);
     cbfs_mutex_lock(&f->lock);
     f->ra_jobs--;
@@ -252,7 +252,7 @@ static void cbfs_file_readahead(struct cbfs_file *f, uint64_t first, uint64_t la
         if (!c) continue; /* cached or loading already */
         struct cbfs_rajob *j = malloc(sizeof *j);
         if (!j) {
-            cbfs_cache_fill(eng->cache, c, NULL, 0, 0, false, false);
+            cbfs_cache_fill(eng->cache, c, NULL, 0, 0, false);
             cbfs_cache_put(eng->cache, c);
             break;
         }

@@ -41,7 +41,7 @@ static struct cbfs_cache_ent *ct_load(uint64_t b, bool hold)
     cr_assert_not_null(e);
     cr_assert(fill, "block %llu was not absent", (unsigned long long)b);
     cr_assert_eq(e->state, CBFS_CACHE_LOADING);
-    cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, CT_LEN, true, false);
+    cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, CT_LEN, true);
     if (hold) return e;
     cbfs_cache_put(ct_cache, e);
     return NULL;
@@ -65,7 +65,7 @@ Test(cache, miss_fill_hit)
     struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 3, 1, &fill, &ra);
     cr_assert(fill && !ra);
     unsigned char *d = ct_data(3);
-    cbfs_cache_fill(ct_cache, e, d, CT_LEN, CT_LEN, true, false);
+    cbfs_cache_fill(ct_cache, e, d, CT_LEN, CT_LEN, true);
     cr_assert_eq(e->state, CBFS_CACHE_READY);
     cbfs_cache_put(ct_cache, e);
 
@@ -87,7 +87,7 @@ Test(cache, key_is_serial_block_and_generation)
         struct cbfs_cache_ent *e =
             cbfs_cache_get(ct_cache, keys[i][0], keys[i][1], keys[i][2], &fill, &ra);
         cr_assert(fill, "key %d served by another key's entry", i);
-        cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+        cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
         cbfs_cache_put(ct_cache, e);
     }
     cr_assert(ct_present(5));
@@ -102,7 +102,7 @@ Test(cache, peek_never_inserts_or_waits)
     struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 1, 1, &fill, &ra);
     cr_assert(fill, "peek inserted an entry");
     cr_assert_null(cbfs_cache_peek(ct_cache, CT_SERIAL, 1, 1), "peek returned a LOADING entry");
-    cbfs_cache_fill(ct_cache, e, ct_data(1), CT_LEN, CT_LEN, true, false);
+    cbfs_cache_fill(ct_cache, e, ct_data(1), CT_LEN, CT_LEN, true);
     struct cbfs_cache_ent *p = cbfs_cache_peek(ct_cache, CT_SERIAL, 1, 1);
     cr_assert_eq(p, e);
     cbfs_cache_put(ct_cache, p);
@@ -118,7 +118,7 @@ Test(cache, readahead_hit_reported_once)
     cr_assert_not_null(e);
     cr_assert_eq(e->state, CBFS_CACHE_LOADING);
     cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1, CT_LEN, &full), "reserved twice");
-    cbfs_cache_fill(ct_cache, e, ct_data(9), CT_LEN, CT_LEN, true, true);
+    cbfs_cache_fill(ct_cache, e, ct_data(9), CT_LEN, CT_LEN, true);
     cbfs_cache_put(ct_cache, e);
     cr_assert_null(cbfs_cache_reserve(ct_cache, CT_SERIAL, 9, 1, CT_LEN, &full),
                    "reserved a cached key");
@@ -191,23 +191,23 @@ Test(cache, failed_load_is_not_cached)
     bool fill, ra, full;
     struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, 2, 1, &fill, &ra);
     cr_assert(fill);
-    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
     cr_assert_eq(e->state, CBFS_CACHE_FAILED);
     cr_assert_null(cbfs_cache_peek(ct_cache, CT_SERIAL, 2, 1), "peek served a failed load");
     cbfs_cache_put(ct_cache, e);
     e = cbfs_cache_get(ct_cache, CT_SERIAL, 2, 1, &fill, &ra);
     cr_assert(fill, "a failed load was cached: the next reader must load again");
-    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
     cbfs_cache_put(ct_cache, e);
 
     /* A read-ahead reservation that fails leaves the key free too. */
     e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1, CT_LEN, &full);
     cr_assert_not_null(e);
-    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
     cbfs_cache_put(ct_cache, e);
     e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 3, 1, CT_LEN, &full);
     cr_assert_not_null(e, "a failed read-ahead blocks the key");
-    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
     cbfs_cache_put(ct_cache, e);
     ct_close();
 }
@@ -218,7 +218,7 @@ static void ct_readahead(uint64_t b)
     bool full;
     struct cbfs_cache_ent *e = cbfs_cache_reserve(ct_cache, CT_SERIAL, b, 1, CT_LEN, &full);
     cr_assert(e && !full, "read-ahead of block %llu refused", (unsigned long long)b);
-    cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, CT_LEN, true, true);
+    cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, CT_LEN, true);
     cbfs_cache_put(ct_cache, e);
 }
 
@@ -230,7 +230,7 @@ static bool ct_readahead_room(void)
     struct cbfs_cache_ent *e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 999, 1, CT_LEN, &full);
     cr_assert(e || full);
     if (!e) return false;
-    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
     cbfs_cache_put(ct_cache, e);
     return true;
 }
@@ -259,7 +259,7 @@ Test(cache, readahead_budget_is_half_the_cache)
     e = cbfs_cache_reserve(ct_cache, CT_SERIAL, 6, 1, CT_LEN, &full);
     cr_assert_not_null(e);
     cr_assert(!ct_readahead_room());
-    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
     cr_assert(ct_readahead_room(), "a failed load holds its charge until its put");
     cbfs_cache_put(ct_cache, e);
     ct_close();
@@ -363,7 +363,7 @@ Test(cache, second_reader_waits_for_the_loader, .timeout = 10)
 {
     struct ct_reader r;
     struct cbfs_cache_ent *e = ct_load_with_waiter(&r);
-    cbfs_cache_fill(ct_cache, e, ct_data(8), CT_LEN, CT_LEN, true, false);
+    cbfs_cache_fill(ct_cache, e, ct_data(8), CT_LEN, CT_LEN, true);
     pthread_join(r.t, NULL);
     cr_assert(!r.fill, "the waiter decoded the block a second time");
     cr_assert_eq(r.e, e);
@@ -377,13 +377,13 @@ Test(cache, waiter_loads_itself_after_a_failed_load, .timeout = 10)
 {
     struct ct_reader r;
     struct cbfs_cache_ent *e = ct_load_with_waiter(&r);
-    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false, false);
+    cbfs_cache_fill(ct_cache, e, NULL, 0, 0, false);
     cbfs_cache_put(ct_cache, e); /* the loader gives up: the waiter takes over */
     pthread_join(r.t, NULL);
     cr_assert_not_null(r.e);
     cr_assert(r.fill, "after a failed load the waiter must load the block itself");
     cr_assert_eq(r.e->state, CBFS_CACHE_LOADING);
-    cbfs_cache_fill(ct_cache, r.e, ct_data(8), CT_LEN, CT_LEN, true, false);
+    cbfs_cache_fill(ct_cache, r.e, ct_data(8), CT_LEN, CT_LEN, true);
     cbfs_cache_put(ct_cache, r.e);
     cr_assert(ct_present(8));
     ct_close();
@@ -417,7 +417,7 @@ Test(cache, release_hook_gets_buffers_back_by_cap)
         struct cbfs_cache_ent *e = cbfs_cache_get(ct_cache, CT_SERIAL, b, 1, &fill, &ra);
         cr_assert(fill);
         /* 100 bytes of content in a 1000-byte buffer: room for 4, not 40 */
-        cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, 1000, true, false);
+        cbfs_cache_fill(ct_cache, e, ct_data((int)b), CT_LEN, 1000, true);
         cbfs_cache_put(ct_cache, e);
     }
     cr_assert_eq(ct_released, 2, "evicted %zu buffers, expected the 2 oldest", ct_released);
