@@ -147,14 +147,15 @@ cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen);
 cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
                         cbfs_err (*settle)(void *arg), void *arg);
 
-/* A new handle's seen for cbfs_file_flush: the file's failure count now, less
- * the newest failure if no flush has reported it to anyone yet (as the
- * kernel's errseq_sample: that one is the new handle's to hear too). */
 /* A write that cbfs_file_write refused (e) and whose caller is not waiting
  * for the answer (a page the kernel writes back): counted as a failure every
  * handle hears once at its next flush or fsync, as a failed store is, and in
  * write_errors. */
 void cbfs_file_count_lost_write(struct cbfs_file *f, cbfs_err e);
+
+/* A new handle's seen for cbfs_file_flush: the file's failure count now, less
+ * the newest failure if no flush has reported it to anyone yet (as the
+ * kernel's errseq_sample: that one is the new handle's to hear too). */
 uint64_t cbfs_file_err_seq(struct cbfs_file *f);
 
 /* Sets the logical size (shrink or extend); blocks past it are dropped.

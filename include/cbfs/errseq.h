@@ -41,13 +41,20 @@ static inline uint64_t cbfs_errseq_sample(const struct cbfs_errseq *es)
     return es->seq - cbfs_errseq_unheard(es);
 }
 
+/* A flush or fsync returns e: if that is the newest failure, some handle
+ * has now heard it. */
+static inline void cbfs_errseq_told(struct cbfs_errseq *es, cbfs_err e)
+{
+    if (e && e == es->last) es->heard = true;
+}
+
 /* What a handle's flush or fsync reports: the newest failure since *seen
  * (CBFS_OK: none); *seen is brought up to date. */
 static inline cbfs_err cbfs_errseq_check(struct cbfs_errseq *es, uint64_t *seen)
 {
     const cbfs_err e = *seen != es->seq ? es->last : CBFS_OK;
     *seen = es->seq;
-    if (e) es->heard = true;
+    cbfs_errseq_told(es, e);
     return e;
 }
 

@@ -353,7 +353,7 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
          * (after it was told ENOMEM, at its next flush). */
         found = cbfs_errseq_check(&f->errs, seen);
     }
-    if (found && found == f->errs.last) f->errs.heard = true;
+    cbfs_errseq_told(&f->errs, found);
     cbfs_mutex_unlock(&f->lock);
     return serr ? serr : found ? found : settled;
 }

@@ -424,6 +424,14 @@ static ssize_t cbfs_plain_write(struct cbfs_fs *fs, const struct cbfs_handle *h,
     return n;
 }
 
+/* Whether a plain write's failure (err, from cbfs_plain_write) is the
+ * store's: EINVAL is the envelope check's refusal (cbfs_plain_write_head),
+ * logged where made and no write error of the store. */
+static bool cbfs_plain_store_err(int err)
+{
+    return err != EINVAL;
+}
+
 /* A write of h that failed (err) while nobody waits for its answer: a page
  * the kernel writes back. An error in the reply would stay with the kernel
  * for whichever descriptor of the file asks first (a reader's close, an
@@ -446,7 +454,7 @@ static void cbfs_write_lost(struct cbfs_fs *fs, const struct cbfs_handle *h, off
     const bool first = !cbfs_errseq_unheard(es); /* of a run nobody heard of yet */
     cbfs_errseq_count(es, e);
     cbfs_mutex_unlock(&h->inode->lock);
-    if (first && err != EINVAL) { /* (EINVAL: the envelope's refusal, logged where made) */
+    if (first && cbfs_plain_store_err(err)) {
         char name[PATH_MAX];
         cbfs_inode_log_name(fs, h->inode, h->fd, name, sizeof name);
         cbfs_log_err("'%s': a page written back at offset %lld could not be stored: %s "
@@ -465,8 +473,7 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     int err = 0;
     if (!h->file) {
         n = cbfs_plain_write(fs, h, fi->writepage, buf, size, off, &err);
-        /* (EINVAL: the envelope's refusal, not the store's) */
-        if (n == -1 && err != EINVAL) cbfs_engine_count_write_error(fs->opt.eng);
+        if (n == -1 && cbfs_plain_store_err(err)) cbfs_engine_count_write_error(fs->opt.eng);
     } else {
         /* O_APPEND without the writeback cache: the kernel leaves it to us.
          * (Appends from several handles at once are not atomic.) Not for a
