@@ -107,7 +107,7 @@ static unsigned ra_read_to(const char *name, size_t upto)
  * windows (32 blocks each) could fill it eight times over. Every frame is
  * read from the store once: read-ahead never evicted a block before its
  * reader came for it. Before the budget, about twice the store's bytes. */
-Test(readahead, many_readers_read_every_frame_once, .init = NULL, .fini = ra_teardown)
+Test(readahead, many_readers_read_every_frame_once, .fini = ra_teardown)
 {
     ra_setup(32);
     const unsigned nfiles = 8;
@@ -167,7 +167,7 @@ Test(readahead, many_readers_read_every_frame_once, .init = NULL, .fini = ra_tea
  * other blocks has been decoded after it, it must no longer hold the budget:
  * a later reader reads ahead as far as a fresh one did. (review helper-31:
  * before the blocks went stale, the window stayed at 0 for the whole mount.) */
-Test(readahead, abandoned_readers_leave_the_budget, .init = NULL, .fini = ra_teardown)
+Test(readahead, abandoned_readers_leave_the_budget, .fini = ra_teardown)
 {
     ra_setup(128); /* 8M */
     const size_t nblocks = 256;
