@@ -42,8 +42,15 @@ struct nullfs {
     gid_t gid;
 };
 
-/* Read replies point into this; it is never written, so every thread may share it. */
+/* Read replies point into this; it is never written, so every thread may share it.
+ * Every page of it is the kernel's one zero page (never written), so a reply's
+ * copy reads 4 KiB that stay in the CPU's cache: a ceiling no filesystem that
+ * serves real bytes can reach. CBFS_NULLFS_READ_BUFFER=SIZE (ddbench's
+ * nullfs-memSIZE) replies from SIZE bytes of distinct, written memory instead
+ * (at off modulo SIZE), as a filesystem serving data from its own memory does. */
 static const char nullfs_zeros[NULLFS_MAX_WRITE];
+static char *nullfs_mem;      /* NULL: reply from nullfs_zeros */
+static uint64_t nullfs_mem_size; /* nullfs_mem holds this + NULLFS_MAX_WRITE bytes */
 
 /* The mount point (realpath), for nullfs_read_ahead. */
 static char *nullfs_mnt;
@@ -300,7 +307,8 @@ static void nullfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     uint64_t n = (uint64_t)off < fsize ? fsize - (uint64_t)off : 0;
     if (n > size) n = size;
     if (n > sizeof(nullfs_zeros)) n = sizeof(nullfs_zeros);
-    fuse_reply_buf(req, nullfs_zeros, (size_t)n);
+    const char *src = nullfs_mem ? nullfs_mem + (uint64_t)off % nullfs_mem_size : nullfs_zeros;
+    fuse_reply_buf(req, src, (size_t)n);
 }
 
 static void nullfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -477,6 +485,21 @@ int main(int argc, char *argv[])
         goto out;
     }
     nullfs_ra_bytes = set.fuse_readahead;
+    const char *mem = getenv("CBFS_NULLFS_READ_BUFFER");
+    if (mem) {
+        if (cbfs_parse_size(mem, &nullfs_mem_size) || nullfs_mem_size < NULLFS_MAX_WRITE) {
+            fprintf(stderr, "cbfs-nullfs: CBFS_NULLFS_READ_BUFFER: want a size of at least 1M, "
+                            "not '%s'\n", mem);
+            goto out;
+        }
+        nullfs_mem = malloc(nullfs_mem_size + NULLFS_MAX_WRITE);
+        if (!nullfs_mem) {
+            fprintf(stderr, "cbfs-nullfs: CBFS_NULLFS_READ_BUFFER: out of memory\n");
+            goto out;
+        }
+        for (uint64_t i = 0; i < nullfs_mem_size + NULLFS_MAX_WRITE; i++)
+            nullfs_mem[i] = (char)(i * 131 + (i >> 12)); /* every page written, none alike */
+    }
     se = fuse_session_new(&args, &nullfs_ops, sizeof(nullfs_ops), &fs);
     if (se == NULL) goto out;
     if (fuse_set_signal_handlers(se) != 0) goto out_session;
@@ -510,6 +533,7 @@ out_session:
 out:
     free(opts.mountpoint);
     free(nullfs_mnt);
+    free(nullfs_mem);
     fuse_opt_free_args(&args);
     free(fs.files);
     pthread_mutex_destroy(&fs.lock);
