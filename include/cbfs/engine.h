@@ -54,7 +54,7 @@ void cbfs_engine_get_config(const struct cbfs_engine *eng, struct cbfs_engine_co
  * (cbfs/stats.h). Counters are monotonic totals since the engine started
  * (relaxed atomics in the engine); gauges are current values. */
 #define CBFS_ENGINE_COUNTERS(X)                                                         \
-    X(logical_written) X(physical_written) /* bytes in, frame bytes out */              \
+    X(logical_written) X(physical_written) /* bytes in, frame (plain: same) bytes out */ \
     X(logical_read) X(physical_read)                                                    \
     X(blocks_compressed) X(blocks_raw) X(blocks_hole)                                   \
     X(ns_compress) X(ns_store_write) X(ns_wait_slots) X(ns_decompress) X(ns_store_read) \
@@ -75,6 +75,11 @@ void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st
 /* Counts a write the store refused outside the engine (a plain file's, in
  * src/fuse), so that write_errors covers every file of the mount. */
 void cbfs_engine_count_write_error(struct cbfs_engine *eng);
+/* Count a plain (codec=none) file's bytes written to or read from the store,
+ * which are its logical bytes as well, so that the byte counters (and the
+ * ratio, the mount's as a whole) cover every file of the mount. */
+void cbfs_engine_count_plain_write(struct cbfs_engine *eng, uint64_t bytes);
+void cbfs_engine_count_plain_read(struct cbfs_engine *eng, uint64_t bytes);
 
 /* Opens the engine state of a compressed file. data_fd and idx_fd (the
  * sidecar) become owned by the file and are closed by cbfs_file_close, also

@@ -164,6 +164,18 @@ void cbfs_engine_count_write_error(struct cbfs_engine *eng)
     CBFS_STAT_ADD(eng, st_write_errors, 1);
 }
 
+void cbfs_engine_count_plain_write(struct cbfs_engine *eng, uint64_t bytes)
+{
+    CBFS_STAT_ADD(eng, st_logical_written, bytes);
+    CBFS_STAT_ADD(eng, st_physical_written, bytes);
+}
+
+void cbfs_engine_count_plain_read(struct cbfs_engine *eng, uint64_t bytes)
+{
+    CBFS_STAT_ADD(eng, st_logical_read, bytes);
+    CBFS_STAT_ADD(eng, st_physical_read, bytes);
+}
+
 void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st)
 {
 #define CBFS_LOAD_(name) st->name = atomic_load_explicit(&eng->st_##name, memory_order_relaxed);

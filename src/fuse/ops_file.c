@@ -301,10 +301,12 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         size_t got = 0;
         const cbfs_err e = buf ? cbfs_pread_upto(h->fd, buf, size, (uint64_t)off, &got)
                                : CBFS_E_NOMEM;
-        if (e)
+        if (e) {
             fuse_reply_err(req, cbfs_err_errno(e));
-        else
+        } else {
+            cbfs_engine_count_plain_read(cbfs_req_fs(req)->opt.eng, got);
             fuse_reply_buf(req, buf, got);
+        }
         free(buf);
         return;
     }
@@ -473,6 +475,7 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     int err = 0;
     if (!h->file) {
         n = cbfs_plain_write(fs, h, fi->writepage, buf, size, off, &err);
+        if (n > 0) cbfs_engine_count_plain_write(fs->opt.eng, (uint64_t)n);
         if (n == -1 && cbfs_plain_store_err(err)) cbfs_engine_count_write_error(fs->opt.eng);
     } else {
         /* O_APPEND without the writeback cache: the kernel leaves it to us.
