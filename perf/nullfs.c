@@ -43,8 +43,8 @@ struct nullfs {
 };
 
 /* Read replies point into this; it is never written, so every thread may share it.
- * Every page of it is the kernel's one zero page (never written), so a reply's
- * copy reads 4 KiB that stay in the CPU's cache: a ceiling no filesystem that
+ * Every reply copies from the same 1 MiB, which stays in the CPU's cache (and
+ * every serving thread pins the same 256 pages): a ceiling no filesystem that
  * serves real bytes can reach. CBFS_NULLFS_READ_BUFFER=SIZE (ddbench's
  * nullfs-memSIZE) replies from SIZE bytes of distinct, written memory instead
  * (at off modulo SIZE), as a filesystem serving data from its own memory does. */
