@@ -75,7 +75,7 @@ void cbfs_engine_get_stats(struct cbfs_engine *eng, struct cbfs_engine_stats *st
 /* Counts a write the store refused outside the engine (a plain file's, in
  * src/fuse), so that write_errors covers every file of the mount. */
 void cbfs_engine_count_write_error(struct cbfs_engine *eng);
-/* Count a plain (codec=none) file's bytes written to or read from the store,
+/* Counts a plain (codec=none) file's bytes written to or read from the store,
  * which are its logical bytes as well, so that the byte counters (and the
  * ratio, the mount's as a whole) cover every file of the mount. */
 void cbfs_engine_count_plain_write(struct cbfs_engine *eng, uint64_t bytes);
