@@ -6,10 +6,11 @@
 #
 # Each point: a fresh store under /var/tmp, `mount.cbfs -f -o OPTIONS`, one
 # `dd bs=BS conv=fdatasync` of SOURCE into it, MB/s = 10^6 bytes / wall seconds,
-# the daemon's CPU (ms, utime + stime) and context switches (all its threads,
-# voluntary and not), unmount. -r: the point is the restore instead: the file
-# is written as above, then the mount is made again after drop_caches and read
-# with `dd bs=1M of=/dev/null` (MB/s, CPU and switches of that read). OPTIONS
+# the daemon's CPU (ms, utime + stime), context switches (all its threads,
+# voluntary and not) and stream gaps (user.cbfs.stats), unmount. -r: the point
+# is the restore instead: the file is written as above, then the mount is made
+# again after drop_caches and read with `dd bs=1M of=/dev/null` (MB/s, CPU and
+# switches of that read). OPTIONS
 # is the mount's -o list (e.g. codec=lz4,workers=1); BS dd's block size.
 # SOURCE defaults to /var/tmp/src256 (perf/gensrc.py 256M /var/tmp/src256).
 # Example (the write-behind figures in docs/PERF.md):
@@ -56,8 +57,11 @@ umount_() {
 }
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$pid/stat"; }
 switches() { cat /proc/"$pid"/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }
+# the mount's stream gaps so far (the daemon's user.cbfs.stats; - if it has none)
+gaps_() { getfattr --only-values -n user.cbfs.stats "$work/mnt" 2>/dev/null |
+    awk -F= '$1 == "stream_gaps" {g = $2} END {print (g == "" ? "-" : g)}'; }
 
-# point BIN OPTIONS BS: sets mbps, cpu, cs
+# point BIN OPTIONS BS: sets mbps, cpu, cs, gaps
 point() {
     rm -rf "$work/store" "$work/mnt"
     mkdir -p "$work/store" "$work/mnt"
@@ -78,12 +82,12 @@ point() {
         dd if="$src" of="$work/mnt/f" bs="$3" conv=fdatasync status=none
     fi
     t1=$(date +%s.%N)
-    cpu=$(($(cpu_ms) - c0)) cs=$(($(switches) - s0))
+    cpu=$(($(cpu_ms) - c0)) cs=$(($(switches) - s0)) gaps=$(gaps_)
     umount_
     mbps=$(python3 -c "print(round($bytes / 1e6 / ($t1 - $t0)))")
 }
 
-declare -A got=() gcpu=() gcs=()
+declare -A got=() gcpu=() gcs=() ggaps=()
 sync
 for ((r = 1; r <= reps; r++)); do
     for spec in "$@"; do
@@ -92,8 +96,9 @@ for ((r = 1; r <= reps; r++)); do
             got["$spec|$ab"]+=" $mbps"
             gcpu["$spec|$ab"]+=" $cpu"
             gcs["$spec|$ab"]+=" $cs"
+            ggaps["$spec|$ab"]+=" $gaps"
             echo "rep $r $([[ $ab == 0 ]] && echo A || echo B) [${spec%|*}] bs=${spec#*|}:" \
-                "$mbps MB/s, daemon $cpu ms CPU, $cs switches"
+                "$mbps MB/s, daemon $cpu ms CPU, $cs switches, $gaps stream gaps"
         done
     done
 done
@@ -101,14 +106,17 @@ echo
 echo "A = ${bins[0]}, B = ${bins[1]}, $reps reps, ${read:+restore (cold read), }median (all)"
 for spec in "$@"; do
     python3 - "$spec" "${got["$spec|0"]}" "${got["$spec|1"]}" "${gcpu["$spec|0"]}" \
-        "${gcpu["$spec|1"]}" "${gcs["$spec|0"]}" "${gcs["$spec|1"]}" <<'EOF'
+        "${gcpu["$spec|1"]}" "${gcs["$spec|0"]}" "${gcs["$spec|1"]}" \
+        "${ggaps["$spec|0"]}" "${ggaps["$spec|1"]}" <<'EOF'
 import statistics, sys
 spec = sys.argv[1]
 a, b, ca, cb, sa, sb = ([int(x) for x in v.split()] for v in sys.argv[2:8])
+ga, gb = sys.argv[8].split(), sys.argv[9].split()
 med = statistics.median
 def col(x): return f"{med(x):.0f} ({' '.join(map(str, x))})"
 print(f"[{spec.split('|')[0]}] bs={spec.split('|')[1]}: MB/s A {col(a)}  B {col(b)}  "
       f"B/A {med(b) / med(a):.2f}x")
-print(f"    daemon CPU ms: A {med(ca):.0f}  B {med(cb):.0f};  switches: A {med(sa):.0f}  B {med(sb):.0f}")
+print(f"    daemon CPU ms: A {med(ca):.0f}  B {med(cb):.0f};  switches: A {med(sa):.0f}  B {med(sb):.0f};"
+      f"  stream gaps: A {' '.join(ga)}  B {' '.join(gb)}")
 EOF
 done
