@@ -31,9 +31,11 @@
  * A file keeps up to CBFS_OPEN_WINDOW bytes' worth open (open_max, at least
  * CBFS_OPEN_MIN blocks); the write that fills the stream's gap, and while
  * blocks are held any write behind it, may use the spare slots up to
- * CBFS_OPEN_MAX (cbfs_file_open_block). Slots are only taken while writes
- * arrive out of order. A writer that finds the slots full of blocks waiting for a
- * gap waits up to CBFS_GAP_WAIT_NS for the writer carrying it. */
+ * CBFS_OPEN_MAX (cbfs_file_open_block); so may a block part written while
+ * every slot holds one and other writers are in sight (two per writer: the
+ * ends of its request). Slots are only taken while writes arrive out of
+ * order. A writer that finds the slots full of blocks waiting for a gap
+ * waits up to CBFS_GAP_WAIT_NS for the writer carrying it. */
 #define CBFS_OPEN_MAX 64
 #define CBFS_OPEN_MIN 4
 #define CBFS_OPEN_WINDOW (8u << 20)

@@ -401,7 +401,9 @@ void cbfs_file_drain(struct cbfs_file *f)
 }
 
 /* Makes room for one more open block. Full blocks waiting for the stream's
- * gap go first, lowest first; else the least recently used block. But while
+ * gap go first, lowest first; else the least recently used block (a clean
+ * one, if any: a flush leaves every block clean, and later writes make the
+ * blocks they touch dirty and most recent). But while
  * the stream has a gap, the write carrying it is most likely on its way: in
  * another thread inside cbfs_file_write (f->writers, less those waiting
  * here), or still in the FUSE channel, where a busy machine can keep it for
@@ -442,6 +444,12 @@ static cbfs_err cbfs_file_free_slot(struct cbfs_file *f, uint64_t *deadline)
         f->wnext = f->open[v].block; /* the gap is not coming: move on past it */
         return cbfs_file_seal_run(f);
     }
+    /* A backstop: the stream's own block complete but still open. Sealing it
+     * alone would leave wnext on a block no longer open, and the blocks held
+     * behind it would wait CBFS_GAP_WAIT_NS for a gap that already came.
+     * cbfs_file_write_at seals such a block (one reloaded whole) at once, and
+     * no other path leaves one open (helper-36's review). */
+    if (v < f->nopen && f->open[v].block == f->wnext) return cbfs_file_seal_run(f);
     if (v == f->nopen) {
         v = 0;
         for (unsigned i = 1; i < f->nopen; i++)
@@ -457,6 +465,20 @@ static bool cbfs_file_holding(const struct cbfs_file *f)
     cbfs_assert_held(&f->lock);
     const unsigned v = cbfs_file_lowest(f, true, UINT64_MAX);
     return v < f->nopen && f->open[v].block > f->wnext;
+}
+
+/* true if every open block is part written (not complete), dirty and at or
+ * past the stream's next block: the slots hold pieces of a sequential stream
+ * still to come, none of which can be dropped or stored at no cost. Lock
+ * held. */
+static bool cbfs_file_only_stream_pieces(const struct cbfs_file *f)
+{
+    cbfs_assert_held(&f->lock);
+    for (unsigned i = 0; i < f->nopen; i++) {
+        const struct cbfs_oblock *o = &f->open[i];
+        if (o->block < f->wnext || !o->dirty || cbfs_oblock_complete(o, f->bs)) return false;
+    }
+    return true;
 }
 
 /* The open block for b, creating it (read-modify-write of existing content,
@@ -487,6 +509,19 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
         }
         if (f->nopen < f->open_max || (b <= f->wnext && f->nopen < CBFS_OPEN_MAX &&
                                        (b == f->wnext || cbfs_file_holding(f))))
+            break;
+        /* Nothing complete to seal, every slot a piece of a block whose other
+         * piece is in another writer's request (the writeback cache's
+         * requests need not start on a block: with 1 MiB blocks each one
+         * fills the end of one block and the start of the next): evicting one
+         * would store half a block out of order, to be loaded and stored again
+         * when its other half comes. While other writers are in sight, take a
+         * spare slot instead: their pieces complete these blocks. A request
+         * leaves at most two blocks part written (its two ends), which bounds
+         * the spare slots taken so by the writers in sight. */
+        const unsigned others = atomic_load(&f->writers) - 1;
+        if (b > f->wnext && others && f->nopen < f->open_max + 2 * others &&
+            f->nopen < CBFS_OPEN_MAX && cbfs_file_only_stream_pieces(f))
             break;
         cbfs_err e = cbfs_file_free_slot(f, &deadline);
         if (e) return e;
@@ -563,8 +598,12 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
          * complete block, means the writer moves on (sequential): compress it
          * now, in stream order. Overwrites inside a full block keep it open,
          * so small random writes share one frame. (The pieces of a block can
-         * arrive in any order with the writeback cache: its end first.) */
-        if (cbfs_oblock_complete(ob, f->bs) && (boff + n == f->bs || !was_complete)) {
+         * arrive in any order with the writeback cache: its end first.) A
+         * block reloaded whole (part of it was stored early to free its slot)
+         * is complete before its other part comes: that part, at the stream's
+         * next block, moves the stream on too. */
+        if (cbfs_oblock_complete(ob, f->bs) &&
+            (boff + n == f->bs || !was_complete || ob->block == f->wnext)) {
             err = cbfs_file_seal_full(f, (unsigned)(ob - f->open));
             if (err) goto out;
         }

@@ -251,6 +251,79 @@ static int st_case_punches(void)
     return ok;
 }
 
+/* A stream in requests of a block's length that do not start on a block
+ * (the writeback cache's, with blocks as large as a request), taken by three
+ * threads out of order (in each window of 40, the odd ones first), while the
+ * fourth flushes (st_straddle_flush_thread) or truncates: every block is made
+ * of two requests' pieces, and halves stored early by a flush or cut by a
+ * truncate are reloaded when their rest comes (the reorder window's spare
+ * slots and its move past a block reloaded whole). */
+#define ST_STRADDLE_AT 50000u
+static atomic_size_t st_straddle_next;
+static atomic_int st_straddle_done;
+static bool st_straddle_truncates;
+
+static void *st_straddle(void *p)
+{
+    struct st_arg *a = p;
+    const size_t bs = 128 << 10, nreq = (a->size - ST_STRADDLE_AT) / bs;
+    if (a->id == 3) {
+        uint64_t s = 9;
+        while (atomic_load(&st_straddle_done) < 3) {
+            if (st_straddle_truncates)
+                ST_CHECK(cbfs_file_truncate(a->f, cbfs_td_next(&s) % a->size) == CBFS_OK, "cut");
+            else
+                ST_CHECK(cbfs_file_flush(a->f, NULL) == CBFS_OK, "flush");
+            usleep(2000);
+        }
+        return NULL;
+    }
+    if (a->id == 0) ST_CHECK(cbfs_file_write(a->f, a->data, ST_STRADDLE_AT, 0) == CBFS_OK, "w0");
+    for (;;) {
+        const size_t k = atomic_fetch_add(&st_straddle_next, 1);
+        if (k >= nreq) break;
+        const size_t w = k / 40 * 40, n = nreq - w < 40 ? nreq - w : 40, j = k - w;
+        const size_t i = j < n / 2 ? w + 2 * j + 1 : w + 2 * (j - n / 2);
+        const size_t off = i * bs + ST_STRADDLE_AT;
+        if (cbfs_file_write(a->f, a->data + off, bs, off) != CBFS_OK) {
+            atomic_fetch_add(&st_straddle_done, 1);
+            ST_CHECK(false, "write at %zu", off);
+        }
+    }
+    atomic_fetch_add(&st_straddle_done, 1);
+    return NULL;
+}
+
+static int st_straddle_case(const char *name, bool truncates)
+{
+    unsigned char *data;
+    atomic_store(&st_straddle_next, 0);
+    atomic_store(&st_straddle_done, 0);
+    st_straddle_truncates = truncates;
+    const size_t size = ST_FOUR_SIZE - (128 << 10) + ST_STRADDLE_AT; /* the requests' end */
+    struct cbfs_file *f = st_four(name, 7, st_straddle, &data);
+    int ok = f != NULL;
+    if (ok && truncates) /* what the file holds depends on the order: write it whole */
+        ok = cbfs_file_truncate(f, 0) == CBFS_OK && cbfs_file_write(f, data, size, 0) == CBFS_OK;
+    ok = ok && cbfs_file_size(f) == size && st_compare(f, data, size);
+    if (f) ok = cbfs_file_close(f) == CBFS_OK && ok;
+    f = ok ? st_open(name, false) : NULL;
+    ok = ok && f && st_compare(f, data, size);
+    if (f) cbfs_file_close(f);
+    free(data);
+    return ok;
+}
+
+static int st_case_straddle_flushes(void)
+{
+    return st_straddle_case("straddle", false);
+}
+
+static int st_case_straddle_truncates(void)
+{
+    return st_straddle_case("straddlecut", true);
+}
+
 int main(void)
 {
     snprintf(st_dir, sizeof st_dir, "/tmp/cbfs-stress-XXXXXX");
@@ -269,7 +342,9 @@ int main(void)
                  {"shared_file_and_truncate", st_case_shared_file},
                  {"concurrent_flushes", st_case_flushes},
                  {"writes_against_truncates", st_case_truncates},
-                 {"punches_against_truncates", st_case_punches}};
+                 {"punches_against_truncates", st_case_punches},
+                 {"straddling_stream_and_flushes", st_case_straddle_flushes},
+                 {"straddling_stream_and_truncates", st_case_straddle_truncates}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int before = atomic_load(&st_failures);
         int ok = cases[i].fn() && atomic_load(&st_failures) == before;

@@ -1814,6 +1814,36 @@ Test(engine, block_pieces_in_any_order)
     free(data);
 }
 
+/* Requests of a block's length that straddle two blocks (the writeback
+ * cache's need not start on one), every other one late: the slots fill with
+ * halves of blocks, and the oldest are stored half written, to be loaded and
+ * completed when their other half comes. The stream's next block completed
+ * so moves the stream on: nobody waits for a gap that already came (each
+ * was a 200 ms wait of every writer of the file, and a stream gap). */
+Test(engine, halves_stored_early_do_not_stall_the_stream)
+{
+    const size_t bs = 64 << 10, x = bs / 2, nreq = 80, size = nreq * bs + x;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 15);
+    struct cbfs_file *f = eng_open("halves", true, "lz4");
+    struct cbfs_engine_stats st0, st1;
+    cbfs_engine_get_stats(eng, &st0);
+    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
+    /* request i is [i bs + x, (i + 1) bs + x): the odd ones of the first 40, then the even */
+    for (size_t pass = 1; pass <= 2; pass++)
+        for (size_t i = pass == 1 ? 1 : 0; i < 40; i += 2)
+            cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    for (size_t i = 40; i < nreq; i++)
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cbfs_engine_get_stats(eng, &st1);
+    cr_assert_eq(st1.stream_gaps, st0.stream_gaps, "%llu stream gaps",
+                 (unsigned long long)(st1.stream_gaps - st0.stream_gaps));
+    eng_reopen_check("halves", "lz4", data, size);
+    free(data);
+}
+
 Test(engine, peek_gives_the_files_own_block_size)
 {
     unsigned char buf[100000];
@@ -3789,4 +3819,96 @@ Test(engine, punched_frame_before_a_torn_frame_past_the_end_is_served)
     memset(v + 2ull * bs, 'x', 3ull * bs);
     eng_punched_before_torn("r21d", v, bs);
     free(v);
+}
+
+/* The same halves with other writers in sight (as the kernel's writeback
+ * threads are): while every slot holds a half, a new one takes a spare slot
+ * (two per other writer) rather than store half a block early, so every
+ * block is stored once, in block order (helper-36: 68 frames for 61 blocks
+ * without the spare slots). */
+Test(engine, halves_with_writers_in_sight_are_not_stored_early)
+{
+    const size_t bs = 64 << 10, x = bs / 2, nreq = 60, size = nreq * bs + x;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 15);
+    struct cbfs_file *f = eng_open("halves4", true, "lz4");
+    atomic_fetch_add(&f->writers, 4); /* four other writers in sight: 8 spare slots */
+    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
+    /* the odd requests of the first 38 (39 halves: more than open_max = 32), then the even */
+    for (size_t pass = 1; pass <= 2; pass++)
+        for (size_t i = pass == 1 ? 1 : 0; i < 38; i += 2)
+            cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    for (size_t i = 38; i < nreq; i++)
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    atomic_fetch_sub(&f->writers, 4);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    uint64_t blocks[256];
+    const size_t n = eng_frame_order("halves4", blocks, 256);
+    cr_assert_eq(n, nreq + 1, "%zu frames for %zu blocks", n, nreq + 1);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(blocks[i], i, "frame %zu holds block %llu", i, (unsigned long long)blocks[i]);
+    eng_reopen_check("halves4", "lz4", data, size);
+    free(data);
+}
+
+/* The late start of the stream's next block, whose end was stored early
+ * (evicted) and is reloaded whole, moves the stream on at once: before, the
+ * block stayed open with the stream waiting for it. */
+Test(engine, late_start_of_the_streams_next_block_moves_the_stream)
+{
+    const size_t bs = 64 << 10, x = bs / 2, size = 40 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 18);
+    struct cbfs_file *f = eng_open("latestart", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs + x, bs - x, bs + x), CBFS_OK);
+    for (size_t b = 2; b < 40; b++) /* all but their last byte: block 1's end is evicted */
+        cr_assert_eq(cbfs_file_write(f, data + b * bs, bs - 1, b * bs), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    bool open1 = false;
+    for (unsigned i = 0; i < f->nopen; i++) open1 |= f->open[i].block == 1;
+    const uint64_t w0 = f->wnext;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert(!open1, "block 1 was not evicted");
+    cr_assert_eq(w0, 1);
+    cr_assert_eq(cbfs_file_write(f, data + bs, x, bs), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    const uint64_t w1 = f->wnext;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_eq(w1, 2, "wnext %llu", (unsigned long long)w1);
+    for (size_t b = 2; b < 40; b++)
+        cr_assert_eq(cbfs_file_write(f, data + b * bs + bs - 1, 1, b * bs + bs - 1), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("latestart", "lz4", data, size);
+    free(data);
+}
+
+/* After a flush the open blocks are clean (their frames stored): new halves
+ * make room by dropping those, not by taking spare slots, and never by
+ * storing a dirty half early. */
+Test(engine, clean_blocks_make_room_before_spare_slots)
+{
+    const size_t bs = 64 << 10, x = bs / 2, size = 80 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 19);
+    struct cbfs_file *f = eng_open("cleanfirst", true, "lz4");
+    atomic_fetch_add(&f->writers, 2);
+    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
+    for (size_t i = 1; i < 31; i += 2) /* 16 halves, then a flush stores them */
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    for (size_t i = 41; i < 61; i += 2) /* 20 halves far on */
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    unsigned dirty = 0;
+    const unsigned nopen = f->nopen, open_max = f->open_max;
+    for (unsigned i = 0; i < f->nopen; i++) dirty += f->open[i].dirty;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_leq(nopen, open_max, "%u open, open_max %u", nopen, open_max);
+    cr_assert_eq(dirty, 20, "%u of the 20 new halves open", dirty);
+    atomic_fetch_sub(&f->writers, 2);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
 }
