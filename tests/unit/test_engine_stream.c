@@ -1,0 +1,247 @@
+/* Engine tests of the write path's order: the writeback cache's requests
+ * reach the engine out of order and in pieces; the reorder window holds them
+ * (open blocks, spare slots, halves stored early) and the stream stores the
+ * blocks in block order. Some look at a file's state under its lock
+ * (engine/file_impl.h). Fixture: engine_fixture.h. */
+#include "engine_fixture.h"
+#include "engine/file_impl.h"
+
+TestSuite(engine_stream, .init = eng_setup, .fini = eng_teardown, .timeout = 120);
+
+/* Block numbers of the frames of data file `name`, in file order. */
+static size_t eng_frame_order(const char *name, uint64_t *blocks, size_t cap)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/%s", eng_dir, name);
+    int fd = open(p, O_RDONLY);
+    cr_assert(fd >= 0);
+    struct stat st;
+    cr_assert_eq(fstat(fd, &st), 0);
+    size_t n = 0;
+    uint64_t off = 0;
+    struct cbfs_frame_hdr h;
+    while (off < (uint64_t)st.st_size) {
+        cr_assert_eq(cbfs_frame_read_hdr(fd, off, (uint64_t)st.st_size, &h), CBFS_OK,
+                     "frame at %llu", (unsigned long long)off);
+        cr_assert_lt(n, cap);
+        blocks[n++] = h.block;
+        off += CBFS_FRAME_HDR_SIZE + h.plen;
+    }
+    close(fd);
+    return n;
+}
+
+/* The writeback cache hands a sequential stream to several daemon threads:
+ * 1 MiB requests arrive out of order. Frames must still land in block order,
+ * one per block (stock zstd -d / lz4 -d decode the file), and the content is
+ * right. Block size 64K, requests of 4 blocks, pairs of requests swapped. */
+Test(engine_stream, out_of_order_stream_is_stored_in_block_order)
+{
+    const size_t req = 4 * (64 << 10), nreq = 16, size = req * nreq + 1000;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 11);
+    struct cbfs_file *f = eng_open("ooo", true, "zstd");
+    for (size_t r = 0; r < nreq; r += 2) {
+        cr_assert_eq(cbfs_file_write(f, data + (r + 1) * req, req, (r + 1) * req), CBFS_OK);
+        cr_assert_eq(cbfs_file_write(f, data + r * req, req, r * req), CBFS_OK);
+    }
+    /* and a partial tail written in two pieces, the later one first */
+    cr_assert_eq(cbfs_file_write(f, data + nreq * req + 500, 500, nreq * req + 500), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + nreq * req, 500, nreq * req), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+
+    uint64_t blocks[128];
+    const size_t n = eng_frame_order("ooo", blocks, 128);
+    cr_assert_eq(n, nreq * 4 + 1, "%zu frames for %zu blocks", n, nreq * 4 + 1);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(blocks[i], i, "frame %zu holds block %llu", i,
+                                                (unsigned long long)blocks[i]);
+    eng_reopen_check("ooo", "zstd", data, size);
+    free(data);
+}
+
+/* A stream that skips a region (a sparse writer's seek) does not wait for
+ * the gap: everything is stored and reads back, holes as zeros. */
+Test(engine_stream, stream_with_a_gap_is_complete)
+{
+    const size_t bs = 64 << 10, size = 40 * bs;
+    unsigned char *data = calloc(1, size);
+    struct cbfs_file *f = eng_open("gap", true, "lz4");
+    cbfs_td_backup(data, 3 * bs, 12);                 /* blocks 0-2 */
+    cbfs_td_backup(data + 30 * bs, 10 * bs, 13);      /* blocks 30-39 after a seek */
+    cr_assert_eq(cbfs_file_write(f, data, 3 * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + 5 * bs, bs, 5 * bs), CBFS_OK); /* zeros, held */
+    cr_assert_eq(cbfs_file_write(f, data + 30 * bs, 10 * bs, 30 * bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("gap", "lz4", data, size);
+    free(data);
+}
+
+/* The writeback cache splits blocks across requests: a block's end can come
+ * before its start, and a later request can reach the file first. A block
+ * is sealed once every byte of it was written, not when its end is. */
+Test(engine_stream, block_pieces_in_any_order)
+{
+    const size_t bs = 64 << 10, size = 3 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 14);
+    struct cbfs_file *f = eng_open("pieces", true, "zstd");
+    cr_assert_eq(cbfs_file_write(f, data + bs + 40000, 2 * bs - 40000, bs + 40000), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs, 40000, bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    uint64_t blocks[8];
+    const size_t n = eng_frame_order("pieces", blocks, 8);
+    cr_assert_eq(n, 3, "%zu frames for 3 blocks", n);
+    for (size_t i = 0; i < n; i++) cr_assert_eq(blocks[i], i);
+    free(data);
+}
+
+/* Requests of a block's length that straddle two blocks (the writeback
+ * cache's need not start on one), every other one late: the slots fill with
+ * halves of blocks, and the oldest are stored half written, to be loaded and
+ * completed when their other half comes. The stream's next block completed
+ * so moves the stream on: nobody waits for a gap that already came (each
+ * was a 200 ms wait of every writer of the file, and a stream gap). */
+Test(engine_stream, halves_stored_early_do_not_stall_the_stream)
+{
+    const size_t bs = 64 << 10, x = bs / 2, nreq = 80, size = nreq * bs + x;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 15);
+    struct cbfs_file *f = eng_open("halves", true, "lz4");
+    struct cbfs_engine_stats st0, st1;
+    cbfs_engine_get_stats(eng, &st0);
+    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
+    /* request i is [i bs + x, (i + 1) bs + x): the odd ones of the first 40, then the even */
+    for (size_t pass = 1; pass <= 2; pass++)
+        for (size_t i = pass == 1 ? 1 : 0; i < 40; i += 2)
+            cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    for (size_t i = 40; i < nreq; i++)
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cbfs_engine_get_stats(eng, &st1);
+    cr_assert_eq(st1.stream_gaps, st0.stream_gaps, "%llu stream gaps",
+                 (unsigned long long)(st1.stream_gaps - st0.stream_gaps));
+    eng_reopen_check("halves", "lz4", data, size);
+    free(data);
+}
+
+/* A flush while blocks wait in the reorder window seals copies and leaves
+ * them open and clean; when the gap arrives the stream moves past them. (It
+ * stopped at the first clean one: every later block was held until the slots
+ * ran out, then a 200 ms wait and a stream gap that never was.) */
+Test(engine_stream, flush_inside_the_reorder_window_keeps_the_stream)
+{
+    const size_t bs = 64 << 10, nb = 80, size = nb * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 31);
+    struct cbfs_file *f = eng_open("stall", true, "lz4");
+    struct cbfs_engine_stats st0, st1;
+    cbfs_engine_get_stats(eng, &st0);
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + 2 * bs, 2 * bs, 2 * bs), CBFS_OK); /* 2, 3 held */
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs, bs, bs), CBFS_OK); /* the gap comes */
+    for (size_t b = 4; b < nb; b++)
+        cr_assert_eq(cbfs_file_write(f, data + b * bs, bs, b * bs), CBFS_OK);
+    cbfs_engine_get_stats(eng, &st1);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(st1.stream_gaps - st0.stream_gaps, 0, "a gap was counted where none was");
+    free(data);
+}
+
+/* The same halves with other writers in sight (as the kernel's writeback
+ * threads are): while every slot holds a half, a new one takes a spare slot
+ * (two per other writer) rather than store half a block early, so every
+ * block is stored once, in block order (helper-36: 68 frames for 61 blocks
+ * without the spare slots). */
+Test(engine_stream, halves_with_writers_in_sight_are_not_stored_early)
+{
+    const size_t bs = 64 << 10, x = bs / 2, nreq = 60, size = nreq * bs + x;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 15);
+    struct cbfs_file *f = eng_open("halves4", true, "lz4");
+    atomic_fetch_add(&f->writers, 4); /* four other writers in sight: 8 spare slots */
+    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
+    /* the odd requests of the first 38 (39 halves: more than open_max = 32), then the even */
+    for (size_t pass = 1; pass <= 2; pass++)
+        for (size_t i = pass == 1 ? 1 : 0; i < 38; i += 2)
+            cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    for (size_t i = 38; i < nreq; i++)
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    atomic_fetch_sub(&f->writers, 4);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    uint64_t blocks[256];
+    const size_t n = eng_frame_order("halves4", blocks, 256);
+    cr_assert_eq(n, nreq + 1, "%zu frames for %zu blocks", n, nreq + 1);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(blocks[i], i, "frame %zu holds block %llu", i, (unsigned long long)blocks[i]);
+    eng_reopen_check("halves4", "lz4", data, size);
+    free(data);
+}
+
+/* The late start of the stream's next block, whose end was stored early
+ * (evicted) and is reloaded whole, moves the stream on at once: before, the
+ * block stayed open with the stream waiting for it. */
+Test(engine_stream, late_start_of_the_streams_next_block_moves_the_stream)
+{
+    const size_t bs = 64 << 10, x = bs / 2, size = 40 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 18);
+    struct cbfs_file *f = eng_open("latestart", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs + x, bs - x, bs + x), CBFS_OK);
+    for (size_t b = 2; b < 40; b++) /* all but their last byte: block 1's end is evicted */
+        cr_assert_eq(cbfs_file_write(f, data + b * bs, bs - 1, b * bs), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    bool open1 = false;
+    for (unsigned i = 0; i < f->nopen; i++) open1 |= f->open[i].block == 1;
+    const uint64_t w0 = f->wnext;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert(!open1, "block 1 was not evicted");
+    cr_assert_eq(w0, 1);
+    cr_assert_eq(cbfs_file_write(f, data + bs, x, bs), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    const uint64_t w1 = f->wnext;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_eq(w1, 2, "wnext %llu", (unsigned long long)w1);
+    for (size_t b = 2; b < 40; b++)
+        cr_assert_eq(cbfs_file_write(f, data + b * bs + bs - 1, 1, b * bs + bs - 1), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("latestart", "lz4", data, size);
+    free(data);
+}
+
+/* After a flush the open blocks are clean (their frames stored): new halves
+ * make room by dropping those, not by taking spare slots, and never by
+ * storing a dirty half early. */
+Test(engine_stream, clean_blocks_make_room_before_spare_slots)
+{
+    const size_t bs = 64 << 10, x = bs / 2, size = 80 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 19);
+    struct cbfs_file *f = eng_open("cleanfirst", true, "lz4");
+    atomic_fetch_add(&f->writers, 2);
+    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
+    for (size_t i = 1; i < 31; i += 2) /* 16 halves, then a flush stores them */
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    for (size_t i = 41; i < 61; i += 2) /* 20 halves far on */
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    unsigned dirty = 0;
+    const unsigned nopen = f->nopen, open_max = f->open_max;
+    for (unsigned i = 0; i < f->nopen; i++) dirty += f->open[i].dirty;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_leq(nopen, open_max, "%u open, open_max %u", nopen, open_max);
+    cr_assert_eq(dirty, 20, "%u of the 20 new halves open", dirty);
+    atomic_fetch_sub(&f->writers, 2);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    free(data);
+}
