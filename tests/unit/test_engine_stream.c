@@ -99,6 +99,21 @@ Test(engine_stream, block_pieces_in_any_order)
     free(data);
 }
 
+/* Writes data[0, nreq bs + x) as the writeback cache may send it with blocks
+ * as large as its requests: [0, x) first, then requests of a block's length
+ * that start x into a block (request i: [i bs + x, (i + 1) bs + x)), the odd
+ * ones of the first `late` before the even ones, then the rest in order. */
+static void eng_write_straddling(struct cbfs_file *f, const unsigned char *data, size_t bs,
+                                 size_t x, size_t late, size_t nreq)
+{
+    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
+    for (size_t pass = 1; pass <= 2; pass++)
+        for (size_t i = pass == 1 ? 1 : 0; i < late; i += 2)
+            cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    for (size_t i = late; i < nreq; i++)
+        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+}
+
 /* Requests of a block's length that straddle two blocks (the writeback
  * cache's need not start on one), every other one late: the slots fill with
  * halves of blocks, and the oldest are stored half written, to be loaded and
@@ -113,13 +128,7 @@ Test(engine_stream, halves_stored_early_do_not_stall_the_stream)
     struct cbfs_file *f = eng_open("halves", true, "lz4");
     struct cbfs_engine_stats st0, st1;
     cbfs_engine_get_stats(eng, &st0);
-    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
-    /* request i is [i bs + x, (i + 1) bs + x): the odd ones of the first 40, then the even */
-    for (size_t pass = 1; pass <= 2; pass++)
-        for (size_t i = pass == 1 ? 1 : 0; i < 40; i += 2)
-            cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
-    for (size_t i = 40; i < nreq; i++)
-        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    eng_write_straddling(f, data, bs, x, 40, nreq);
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     cbfs_engine_get_stats(eng, &st1);
@@ -166,13 +175,7 @@ Test(engine_stream, halves_with_writers_in_sight_are_not_stored_early)
     cbfs_td_backup(data, size, 15);
     struct cbfs_file *f = eng_open("halves4", true, "lz4");
     atomic_fetch_add(&f->writers, 4); /* four other writers in sight: 8 spare slots */
-    cr_assert_eq(cbfs_file_write(f, data, x, 0), CBFS_OK);
-    /* the odd requests of the first 38 (39 halves: more than open_max = 32), then the even */
-    for (size_t pass = 1; pass <= 2; pass++)
-        for (size_t i = pass == 1 ? 1 : 0; i < 38; i += 2)
-            cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
-    for (size_t i = 38; i < nreq; i++)
-        cr_assert_eq(cbfs_file_write(f, data + i * bs + x, bs, i * bs + x), CBFS_OK);
+    eng_write_straddling(f, data, bs, x, 38, nreq); /* 39 halves: more than open_max = 32 */
     atomic_fetch_sub(&f->writers, 4);
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
