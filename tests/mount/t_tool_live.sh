@@ -135,7 +135,11 @@ sleep 0.05
 mv "$mnt/big.bkp" "$mnt/big.bkp.1"
 wait "$vpid" || rc=$?
 check_eq 1 "$rc" "verify of a damaged file renamed while it was checked ($(tr '\n' '|' <"$T/rot.out"))"
-grep -q "big.bkp: offset [0-9]*: block 150 " "$T/rot.out" ||
+# Reported under the name verify found it at; on a busy machine verify may list the
+# directory only after the rename, and then finds it at its new name (the suite once ran
+# so beside other work): either is right, a report under neither is the bug.
+grep -Eq "big\.bkp(\.1)?: offset [0-9]*: block 150 " "$T/rot.out" ||
     fail "the damage of a file renamed during verify was not reported: $(tr '\n' '|' <"$T/rot.out")"
+grep -q "big.bkp: offset" "$T/rot.out" || note "verify listed the directory after the rename"
 cbfs_umount "$mnt"
 pass
