@@ -323,6 +323,21 @@ int tool_cat_main(int argc, char **argv)
             goto out_file;
         }
     }
+    /* A load beside a writer can meet its frames half appended (a header and
+     * part of its payload: a tail that looks like a damaged header): look
+     * again, as verify does, before calling the file damaged. */
+    enum tool_look look = TOOL_LOOK_STANDS;
+    unsigned looks = 0;
+    while (tf.is_cbfs && !tool_cat_reaches_all(&tf.rep) &&
+           (look = tool_file_look_again(&tf, &looks, NULL)) == TOOL_LOOK_AGAIN)
+        continue; /* tf holds the index as it is now */
+    if (look == TOOL_LOOK_GONE)
+        tool_err("cat", "%s: it was removed while it was loaded; what failed below is what its "
+                 "index named then", loc.display);
+    if (look == TOOL_LOOK_KEPT_CHANGING)
+        tool_err("cat", "%s: it changed under each of %u loads: a writer is at work, and what "
+                 "is reported below may be its writes in flight; print it again when it is quiet",
+                 loc.display, TOOL_LOOKS + 1);
     const uint64_t size = tf.is_cbfs ? tf.idx.size : (uint64_t)tf.data_st.st_size;
     /* a range from past the end prints nothing, as a read there does */
     if (off > size) off = size;
