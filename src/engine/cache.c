@@ -112,14 +112,20 @@ static void cbfs_cache_list_push_tail(struct cbfs_cache_list *l, struct cbfs_cac
     l->tail = e;
 }
 
+/* Takes e off its list and gives its read-ahead charge (if any) back. */
+static void cbfs_cache_detach(struct cbfs_cache *c, struct cbfs_cache_ent *e)
+{
+    cbfs_cache_list_remove(cbfs_cache_list_of(c, e), e);
+    c->ra_bytes -= e->ra_charge;
+    e->ra_charge = 0;
+}
+
 /* Gives e's read-ahead charge back and moves it to `used`: to the head (it
  * was just used) or to the tail (stale, or failed: first to go). e must be
  * charged unless to_head (then it may be on `used` already: a touch). */
 static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e, bool to_head)
 {
-    cbfs_cache_list_remove(cbfs_cache_list_of(c, e), e);
-    c->ra_bytes -= e->ra_charge;
-    e->ra_charge = 0;
+    cbfs_cache_detach(c, e);
     if (to_head) cbfs_cache_list_push_head(&c->used, e);
     else cbfs_cache_list_push_tail(&c->used, e);
 }
@@ -154,9 +160,7 @@ static void cbfs_cache_unlink(struct cbfs_cache *c, struct cbfs_cache_ent *e)
     struct cbfs_cache_ent **pp = &c->buckets[cbfs_cache_slot(c, e->serial, e->block, e->gen)];
     while (*pp != e) pp = &(*pp)->hnext;
     *pp = e->hnext;
-    cbfs_cache_list_remove(cbfs_cache_list_of(c, e), e);
-    c->ra_bytes -= e->ra_charge;
-    e->ra_charge = 0;
+    cbfs_cache_detach(c, e);
     c->bytes -= e->cap;
 }
 
