@@ -407,15 +407,24 @@ enum cbfs_load_claim {
  * record, only offset 0 can tell, and zeros there are no trace: a first
  * frame torn to zeros committed nothing, and calling it ours would let a
  * repair cut another file's data. */
+/* Reads the up to CBFS_FRAME_HDR_SIZE bytes at off (< dsize) of the data
+ * file into head; *n: how many. */
+static cbfs_err cbfs_load_head_at(int data_fd, uint64_t dsize, uint64_t off,
+                                  uint8_t head[CBFS_FRAME_HDR_SIZE], size_t *n)
+{
+    *n = dsize - off < CBFS_FRAME_HDR_SIZE ? (size_t)(dsize - off) : CBFS_FRAME_HDR_SIZE;
+    return cbfs_pread_full(data_fd, head, *n, off);
+}
+
 static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
                                    const struct cbfs_index *idx, enum cbfs_load_claim *claim)
 {
     uint8_t head[CBFS_FRAME_HDR_SIZE], buf[CBFS_INDEX_REC_SIZE];
+    size_t n;
     cbfs_err e;
     *claim = CBFS_CLAIM_NONE;
     if (idx->index_end <= CBFS_INDEX_REC_SIZE) {
-        const size_t n = dsize < sizeof head ? (size_t)dsize : sizeof head;
-        e = cbfs_pread_full(data_fd, head, n, 0);
+        e = cbfs_load_head_at(data_fd, dsize, 0, head, &n);
         if (e) return e;
         if (cbfs_frame_is_envelope(head, n))
             *claim = CBFS_CLAIM_FRAMES;
@@ -439,9 +448,7 @@ static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
         }
     }
     if (idx->data_end < dsize) {
-        const uint64_t left = dsize - idx->data_end;
-        const size_t n = left < sizeof head ? (size_t)left : sizeof head;
-        e = cbfs_pread_full(data_fd, head, n, idx->data_end);
+        e = cbfs_load_head_at(data_fd, dsize, idx->data_end, head, &n);
         if (e) return e;
         if (cbfs_frame_hdr_trace(head, n, idx->file_id)) *claim = CBFS_CLAIM_TRACE;
     }
