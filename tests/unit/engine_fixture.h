@@ -1,4 +1,5 @@
-/* The engine tests' fixture, shared by tests/unit/test_engine*.c: real files
+/* The engine tests' fixture, shared by tests/unit/test_engine*.c and
+ * test_readahead.c (which sets up engines of its own, eng_setup_config): real files
  * in a temporary directory, every byte checked against a shadow copy kept in
  * memory, across close and reopen. Each test file includes it once and names
  * its own suite with eng_setup and eng_teardown (Criterion takes a suite from
@@ -30,13 +31,20 @@
 static char eng_dir[64];
 static struct cbfs_engine *eng;
 
-static inline void eng_setup(void)
+/* A fresh directory and an engine of cfg (for a test that needs its own). */
+static inline void eng_setup_config(const struct cbfs_engine_config *cfg)
 {
     snprintf(eng_dir, sizeof eng_dir, "/tmp/cbfs-engine-XXXXXX");
     cr_assert_not_null(mkdtemp(eng_dir));
-    struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 2, .readahead = 4,
-                                     .cache_bytes = 1 << 20, .inflight_bytes = 512 << 10};
-    cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
+    cr_assert_eq(cbfs_engine_create(cfg, &eng), CBFS_OK);
+}
+
+static inline void eng_setup(void)
+{
+    const struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 2,
+                                           .readahead = 4, .cache_bytes = 1 << 20,
+                                           .inflight_bytes = 512 << 10};
+    eng_setup_config(&cfg);
 }
 
 static inline void eng_teardown(void)

@@ -2,54 +2,19 @@
  * (src/engine/cache.h): many sequential readers share the cache without
  * evicting each other's blocks before they are read, and readers that stop
  * part-way do not keep read-ahead off for the readers after them. */
-#include <criterion/criterion.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-
-#include "cbfs/engine.h"
-#include "cbfs/format.h"
-#include "engine/cache.h"
+#include "engine_fixture.h"
 #include "engine/file_impl.h"
-#include "testdata.h"
-#include "testengine.h"
 
 #define RA_BS (64u << 10)
-
-static char ra_dir[64];
-static struct cbfs_engine *ra_eng;
 
 /* An engine with 64K blocks, readahead=32 (the default) and a cache of
  * cache_blocks blocks. */
 static void ra_setup(unsigned cache_blocks)
 {
-    snprintf(ra_dir, sizeof ra_dir, "/tmp/cbfs-readahead-XXXXXX");
-    cr_assert_not_null(mkdtemp(ra_dir));
-    struct cbfs_engine_config cfg = {.block_size = RA_BS, .workers = 2, .readahead = 32,
-                                     .cache_bytes = (uint64_t)cache_blocks * RA_BS,
-                                     .inflight_bytes = 512 << 10};
-    cr_assert_eq(cbfs_engine_create(&cfg, &ra_eng), CBFS_OK);
-}
-
-static void ra_teardown(void)
-{
-    cbfs_engine_destroy(ra_eng);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", ra_dir);
-    cr_assert_eq(system(cmd), 0);
-}
-
-static struct cbfs_file *ra_open(const char *name, bool create)
-{
-    char p[128], q[140];
-    snprintf(p, sizeof p, "%s/%s", ra_dir, name);
-    snprintf(q, sizeof q, "%s%s", p, CBFS_INDEX_SUFFIX);
-    struct cbfs_file *f;
-    const cbfs_err e = cbfs_te_open(ra_eng, p, q, create, "lz4", NULL, &f);
-    cr_assert_eq(e, CBFS_OK, "open %s: %s", p, cbfs_err_str(e));
-    cbfs_file_set_name(f, name);
-    return f;
+    const struct cbfs_engine_config cfg = {.block_size = RA_BS, .workers = 2, .readahead = 32,
+                                           .cache_bytes = (uint64_t)cache_blocks * RA_BS,
+                                           .inflight_bytes = 512 << 10};
+    eng_setup_config(&cfg);
 }
 
 /* Writes nfiles files named f0, f1, ... of nblocks blocks each (backup-like
@@ -60,16 +25,16 @@ static uint64_t ra_make(unsigned nfiles, size_t nblocks)
     unsigned char *data = malloc(size);
     cr_assert_not_null(data);
     struct cbfs_engine_stats before, after;
-    cbfs_engine_get_stats(ra_eng, &before);
+    cbfs_engine_get_stats(eng, &before);
     for (unsigned i = 0; i < nfiles; i++) {
         char name[16];
         snprintf(name, sizeof name, "f%u", i);
         cbfs_td_backup(data, size, i + 1);
-        struct cbfs_file *f = ra_open(name, true);
+        struct cbfs_file *f = eng_open(name, true, "lz4");
         cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
         cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     }
-    cbfs_engine_get_stats(ra_eng, &after);
+    cbfs_engine_get_stats(eng, &after);
     free(data);
     return after.physical_written - before.physical_written;
 }
@@ -92,7 +57,7 @@ static unsigned ra_ahead(struct cbfs_file *f, uint64_t upto)
 static unsigned ra_read_to(const char *name, size_t upto)
 {
     unsigned char *got = malloc(RA_BS);
-    struct cbfs_file *f = ra_open(name, false);
+    struct cbfs_file *f = eng_open(name, false, "lz4");
     for (size_t b = 0; b < upto; b++) {
         size_t n = 0;
         cr_assert_eq(cbfs_file_read(f, got, RA_BS, b * RA_BS, &n), CBFS_OK);
@@ -107,7 +72,7 @@ static unsigned ra_read_to(const char *name, size_t upto)
  * windows (32 blocks each) could fill it eight times over. Every frame is
  * read from the store once: read-ahead never evicted a block before its
  * reader came for it. Before the budget, about twice the store's bytes. */
-Test(readahead, many_readers_read_every_frame_once, .fini = ra_teardown)
+Test(readahead, many_readers_read_every_frame_once, .fini = eng_teardown)
 {
     ra_setup(32);
     const unsigned nfiles = 8;
@@ -115,37 +80,37 @@ Test(readahead, many_readers_read_every_frame_once, .fini = ra_teardown)
     ra_make(nfiles, nblocks);
     /* what reading every frame once takes: each file alone, in turn */
     struct cbfs_engine_stats before, after;
-    cbfs_engine_get_stats(ra_eng, &before);
+    cbfs_engine_get_stats(eng, &before);
     for (unsigned i = 0; i < nfiles; i++) {
         char name[16];
         snprintf(name, sizeof name, "f%u", i);
         ra_read_to(name, nblocks);
     }
-    cbfs_engine_get_stats(ra_eng, &after);
+    cbfs_engine_get_stats(eng, &after);
     const uint64_t alone = after.physical_read - before.physical_read;
 
     struct cbfs_file *f[8];
     for (unsigned i = 0; i < nfiles; i++) {
         char name[16];
         snprintf(name, sizeof name, "f%u", i);
-        f[i] = ra_open(name, false);
+        f[i] = eng_open(name, false, "lz4");
     }
     unsigned char *got = malloc(RA_BS), *want = malloc(nblocks * RA_BS);
-    cbfs_engine_get_stats(ra_eng, &before);
+    cbfs_engine_get_stats(eng, &before);
     for (size_t b = 0; b < nblocks; b++)
         for (unsigned i = 0; i < nfiles; i++) {
             size_t n = 0;
             cr_assert_eq(cbfs_file_read(f[i], got, RA_BS, b * RA_BS, &n), CBFS_OK);
             cr_assert_eq(n, RA_BS);
         }
-    cbfs_engine_get_stats(ra_eng, &after);
+    cbfs_engine_get_stats(eng, &after);
     for (unsigned i = 0; i < nfiles; i++) {
         ra_ahead(f[i], nblocks); /* no read-ahead job may outlive its file */
         cr_assert_eq(cbfs_file_close(f[i]), CBFS_OK);
     }
     /* and the bytes are right, read again alone */
     cbfs_td_backup(want, nblocks * RA_BS, 3);
-    struct cbfs_file *g = ra_open("f2", false);
+    struct cbfs_file *g = eng_open("f2", false, "lz4");
     for (size_t b = 0; b < nblocks; b++) {
         size_t n = 0;
         cr_assert_eq(cbfs_file_read(g, got, RA_BS, b * RA_BS, &n), CBFS_OK);
@@ -167,7 +132,7 @@ Test(readahead, many_readers_read_every_frame_once, .fini = ra_teardown)
  * other blocks has been decoded after it, it must no longer hold the budget:
  * a later reader reads ahead as far as a fresh one did. (review helper-31:
  * before the blocks went stale, the window stayed at 0 for the whole mount.) */
-Test(readahead, abandoned_readers_leave_the_budget, .fini = ra_teardown)
+Test(readahead, abandoned_readers_leave_the_budget, .fini = eng_teardown)
 {
     ra_setup(128); /* 8M */
     const size_t nblocks = 256;
