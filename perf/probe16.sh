@@ -30,8 +30,8 @@
 #   H: target 5 against a ceiling that serves real bytes (nullfs-mem256M: READs answered
 #      from 256 MiB of distinct memory, not the zero page), at the defaults (2M read-ahead)
 #      and with 4M, 4 GiB, 4 reps; then the 1M-block lead of target 3b (8 zstd:1 writers,
-#      256K and 1M blocks, against the zstd -T16 pipe, 2 GiB, 3 reps, stream gaps in the
-#      CSV notes). For one call.
+#      256K and 1M blocks, and 256K without the writeback cache, against the zstd -T16
+#      pipe, 2 GiB, 3 reps, stream gaps in the CSV notes). For one call.
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
@@ -178,14 +178,14 @@ G)  # the two targets still short (5, 3b) at the current code, then targets 1 an
     dd_ suite-stream 5 --suite 16core --section stream --size $size --reps ${PROBE_REPS:-3}
     ;;
 H)  # target 5 against the zero page and against real bytes; the 1M-block gaps
-    dd_ restore 150 --read --size ${PROBE_SIZE:-4G} --reps ${PROBE_REPS:-4} --sizes 1M --writers 1 \
+    dd_ restore 180 --read --size ${PROBE_SIZE:-4G} --reps ${PROBE_REPS:-4} --sizes 1M --writers 1 \
         --system nullfs --system nullfs-mem256M --system 'lz4=codec=lz4' \
         --system 'zstd1=codec=zstd:1' --system nullfs-ra4M --system nullfs-ra4M-mem256M \
         --system 'lz4 fra4M=codec=lz4,fuse_readahead=4M' \
         --system 'zstd1 fra4M=codec=zstd:1,fuse_readahead=4M'
     dd_ many8 5 --size $size --reps ${PROBE_REPS:-3} --sizes 1M --writers 8 \
         --system 'zstd1=codec=zstd:1' --system 'zstd1 bs1M=codec=zstd:1,block_size=1M' \
-        --system pipe-zstd
+        --system 'zstd1 wbc-off=codec=zstd:1,writeback_cache=off' --system pipe-zstd
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac
