@@ -139,7 +139,7 @@ cbfs_err cbfs_file_open(struct cbfs_engine *eng, int data_fd, int idx_fd, bool c
     f->idx.on_dead_arg = f;
     f->bs = f->idx.block_size;
     f->file_id = f->idx.file_id;
-    f->size = f->idx.size;
+    f->size = f->size_set = f->idx.size;
     f->wnext = f->size / f->bs; /* an append completes the last block first */
     f->gap_block = UINT64_MAX;
     f->gap_wait = true;

@@ -106,6 +106,9 @@ struct cbfs_file {
     struct cbfs_index idx;   /* lock, but idx.torn and idx.index_end: the sync role alone
                                 (cbfs_index_append) */
     uint64_t size;           /* lock: logical size including data still in memory */
+    uint64_t size_set;       /* lock: the size the store or a truncate last gave the file (not
+                                a write): a write that starts there, inside a block no write
+                                has touched, starts after a hole (cbfs_file_write_at) */
     struct cbfs_oblock open[CBFS_OPEN_MAX]; /* lock */
     unsigned nopen;          /* lock */
     unsigned open_max;       /* immutable: slots this file uses (see CBFS_OPEN_WINDOW) */

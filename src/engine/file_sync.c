@@ -71,7 +71,7 @@ static cbfs_err cbfs_file_reset(struct cbfs_file *f)
     f->resets++;
     for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
     f->nopen = 0;
-    f->size = f->idx.size < f->broken_size ? f->idx.size : f->broken_size;
+    f->size = f->size_set = f->idx.size < f->broken_size ? f->idx.size : f->broken_size;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
     return err;
 }
@@ -218,7 +218,7 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync, bool
     }
     f->idx_need = f->idx.index_end;
     f->idx_reserved = f->idx.index_end; /* a cut back of the sidecar frees what lay past it */
-    f->size = f->idx.size;
+    f->size = f->size_set = f->idx.size;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
     const bool back = data_cut && !le; /* the file is what its sidecar holds */
     cbfs_err ce = CBFS_OK;

@@ -482,7 +482,9 @@ static bool cbfs_file_only_stream_pieces(const struct cbfs_file *f)
 }
 
 /* The open block for b, creating it (read-modify-write of existing content,
- * unless the caller is about to overwrite the whole block), making room if
+ * unless the caller is about to overwrite the whole block; hole: bytes at a
+ * new block's start that are a hole no write is on its way to, written as
+ * if by the writer, see cbfs_file_write_at), making room if
  * all of the file's slots are taken. The stream's next block may use a spare
  * slot: it is what the waiting blocks wait for; so may a block behind it
  * while blocks are held (the writeback cache sends a page again, or a piece
@@ -492,7 +494,7 @@ static bool cbfs_file_only_stream_pieces(const struct cbfs_file *f)
  * if an error is pending or a reset came since the write began (resets: its
  * count then), also while it waited for room: a block created empty for a
  * whole-block write that then fails would hide the stored one. Lock held. */
-static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole,
+static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole, uint32_t hole,
                                      uint64_t resets, struct cbfs_oblock **out)
 {
     cbfs_assert_held(&f->lock);
@@ -546,7 +548,15 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     ob->dirty = false;
     ob->data = data;
     ob->nruns = 0;
-    if (stored) cbfs_oblock_mark(ob, 0, exist); /* a block never written is not complete yet */
+    /* A block never written is not complete yet: the rest of it below the
+     * size may be a later request's, whose write came first and grew the
+     * size. But a hole it starts with is part of it. */
+    if (stored)
+        cbfs_oblock_mark(ob, 0, exist);
+    else if (hole) {
+        assert(hole <= exist); /* the hole lies below the size */
+        cbfs_oblock_mark(ob, 0, hole);
+    }
     *out = ob;
     return CBFS_OK;
 }
@@ -581,7 +591,15 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
          * drops what is open, this write's earlier pieces too (it may come
          * while open_block waits): the write fails rather than leave them
          * out silently. */
-        err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, resets, &ob);
+        /* A writer that starts where a truncate (or the store) left the
+         * size, inside a block, continues the file after a hole (a sparse
+         * tail, or ftruncate then append): the block's start is zeros that no
+         * write is on its way to, so the block completes with this stream
+         * and is sealed in its order. (It waited for the bytes below as a
+         * gap that never comes: a 200 ms wait and a stream gap per file.) A
+         * write that does come there after all, later, rewrites the block. */
+        const uint32_t hole = off == f->size_set ? boff : 0;
+        err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, hole, resets, &ob);
         if (err) goto out;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
         memcpy(ob->data + boff, src, n);
@@ -728,7 +746,7 @@ cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve)
     free(data);
     free(frame);
     if (!err) {
-        f->size = size;
+        f->size = f->size_set = size;
         if (f->wnext > size / f->bs) f->wnext = size / f->bs; /* O_TRUNC: a new stream */
     }
     return err;

@@ -248,3 +248,44 @@ Test(engine_stream, clean_blocks_make_room_before_spare_slots)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     free(data);
 }
+
+/* A stream that starts where a truncate left the size, inside a block (a
+ * sparse tail, then an append): the block's start is a hole no write comes
+ * to, so the block completes with the stream's first write and every block
+ * is stored once, in block order. (It waited for those bytes as a gap: 200
+ * ms, a stream gap, and the block stored after its successors; helper-39's
+ * crash campaign, one gap per file.) A write that then comes into the hole
+ * rewrites the block, and the content is right. */
+Test(engine_stream, stream_after_a_hole_starts_in_order)
+{
+    const size_t bs = 64 << 10, x = bs / 2 + 4096, nb = 40, size = nb * bs + x;
+    unsigned char *data = calloc(1, size);
+    cbfs_td_backup(data + x, size - x, 33);
+    struct cbfs_file *f = eng_open("afterhole", true, "lz4");
+    struct cbfs_engine_stats st0, st1;
+    cbfs_engine_get_stats(eng, &st0);
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    for (size_t i = 0; i < nb; i++)
+        cr_assert_eq(cbfs_file_write(f, data + x + i * bs, bs, x + i * bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cbfs_engine_get_stats(eng, &st1);
+    cr_assert_eq(st1.stream_gaps, st0.stream_gaps, "%llu stream gaps",
+                 (unsigned long long)(st1.stream_gaps - st0.stream_gaps));
+    uint64_t blocks[64];
+    const size_t n = eng_frame_order("afterhole", blocks, 64);
+    size_t next = 0; /* the truncate's size frame names a size, not a block */
+    for (size_t i = 0; i < n; i++)
+        if (blocks[i] != x) cr_assert_eq(blocks[i], next++, "frame %zu holds block %llu", i,
+                                         (unsigned long long)blocks[i]);
+    cr_assert_eq(next, nb + 1, "%zu block frames for %zu blocks", next, nb + 1);
+    eng_reopen_check("afterhole", "lz4", data, size);
+
+    /* the hole written after all: the block is loaded and stored again */
+    f = eng_open("afterhole", false, "lz4");
+    cbfs_td_backup(data, 4096, 34);
+    cr_assert_eq(cbfs_file_write(f, data, 4096, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("afterhole", "lz4", data, size);
+    free(data);
+}
