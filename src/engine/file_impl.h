@@ -108,7 +108,11 @@ struct cbfs_file {
     uint64_t size;           /* lock: logical size including data still in memory */
     uint64_t size_set;       /* lock: the size the store or a truncate last gave the file (not
                                 a write): a write that starts there, inside a block no write
-                                has touched, starts after a hole (cbfs_file_write_at) */
+                                has touched, starts after a hole (cbfs_file_write_at); never
+                                above size (the hole's assert) */
+    bool set_below;          /* lock: a write since size_set was set began below it: the
+                                bytes below size_set in its block may be on their way (the
+                                stream reached it from below), so no hole is taken there */
     struct cbfs_oblock open[CBFS_OPEN_MAX]; /* lock */
     unsigned nopen;          /* lock */
     unsigned open_max;       /* immutable: slots this file uses (see CBFS_OPEN_WINDOW) */

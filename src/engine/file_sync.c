@@ -72,6 +72,7 @@ static cbfs_err cbfs_file_reset(struct cbfs_file *f)
     for (unsigned i = 0; i < f->nopen; i++) cbfs_engine_buf_put(f->eng, f->open[i].data, f->bs);
     f->nopen = 0;
     f->size = f->size_set = f->idx.size < f->broken_size ? f->idx.size : f->broken_size;
+    f->set_below = false;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
     return err;
 }
@@ -219,6 +220,7 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync, bool
     f->idx_need = f->idx.index_end;
     f->idx_reserved = f->idx.index_end; /* a cut back of the sidecar frees what lay past it */
     f->size = f->size_set = f->idx.size;
+    f->set_below = false;
     if (f->wnext > f->size / f->bs) f->wnext = f->size / f->bs;
     const bool back = data_cut && !le; /* the file is what its sidecar holds */
     cbfs_err ce = CBFS_OK;
@@ -231,7 +233,8 @@ static void cbfs_file_revert(struct cbfs_file *f, cbfs_err e, size_t nsync, bool
         if (!ce && last > f->size) ce = cbfs_file_store_size(f, last, false);
         f->committing = false;
     }
-    if ((!back || ce) && cut < f->size) f->size = f->broken_size = cut; /* until reopened */
+    if ((!back || ce) && cut < f->size) /* until reopened */
+        f->size = f->size_set = f->broken_size = cut;
     if (!back || ce) {
         f->broken = true;
         f->err = e;

@@ -578,6 +578,7 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
     if (within && off + len > f->size) left = len = off >= f->size ? 0 : (size_t)(f->size - off);
     f->in_write++;
     const uint64_t resets = f->resets, end = off + len;
+    if (len && off < f->size_set) f->set_below = true;
     while (left) {
         uint64_t b = off / f->bs;
         uint32_t boff = (uint32_t)(off % f->bs);
@@ -598,7 +599,11 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
          * and is sealed in its order. (It waited for the bytes below as a
          * gap that never comes: a 200 ms wait and a stream gap per file.) A
          * write that does come there after all, later, rewrites the block. */
-        const uint32_t hole = off == f->size_set ? boff : 0;
+        const uint32_t hole = off == f->size_set && !f->set_below ? boff : 0;
+        /* and the stream starts there: the blocks between the stream and the
+         * hole's (an extend past them) are a hole too, no write below
+         * size_set having come since it was set */
+        if (hole && b > f->wnext) f->wnext = b;
         err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, hole, resets, &ob);
         if (err) goto out;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
@@ -747,6 +752,7 @@ cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve)
     free(frame);
     if (!err) {
         f->size = f->size_set = size;
+        f->set_below = false;
         if (f->wnext > size / f->bs) f->wnext = size / f->bs; /* O_TRUNC: a new stream */
     }
     return err;

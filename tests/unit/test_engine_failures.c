@@ -1507,3 +1507,41 @@ Test(engine_failures, stop_ends_with_the_flush_that_reports_it)
     free(data);
     cr_assert_eq(again, CBFS_OK, "one failure, heard twice by the same handle");
 }
+
+/* helper-40's review: a broken revert leaves the size at the truncate's
+ * cut, below the size the sidecar gave (size_set stayed there before): a
+ * write that starts at that size, inside a block, must fail, not trip the
+ * hole's assert (hole <= exist) in cbfs_file_open_block; a later flush's
+ * reset puts both back together. */
+Test(engine_failures, broken_revert_then_write_at_the_old_size)
+{
+    const size_t bs = 64 << 10, size = 4 * bs + 500;
+    unsigned char *data = malloc(size + bs);
+    cbfs_td_random(data, size + bs, 74);
+    struct cbfs_file *f = eng_open("holebrk", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, size, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    struct stat st;
+    close(eng_data_open("holebrk", &st));
+    cr_assert_eq(cbfs_file_truncate(f, 100), CBFS_OK);
+    fail_ino = st.st_ino;
+    fail_from = st.st_size;
+    trunc_fail_ino = st.st_ino; /* the revert cannot cut the data file back: broken */
+    cr_assert_neq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_eq(trunc_fail_ino, 0, "the revert did not try to cut the data file back");
+    cr_assert_eq(cbfs_file_size(f), 100);
+    cbfs_mutex_lock(&f->lock);
+    const uint64_t set = f->size_set, sz = f->size;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_leq(set, sz, "size_set %llu above the size %llu", (unsigned long long)set,
+                  (unsigned long long)sz);
+    /* a write at the sidecar's size (inside block 4) and one at 100 */
+    cr_assert_neq(cbfs_file_write(f, data, 1000, size), CBFS_OK);
+    cr_assert_neq(cbfs_file_write(f, data, 1000, 100), CBFS_OK);
+    (void)cbfs_file_flush(f, NULL);
+    cbfs_mutex_lock(&f->lock);
+    cr_assert_leq(f->size_set, f->size);
+    cbfs_mutex_unlock(&f->lock);
+    cbfs_file_close(f);
+    free(data);
+}

@@ -3,6 +3,8 @@
  * (open blocks, spare slots, halves stored early) and the stream stores the
  * blocks in block order. Some look at a file's state under its lock
  * (engine/file_impl.h). Fixture: engine_fixture.h. */
+#include <pthread.h>
+
 #include "engine_fixture.h"
 #include "engine/file_impl.h"
 
@@ -287,5 +289,261 @@ Test(engine_stream, stream_after_a_hole_starts_in_order)
     cr_assert_eq(cbfs_file_write(f, data, 4096, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
     eng_reopen_check("afterhole", "lz4", data, size);
+    free(data);
+}
+
+/* ---- a stream after a hole (size_set, set_below): helper-40's review ---- */
+
+static uint64_t eng_stream_gaps(void)
+{
+    struct cbfs_engine_stats st;
+    cbfs_engine_get_stats(eng, &st);
+    return st.stream_gaps;
+}
+
+/* The hole written after the marking, while the marked block is still open
+ * (not complete yet) and after it was sealed: content right, reopen right. */
+Test(engine_stream, late_hole_write_open_and_sealed)
+{
+    const size_t bs = 64 << 10, x = bs / 2 + 4096, size = 6 * bs + 123;
+    unsigned char *data = malloc(size);
+    cbfs_td_random(data, size, 41);
+    struct cbfs_file *f = eng_open("holelate", true, "lz4");
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    /* block 0 marked [0, x), then [x, x + 100) written: not complete */
+    cr_assert_eq(cbfs_file_write(f, data + x, 100, x), CBFS_OK);
+    /* the hole's bytes come while it is open */
+    cr_assert_eq(cbfs_file_write(f, data + 4096, x - 4096, 4096), CBFS_OK);
+    /* the rest of the stream */
+    cr_assert_eq(cbfs_file_write(f, data + x + 100, 3 * bs, x + 100), CBFS_OK);
+    /* and the first page of the hole after block 0 was sealed */
+    cr_assert_eq(cbfs_file_write(f, data, 4096, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + x + 100 + 3 * bs, size - (x + 100 + 3 * bs),
+                                 x + 100 + 3 * bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("holelate", "lz4", data, size);
+    free(data);
+}
+
+/* A stream after a hole with its hole's bytes sent late by another writer
+ * (as a dirty page of the writeback cache may be, after the truncate), all
+ * requests handed to threads in random order, many rounds. */
+struct hole_req {
+    size_t off, len;
+};
+struct hole_ctx {
+    struct cbfs_file *f;
+    const unsigned char *data;
+    struct hole_req *reqs;
+    size_t nreq;
+    _Atomic size_t next;
+    _Atomic int failed; /* a write's error (asserted by the test's own thread) */
+};
+static void *hole_worker(void *arg)
+{
+    struct hole_ctx *c = arg;
+    for (;;) {
+        const size_t i = atomic_fetch_add(&c->next, 1);
+        if (i >= c->nreq) return NULL;
+        const struct hole_req *r = &c->reqs[i];
+        const cbfs_err e = cbfs_file_write(c->f, c->data + r->off, r->len, r->off);
+        if (e) atomic_store(&c->failed, (int)e);
+    }
+}
+Test(engine_stream, threads_with_late_hole_pages, .timeout = 300)
+{
+    const size_t bs = 64 << 10, nb = 24;
+    uint64_t seed = 77;
+    for (int round = 0; round < 40; round++) {
+        const size_t x = (1 + cbfs_td_next(&seed) % 15) * 4096;
+        const size_t size = x + nb * bs;
+        unsigned char *data = malloc(size);
+        cbfs_td_random(data, size, 100 + round);
+        const bool hole_written = round % 2 == 0;
+        if (!hole_written) memset(data, 0, x);
+        char name[32];
+        snprintf(name, sizeof name, "holethr%d", round);
+        struct cbfs_file *f = eng_open(name, true, "lz4");
+        cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+        struct hole_req reqs[128];
+        size_t n = 0;
+        /* requests of 1..3 blocks' length from x on, shuffled within windows */
+        for (size_t off = x; off < size;) {
+            size_t len = (1 + cbfs_td_next(&seed) % 3) * bs - (cbfs_td_next(&seed) % 2) * 4096;
+            if (off + len > size) len = size - off;
+            reqs[n++] = (struct hole_req){off, len};
+            off += len;
+        }
+        if (hole_written) { /* the hole's pages, late, somewhere in the list */
+            reqs[n++] = (struct hole_req){0, x};
+        }
+        for (size_t i = n - 1; i > 0; i--) { /* local shuffle: windows of 6 */
+            size_t j = i - cbfs_td_next(&seed) % (i < 6 ? i + 1 : 6);
+            struct hole_req t = reqs[i];
+            reqs[i] = reqs[j];
+            reqs[j] = t;
+        }
+        struct hole_ctx c = {.f = f, .data = data, .reqs = reqs, .nreq = n};
+        pthread_t th[4];
+        for (int t = 0; t < 4; t++) pthread_create(&th[t], NULL, hole_worker, &c);
+        for (int t = 0; t < 4; t++) pthread_join(th[t], NULL);
+        cr_assert_eq(atomic_load(&c.failed), 0, "round %d: a write failed", round);
+        eng_check(f, data, size);
+        cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+        eng_reopen_check(name, "lz4", data, size);
+        free(data);
+    }
+}
+
+/* Reopen of a file with a sparse tail (its last block never stored), then
+ * an append: no gap, frames in block order after the old ones. */
+Test(engine_stream, reopen_sparse_tail_then_append)
+{
+    const size_t bs = 64 << 10, s0 = 3 * bs, x = 5 * bs + 12288, nb = 20, size = x + nb * bs;
+    unsigned char *data = calloc(1, size);
+    cbfs_td_backup(data, s0, 51);
+    cbfs_td_backup(data + x, size - x, 52);
+    struct cbfs_file *f = eng_open("holetail", true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, s0, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    f = eng_open("holetail", false, "lz4");
+    const uint64_t g0 = eng_stream_gaps();
+    for (size_t i = 0; i < nb; i++)
+        cr_assert_eq(cbfs_file_write(f, data + x + i * bs, bs, x + i * bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(eng_stream_gaps(), g0, "%llu stream gaps", (unsigned long long)(eng_stream_gaps() - g0));
+    uint64_t blocks[64];
+    const size_t n = eng_frame_order("holetail", blocks, 64);
+    size_t next = 5;
+    for (size_t i = 4; i < n; i++) /* 3 blocks, the size frame, then the append */
+        cr_assert_eq(blocks[i], next++, "frame %zu holds block %llu", i,
+                     (unsigned long long)blocks[i]);
+    eng_reopen_check("holetail", "lz4", data, size);
+    free(data);
+}
+
+/* An extend past the stream's block (wnext stays where the old size put
+ * it), in the same open: with the first marking the stream after the hole
+ * still waited 200 ms for blocks that never come (1 stream gap); now the
+ * stream starts at the hole's block. */
+Test(engine_stream, extend_past_the_streams_block)
+{
+    const size_t bs = 64 << 10, x = 10 * bs + 12288, nb = 40, size = x + nb * bs;
+    unsigned char *data = calloc(1, size);
+    cbfs_td_backup(data + x, size - x, 53);
+    struct cbfs_file *f = eng_open("holefar", true, "lz4");
+    const uint64_t g0 = eng_stream_gaps();
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    for (size_t i = 0; i < nb; i++)
+        cr_assert_eq(cbfs_file_write(f, data + x + i * bs, bs, x + i * bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(eng_stream_gaps(), g0, "%llu stream gaps", (unsigned long long)(eng_stream_gaps() - g0));
+    eng_reopen_check("holefar", "lz4", data, size);
+    free(data);
+}
+
+/* Shrink into a stored block (a tail frame), or into a hole frame, extend
+ * inside it, then append at the extended size: the bytes between read
+ * zeros, the rest as written. */
+static void shrink_extend_append(const char *name, bool zero_block)
+{
+    const size_t bs = 64 << 10, s = 2 * bs + 1000, x = 2 * bs + 20480, size = x + 3 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_random(data, size, 61);
+    if (zero_block) memset(data + 2 * bs, 0, bs);
+    struct cbfs_file *f = eng_open(name, true, "lz4");
+    cr_assert_eq(cbfs_file_write(f, data, 3 * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_truncate(f, s), CBFS_OK);
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    memset(data + s, 0, x - s);
+    cr_assert_eq(cbfs_file_write(f, data + x, size - x, x), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check(name, "lz4", data, size);
+    free(data);
+}
+Test(engine_stream, shrink_extend_append_stored) { shrink_extend_append("holese", false); }
+Test(engine_stream, shrink_extend_append_hole) { shrink_extend_append("holeseh", true); }
+
+/* A punch that starts at size_set (the file grown past it by a write). */
+Test(engine_stream, punch_at_size_set)
+{
+    const size_t bs = 64 << 10, x = bs / 2 + 4096, size = 4 * bs;
+    unsigned char *data = calloc(1, size);
+    cbfs_td_random(data + 2 * bs, 2 * bs, 62);
+    struct cbfs_file *f = eng_open("holepunch", true, "lz4");
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + 2 * bs, 2 * bs, 2 * bs), CBFS_OK);
+    cr_assert_eq(cbfs_file_punch(f, x, 100), CBFS_OK);
+    cbfs_td_random(data + 100, 200, 63); /* then a write into the hole */
+    cr_assert_eq(cbfs_file_write(f, data + 100, 200, 100), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("holepunch", "lz4", data, size);
+    free(data);
+}
+
+/* A failed store (ENOSPC) of the block the marking completed: the reset
+ * takes the file back to its store's size (size_set with it); a write at
+ * that size marks again; content right. */
+Test(engine_stream, reset_after_marking)
+{
+    const size_t bs = 64 << 10, x = bs / 2 + 4096, size = x + 3 * bs;
+    unsigned char *data = calloc(1, size);
+    cbfs_td_random(data + x, size - x, 64);
+    struct cbfs_file *f = eng_open("holereset", true, "lz4");
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    full_fd = f->data_fd;
+    (void)cbfs_file_write(f, data + x, bs, x); /* block 0 completes: its store fails */
+    cbfs_mutex_lock(&f->lock);
+    while (f->pend_head) cbfs_mutex_wait(&f->lock, &f->cond);
+    cbfs_mutex_unlock(&f->lock);
+    full_fd = -1;
+    cr_assert_neq(cbfs_file_flush(f, NULL), CBFS_OK, "the failure is reported");
+    cr_assert_eq(cbfs_file_size(f), x);
+    cbfs_mutex_lock(&f->lock);
+    cr_assert_eq(f->size_set, x);
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_eq(cbfs_file_write(f, data + x, size - x, x), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("holereset", "lz4", data, size);
+    free(data);
+}
+
+/* The cost of a marking the hole's own bytes contradict: [0, L) written in
+ * order over a preallocated file, the request at L (the truncate's size,
+ * inside a block) before the one that ends at L. Before the marking and
+ * with set_below: one frame per block, in order; the marking alone stored block
+ * 20 twice, the second after block 22. */
+Test(engine_stream, prealloc_request_at_size_first)
+{
+    const size_t bs = 64 << 10, L = 20 * bs + 16384, size = L + 3 * bs;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 65);
+    struct cbfs_file *f = eng_open("holepre", true, "lz4");
+    cr_assert_eq(cbfs_file_truncate(f, L), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data, 20 * bs, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + L, size - L, L), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + 20 * bs, L - 20 * bs, 20 * bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    uint64_t blocks[64];
+    const size_t n = eng_frame_order("holepre", blocks, 64);
+    size_t nblk = 0;
+    char buf[512];
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (blocks[i] == L) continue;
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%llu ", (unsigned long long)blocks[i]);
+        nblk++;
+    }
+    eng_reopen_check("holepre", "lz4", data, size);
+    cr_assert_eq(nblk, 24, "%zu block frames for 24 blocks: %s", nblk, buf);
     free(data);
 }
