@@ -578,7 +578,23 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
     if (within && off + len > f->size) left = len = off >= f->size ? 0 : (size_t)(f->size - off);
     f->in_write++;
     const uint64_t resets = f->resets, end = off + len;
-    if (len && off < f->size_set) f->set_below = true;
+    /* A writer that starts where a truncate (or the store) left the size,
+     * inside a block, continues the file after a hole (a sparse tail, or
+     * ftruncate then append): while no write since that size was set began
+     * below it, the block's start is zeros that no write is on its way to,
+     * so the block completes with this stream and is sealed in its order,
+     * and the stream starts there (the blocks between it and the stream, an
+     * extend past them, are a hole too). It waited for those bytes as a gap
+     * that never comes: a 200 ms wait and a stream gap per file. A write
+     * that does come there after all, later, rewrites the block. hole: for
+     * the first piece only. */
+    uint32_t hole = 0;
+    if (len && off < f->size_set) {
+        f->set_below = true;
+    } else if (len && off == f->size_set && !f->set_below && off % f->bs) {
+        hole = (uint32_t)(off % f->bs);
+        if (off / f->bs > f->wnext) f->wnext = off / f->bs;
+    }
     while (left) {
         uint64_t b = off / f->bs;
         uint32_t boff = (uint32_t)(off % f->bs);
@@ -592,19 +608,8 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
          * drops what is open, this write's earlier pieces too (it may come
          * while open_block waits): the write fails rather than leave them
          * out silently. */
-        /* A writer that starts where a truncate (or the store) left the
-         * size, inside a block, continues the file after a hole (a sparse
-         * tail, or ftruncate then append): the block's start is zeros that no
-         * write is on its way to, so the block completes with this stream
-         * and is sealed in its order. (It waited for the bytes below as a
-         * gap that never comes: a 200 ms wait and a stream gap per file.) A
-         * write that does come there after all, later, rewrites the block. */
-        const uint32_t hole = off == f->size_set && !f->set_below ? boff : 0;
-        /* and the stream starts there: the blocks between the stream and the
-         * hole's (an extend past them) are a hole too, no write below
-         * size_set having come since it was set */
-        if (hole && b > f->wnext) f->wnext = b;
         err = cbfs_file_open_block(f, b, boff == 0 && n == f->bs, hole, resets, &ob);
+        hole = 0;
         if (err) goto out;
         if (boff > ob->len) memset(ob->data + ob->len, 0, boff - ob->len);
         memcpy(ob->data + boff, src, n);

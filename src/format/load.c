@@ -383,6 +383,15 @@ static bool cbfs_load_last_matches(int data_fd, int idx_fd, uint64_t dsize,
            fh.file_id == idx->file_id && cbfs_load_rec_matches(&r, &fh);
 }
 
+/* Reads the up to CBFS_FRAME_HDR_SIZE bytes at off (< dsize) of the data
+ * file into head; *n: how many. */
+static cbfs_err cbfs_load_head_at(int data_fd, uint64_t dsize, uint64_t off,
+                                  uint8_t head[CBFS_FRAME_HDR_SIZE], size_t *n)
+{
+    *n = dsize - off < CBFS_FRAME_HDR_SIZE ? (size_t)(dsize - off) : CBFS_FRAME_HDR_SIZE;
+    return cbfs_pread_full(data_fd, head, *n, off);
+}
+
 /* What a non-empty data file shows of the sidecar's file when none of the
  * sidecar's frames is intact and the table took no rescanned one
  * (docs/FORMAT.md, "Leftover sidecars"). */
@@ -407,15 +416,6 @@ enum cbfs_load_claim {
  * record, only offset 0 can tell, and zeros there are no trace: a first
  * frame torn to zeros committed nothing, and calling it ours would let a
  * repair cut another file's data. */
-/* Reads the up to CBFS_FRAME_HDR_SIZE bytes at off (< dsize) of the data
- * file into head; *n: how many. */
-static cbfs_err cbfs_load_head_at(int data_fd, uint64_t dsize, uint64_t off,
-                                  uint8_t head[CBFS_FRAME_HDR_SIZE], size_t *n)
-{
-    *n = dsize - off < CBFS_FRAME_HDR_SIZE ? (size_t)(dsize - off) : CBFS_FRAME_HDR_SIZE;
-    return cbfs_pread_full(data_fd, head, *n, off);
-}
-
 static cbfs_err cbfs_load_claim_of(int data_fd, int idx_fd, uint64_t dsize,
                                    const struct cbfs_index *idx, enum cbfs_load_claim *claim)
 {
