@@ -260,6 +260,25 @@ Test(engine_stream, clean_blocks_make_room_before_spare_slots)
     free(data);
 }
 
+/* Truncates new file `name` to x (inside a block) and writes nb blocks'
+ * worth of data from x on: no stream gap, the nb + 1 blocks stored once each
+ * in block order, content right live and after a reopen. */
+static void eng_stream_after_hole(const char *name, unsigned char *data, size_t x, size_t nb)
+{
+    const size_t bs = 64 << 10, size = x + nb * bs;
+    struct cbfs_file *f = eng_open(name, true, "lz4");
+    const uint64_t g0 = eng_stream_gaps();
+    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
+    for (size_t i = 0; i < nb; i++)
+        cr_assert_eq(cbfs_file_write(f, data + x + i * bs, bs, x + i * bs), CBFS_OK);
+    eng_check(f, data, size);
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    cr_assert_eq(eng_stream_gaps(), g0, "%s: %llu stream gaps", name,
+                 (unsigned long long)(eng_stream_gaps() - g0));
+    eng_assert_blocks_in_order(name, nb + 1);
+    eng_reopen_check(name, "lz4", data, size);
+}
+
 /* A stream that starts where a truncate left the size, inside a block (a
  * sparse tail, then an append): the block's start is a hole no write comes
  * to, so the block completes with the stream's first write and every block
@@ -272,20 +291,10 @@ Test(engine_stream, stream_after_a_hole_starts_in_order)
     const size_t bs = 64 << 10, x = bs / 2 + 4096, nb = 40, size = nb * bs + x;
     unsigned char *data = calloc(1, size);
     cbfs_td_backup(data + x, size - x, 33);
-    struct cbfs_file *f = eng_open("afterhole", true, "lz4");
-    const uint64_t g0 = eng_stream_gaps();
-    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
-    for (size_t i = 0; i < nb; i++)
-        cr_assert_eq(cbfs_file_write(f, data + x + i * bs, bs, x + i * bs), CBFS_OK);
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    cr_assert_eq(eng_stream_gaps(), g0, "%llu stream gaps",
-                 (unsigned long long)(eng_stream_gaps() - g0));
-    eng_assert_blocks_in_order("afterhole", nb + 1);
-    eng_reopen_check("afterhole", "lz4", data, size);
+    eng_stream_after_hole("afterhole", data, x, nb);
 
     /* the hole written after all: the block is loaded and stored again */
-    f = eng_open("afterhole", false, "lz4");
+    struct cbfs_file *f = eng_open("afterhole", false, "lz4");
     cbfs_td_backup(data, 4096, 34);
     cr_assert_eq(cbfs_file_write(f, data, 4096, 0), CBFS_OK);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
@@ -421,19 +430,10 @@ Test(engine_stream, reopen_sparse_tail_then_append)
  * stream starts at the hole's block. */
 Test(engine_stream, extend_past_the_streams_block)
 {
-    const size_t bs = 64 << 10, x = 10 * bs + 12288, nb = 40, size = x + nb * bs;
-    unsigned char *data = calloc(1, size);
-    cbfs_td_backup(data + x, size - x, 53);
-    struct cbfs_file *f = eng_open("holefar", true, "lz4");
-    const uint64_t g0 = eng_stream_gaps();
-    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
-    for (size_t i = 0; i < nb; i++)
-        cr_assert_eq(cbfs_file_write(f, data + x + i * bs, bs, x + i * bs), CBFS_OK);
-    eng_check(f, data, size);
-    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
-    cr_assert_eq(eng_stream_gaps(), g0, "%llu stream gaps",
-                 (unsigned long long)(eng_stream_gaps() - g0));
-    eng_reopen_check("holefar", "lz4", data, size);
+    const size_t bs = 64 << 10, x = 10 * bs + 12288, nb = 40;
+    unsigned char *data = calloc(1, x + nb * bs);
+    cbfs_td_backup(data + x, nb * bs, 53);
+    eng_stream_after_hole("holefar", data, x, nb);
     free(data);
 }
 
