@@ -48,7 +48,8 @@
       "directory put in the store)")                                                    \
     X(PLAIN_FRAMED, EINVAL,                                                             \
       "a plain (codec=none) file cannot start with a cbfs frame header: it would read "  \
-      "back as a compressed file")
+      "back as a compressed file")                                                       \
+    X(CHANGED, EIO, "the block changed while it was read (internal: look again)")
 
 typedef enum cbfs_err {
 #define CBFS_ERR_ENUM_(name, eno, msg) CBFS_E_##name,

@@ -190,7 +190,7 @@ cbfs_err cbfs_file_load_index(const struct cbfs_engine *eng, int data_fd, int id
  * cbfs_engine_buf_put, or to the cache with that cap). Logs a line naming the
  * file and offsets on a bad frame. With f->lock held e is b's current entry;
  * without it, e may have been replaced and its frame punched since it was
- * taken: a failure is then CBFS_E_STALE, not logged, not damage (the caller
+ * taken: a failure is then CBFS_E_CHANGED, not logged, not damage (the caller
  * looks at b again). */
 cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
                           unsigned char **out, size_t *cap);

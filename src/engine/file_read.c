@@ -28,8 +28,12 @@ static bool cbfs_file_entry_current(struct cbfs_file *f, uint64_t b,
     return cur && cur->generation == e->generation && cur->offset == e->offset;
 }
 
-cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
-                          unsigned char **out, size_t *cap)
+/* cbfs_file_decode; quiet (read-ahead): a bad frame is neither logged nor
+ * counted, since the reader that comes for the block decodes it again and
+ * reports it then (one failed read, one log line, one read error). */
+static cbfs_err cbfs_file_decode_as(struct cbfs_file *f, uint64_t b,
+                                    const struct cbfs_index_entry *e, unsigned char **out,
+                                    size_t *cap, bool quiet)
 {
     struct cbfs_engine *eng = f->eng;
     /* The block comes from the engine's lists (a block's size, as the write
@@ -61,16 +65,21 @@ cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_ind
          * (a rewrite, a truncate) and its frame punched since: no damage,
          * the caller looks again. */
         cbfs_mutex_lock(&f->lock);
-        if (!cbfs_file_entry_current(f, b, e)) err = CBFS_E_STALE;
+        /* a code of its own: the store's ESTALE (an NFS store's stale
+         * handle) is CBFS_E_STALE, an error to report, not a change to
+         * look at again (a read would retry it for as long as it lasts) */
+        if (!cbfs_file_entry_current(f, b, e)) err = CBFS_E_CHANGED;
         cbfs_mutex_unlock(&f->lock);
-        if (err == CBFS_E_STALE) goto out;
+        if (err == CBFS_E_CHANGED) goto out;
     }
     if (err) {
-        CBFS_STAT_ADD(eng, st_read_errors, 1);
-        cbfs_log_err("%s: block %llu (logical offset %llu, %u bytes) at store offset %llu "
-                     "is unreadable: %s",
-                     f->name, (unsigned long long)b, (unsigned long long)(b * f->bs), e->ulen,
-                     (unsigned long long)e->offset, cbfs_err_str(err));
+        if (!quiet) {
+            CBFS_STAT_ADD(eng, st_read_errors, 1);
+            cbfs_log_err("%s: block %llu (logical offset %llu, %u bytes) at store offset %llu "
+                         "is unreadable: %s",
+                         f->name, (unsigned long long)b, (unsigned long long)(b * f->bs),
+                         e->ulen, (unsigned long long)e->offset, cbfs_err_str(err));
+        }
         goto out;
     }
     *out = data;
@@ -83,6 +92,12 @@ out:
         cbfs_engine_buf_put(eng, scratch, fcap);
     cbfs_engine_buf_put(eng, data, dcap);
     return err;
+}
+
+cbfs_err cbfs_file_decode(struct cbfs_file *f, uint64_t b, const struct cbfs_index_entry *e,
+                          unsigned char **out, size_t *cap)
+{
+    return cbfs_file_decode_as(f, b, e, out, cap, false);
 }
 
 /* A referenced, READY cache entry for block b, decoding it if needed.
@@ -183,9 +198,10 @@ static void cbfs_rajob_run(struct cbfs_pool_job *pj)
     struct cbfs_file *f = j->f;
     unsigned char *data = NULL;
     size_t cap = 0;
-    /* CBFS_E_STALE (the block changed since the job was queued) is no
-     * damage: the entry fails quietly, a reader decodes the current one */
-    cbfs_err err = cbfs_file_decode(f, j->block, &j->e, &data, &cap);
+    /* a failure (CBFS_E_CHANGED: the block changed since the job was
+     * queued; or damage) fails the entry quietly: a reader decodes the
+     * current entry itself, and reports damage then */
+    cbfs_err err = cbfs_file_decode_as(f, j->block, &j->e, &data, &cap, true);
     cbfs_cache_fill(f->eng->cache, j->c, data, j->e.ulen, cap, err == CBFS_OK);
     cbfs_cache_put(f->eng->cache, j->c);
     cbfs_mutex_lock(&f->lock);
@@ -362,7 +378,7 @@ cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
                     err = CBFS_E_NOMEM;
             }
             cbfs_mutex_lock(&f->lock);
-            if (err == CBFS_E_STALE) { /* the block changed meanwhile: look again */
+            if (err == CBFS_E_CHANGED) { /* the block changed meanwhile: look again */
                 err = CBFS_OK;
                 continue;
             }

@@ -1,7 +1,10 @@
 /* Engine concurrency stress without Criterion (Criterion's forked runner
  * cannot start under ThreadSanitizer, upstream issue Snaipe/Criterion#274).
  * Built in every build; the test script runs it from the TSan build. Each
- * case checks every byte against a shadow copy; prints "N passed, N failed". */
+ * case checks every byte against a shadow copy; prints "N passed, N failed".
+ * For longer runs by hand: ST_ONLY=NAME runs one case, ST_CACHE=BYTES and
+ * ST_RA=BLOCKS set the cache and the read-ahead, VC_SECONDS the
+ * versioned_readers case's length (default 5). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -324,6 +327,196 @@ static int st_case_straddle_truncates(void)
     return st_straddle_case("straddlecut", true);
 }
 
+/* ---- readers (read-ahead, a small cache) against rewrites, truncates and
+ * flushes, every chunk checked for its version (helper-42) ----
+ * The file is VC_CHUNKS chunks of 8 KiB; each chunk's content is a version:
+ * zeros, or vc_fill(chunk, v) (a header naming chunk and v, the rest
+ * incompressible, so frames are RAW and their payloads are punched when
+ * dead). One mutator rewrites chunk ranges (read-modify-write of blocks),
+ * cuts the file to a chunk boundary (often inside a block: the straddling
+ * block's rewrite) and extends it back, each op with a new global version;
+ * another thread flushes (punching garbage). done[c] is the version of the
+ * last op on c that returned; zstart[c] the last zeroing op on c that
+ * began. A reader snapshots done[] before its read; every chunk it gets
+ * must be a version at least that new: vc_fill(c, v) exactly with
+ * v >= done[c], or zeros with a zeroing op on c that began before the read
+ * ended and is at least that new. Older bytes, torn chunks, wrong chunks
+ * and zeros from nowhere all fail. */
+#define VC_CHUNK 8192u
+#define VC_CHUNKS 512u /* 4 MiB: 32 blocks of 128 KiB, the cache holds 16 */
+static _Atomic uint64_t vc_done[VC_CHUNKS], vc_zstart[VC_CHUNKS];
+static atomic_bool vc_stop;
+static _Atomic unsigned long vc_reads, vc_ops;
+
+static void vc_fill(unsigned char *p, uint32_t c, uint64_t v)
+{
+    cbfs_td_random(p, VC_CHUNK, (uint64_t)c * 1000003u + v * 7919u + 1);
+    memcpy(p, "VCHK", 4);
+    memcpy(p + 4, &c, 4);
+    memcpy(p + 8, &v, 8);
+}
+
+static void *vc_mutator(void *p)
+{
+    struct cbfs_file *f = p;
+    uint64_t s = 4242, ver = 1;
+    unsigned char *buf = malloc(64 * VC_CHUNK);
+    while (!atomic_load(&vc_stop)) {
+        const uint64_t r = cbfs_td_next(&s) % 100;
+        const uint64_t v = ++ver;
+        if (r < 85) { /* rewrite chunks [c, c + n) */
+            const uint32_t c = (uint32_t)(cbfs_td_next(&s) % VC_CHUNKS);
+            uint32_t n = 1 + (uint32_t)(cbfs_td_next(&s) % 40);
+            if (n > VC_CHUNKS - c) n = VC_CHUNKS - c;
+            for (uint32_t i = 0; i < n; i++) vc_fill(buf + (size_t)i * VC_CHUNK, c + i, v);
+            cbfs_err e = cbfs_file_write(f, buf, (size_t)n * VC_CHUNK, (uint64_t)c * VC_CHUNK);
+            if (e) {
+                free(buf);
+                ST_CHECK(0, "vc write: %s", cbfs_err_str(e));
+            }
+            for (uint32_t i = 0; i < n; i++) atomic_store(&vc_done[c + i], v);
+        } else { /* cut to chunk k, extend back: chunks >= k are zeros */
+            const uint32_t k = (uint32_t)(VC_CHUNKS / 2 + cbfs_td_next(&s) % (VC_CHUNKS / 2));
+            for (uint32_t i = k; i < VC_CHUNKS; i++) atomic_store(&vc_zstart[i], v);
+            cbfs_err e = cbfs_file_truncate(f, (uint64_t)k * VC_CHUNK);
+            if (!e) e = cbfs_file_truncate(f, (uint64_t)VC_CHUNKS * VC_CHUNK);
+            if (e) {
+                free(buf);
+                ST_CHECK(0, "vc truncate: %s", cbfs_err_str(e));
+            }
+            for (uint32_t i = k; i < VC_CHUNKS; i++) atomic_store(&vc_done[i], v);
+        }
+        atomic_fetch_add(&vc_ops, 1);
+    }
+    free(buf);
+    return NULL;
+}
+
+static void *vc_flusher(void *p)
+{
+    struct cbfs_file *f = p;
+    while (!atomic_load(&vc_stop)) {
+        ST_CHECK(cbfs_file_flush(f, NULL) == CBFS_OK, "vc flush");
+        usleep(2000);
+    }
+    return NULL;
+}
+
+struct vc_reader_arg {
+    struct cbfs_file *f;
+    uint64_t seed;
+};
+
+static void *vc_reader(void *p)
+{
+    struct vc_reader_arg *a = p;
+    uint64_t s = a->seed;
+    unsigned char *buf = malloc((size_t)VC_CHUNKS * VC_CHUNK), *want = malloc(VC_CHUNK);
+    static const unsigned char zeros[VC_CHUNK];
+    uint64_t *lo = malloc(VC_CHUNKS * sizeof *lo);
+    uint32_t seq = 0;
+    while (!atomic_load(&vc_stop)) {
+        uint32_t c, n;
+        if (cbfs_td_next(&s) % 4) { /* a sequential scan: read-ahead */
+            c = seq;
+            n = 16;
+            if (n > VC_CHUNKS - c) n = VC_CHUNKS - c;
+            seq = (seq + n) % VC_CHUNKS;
+        } else {
+            c = (uint32_t)(cbfs_td_next(&s) % VC_CHUNKS);
+            n = 1 + (uint32_t)(cbfs_td_next(&s) % 64);
+            if (n > VC_CHUNKS - c) n = VC_CHUNKS - c;
+        }
+        for (uint32_t i = 0; i < n; i++) lo[c + i] = atomic_load(&vc_done[c + i]);
+        size_t got = 0;
+        cbfs_err e = cbfs_file_read(a->f, buf, (size_t)n * VC_CHUNK, (uint64_t)c * VC_CHUNK, &got);
+        if (e) {
+            fprintf(stderr, "FAIL vc read %u+%u: %s\n", c, n, cbfs_err_str(e));
+            atomic_fetch_add(&st_failures, 1);
+            break;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            const uint32_t cc = c + i;
+            const unsigned char *q = buf + (size_t)i * VC_CHUNK;
+            const size_t at = (size_t)i * VC_CHUNK;
+            const bool short_ = got < at + VC_CHUNK;
+            if (short_ || !memcmp(q, zeros, VC_CHUNK)) {
+                const uint64_t z = atomic_load(&vc_zstart[cc]);
+                if (short_ && got > at) {
+                    fprintf(stderr, "FAIL vc chunk %u: read ended inside it (%zu)\n", cc, got);
+                    atomic_fetch_add(&st_failures, 1);
+                } else if (lo[cc] != 0 && z < lo[cc]) {
+                    fprintf(stderr, "FAIL vc chunk %u: %s, but version %llu (not a cut) was "
+                            "done before the read began (last cut begun: %llu)\n", cc,
+                            short_ ? "past the end" : "zeros", (unsigned long long)lo[cc],
+                            (unsigned long long)z);
+                    atomic_fetch_add(&st_failures, 1);
+                }
+                continue;
+            }
+            uint32_t hc;
+            uint64_t hv;
+            memcpy(&hc, q + 4, 4);
+            memcpy(&hv, q + 8, 8);
+            bool ok = !memcmp(q, "VCHK", 4) && hc == cc;
+            if (ok) {
+                vc_fill(want, cc, hv);
+                ok = !memcmp(q, want, VC_CHUNK);
+            }
+            if (!ok) {
+                fprintf(stderr, "FAIL vc chunk %u: bytes of no version (header chunk %u v %llu)\n",
+                        cc, hc, (unsigned long long)hv);
+                atomic_fetch_add(&st_failures, 1);
+            } else if (hv < lo[cc]) {
+                fprintf(stderr, "FAIL vc chunk %u: version %llu read, %llu was done before the "
+                        "read began (stale)\n", cc, (unsigned long long)hv,
+                        (unsigned long long)lo[cc]);
+                atomic_fetch_add(&st_failures, 1);
+            }
+        }
+        atomic_fetch_add(&vc_reads, 1);
+    }
+    free(buf);
+    free(want);
+    free(lo);
+    return NULL;
+}
+
+static int st_case_versioned_readers(void)
+{
+    struct cbfs_file *f = st_open("vc", true);
+    if (!f) return 0;
+    unsigned char *buf = malloc(VC_CHUNK);
+    bool written = buf != NULL;
+    for (uint32_t c = 0; written && c < VC_CHUNKS; c++) {
+        vc_fill(buf, c, 1);
+        written = cbfs_file_write(f, buf, VC_CHUNK, (uint64_t)c * VC_CHUNK) == CBFS_OK;
+        atomic_store(&vc_done[c], 1);
+    }
+    free(buf);
+    if (!written || cbfs_file_flush(f, NULL)) {
+        (void)cbfs_file_close(f);
+        return 0;
+    }
+    const char *secs = getenv("VC_SECONDS");
+    const unsigned ms = (secs ? (unsigned)atoi(secs) : 5) * 1000;
+    pthread_t m, fl, r[3];
+    struct vc_reader_arg ra[3];
+    pthread_create(&m, NULL, vc_mutator, f);
+    pthread_create(&fl, NULL, vc_flusher, f);
+    for (int i = 0; i < 3; i++) {
+        ra[i] = (struct vc_reader_arg){f, 77 + (uint64_t)i};
+        pthread_create(&r[i], NULL, vc_reader, &ra[i]);
+    }
+    for (unsigned t = 0; t < ms / 100 && !atomic_load(&st_failures); t++) usleep(100 * 1000);
+    atomic_store(&vc_stop, true);
+    pthread_join(m, NULL);
+    pthread_join(fl, NULL);
+    for (int i = 0; i < 3; i++) pthread_join(r[i], NULL);
+    fprintf(stderr, "vc: %lu reads, %lu ops\n", atomic_load(&vc_reads), atomic_load(&vc_ops));
+    return cbfs_file_close(f) == CBFS_OK;
+}
+
 int main(void)
 {
     snprintf(st_dir, sizeof st_dir, "/tmp/cbfs-stress-XXXXXX");
@@ -333,6 +526,9 @@ int main(void)
     struct cbfs_engine_config cfg = {.block_size = 128 << 10, .workers = 2, .readahead = 8,
                                      .cache_bytes = 2 << 20, .inflight_bytes = 1 << 20,
                                      .sync_lag_bytes = 512 << 10};
+    /* by hand: other caches and read-ahead windows (the header) */
+    if (getenv("ST_CACHE")) cfg.cache_bytes = strtoull(getenv("ST_CACHE"), NULL, 0);
+    if (getenv("ST_RA")) cfg.readahead = (unsigned)atoi(getenv("ST_RA"));
     if (cbfs_engine_create(&cfg, &st_eng)) return 2;
     int passed = 0, failed = 0;
     struct {
@@ -344,8 +540,10 @@ int main(void)
                  {"writes_against_truncates", st_case_truncates},
                  {"punches_against_truncates", st_case_punches},
                  {"straddling_stream_and_flushes", st_case_straddle_flushes},
-                 {"straddling_stream_and_truncates", st_case_straddle_truncates}};
+                 {"straddling_stream_and_truncates", st_case_straddle_truncates},
+                 {"versioned_readers", st_case_versioned_readers}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (getenv("ST_ONLY") && strcmp(getenv("ST_ONLY"), cases[i].name)) continue;
         int before = atomic_load(&st_failures);
         int ok = cases[i].fn() && atomic_load(&st_failures) == before;
         printf("%s: %s\n", ok ? "PASS" : "FAIL", cases[i].name);
