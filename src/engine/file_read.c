@@ -52,7 +52,7 @@ static cbfs_err cbfs_file_decode_as(struct cbfs_file *f, uint64_t b,
     err = CBFS_OK;
     if (!(e->flags & CBFS_FRAME_HOLE)) {
         err = cbfs_pread_full(f->data_fd, scratch, need, e->offset);
-        CBFS_STAT_ADD(eng, st_physical_read, need);
+        if (!err) CBFS_STAT_ADD(eng, st_physical_read, need);
     }
     uint64_t t1 = cbfs_now_ns();
     CBFS_STAT_ADD(eng, st_ns_store_read, t1 - t0);
