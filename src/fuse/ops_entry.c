@@ -138,6 +138,40 @@ static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
     return e ? cbfs_err_errno(e) : cerr;
 }
 
+/* The bits of a SETATTR that only set times: what the kernel sends on its
+ * own (writeback cache) to write back an inode's mtime and ctime. */
+#define CBFS_SETATTR_TIMES                                                                  \
+    (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |                  \
+     FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)
+
+/* A SETATTR of times only, for an object that is gone from the store
+ * (its handle no longer opens: unlinked, closed, and its fd left the fd
+ * cache). With the writeback cache the kernel sends one after every unlink
+ * or rmdir, for the ctime of the object it just removed
+ * (fuse_entry_unlinked -> fuse_update_ctime), and takes an error as a
+ * writeback error of the whole filesystem: the next syncfs(2) (`sync -f`)
+ * failed with ESTALE though nothing was lost (helper-41, stress-ng dentry).
+ * Nothing is left to set, so it is answered as done. The kernel does not
+ * use this reply's attributes (fuse_flush_times); a user's own utimensat
+ * cannot come here, since an object without a name or an open file cannot
+ * be named (an open one's handle still opens), so the reply carries what
+ * is known: the type, no links, the times asked for, attributes not to be
+ * cached. */
+static void cbfs_setattr_gone(fuse_req_t req, const struct cbfs_fs *fs,
+                              const struct cbfs_inode *inode, const struct stat *attr, int valid)
+{
+    struct stat st;
+    struct timespec now;
+    memset(&st, 0, sizeof st);
+    clock_gettime(CLOCK_REALTIME, &now);
+    st.st_ino = cbfs_inode_st_ino(fs, inode);
+    st.st_mode = inode->type;
+    st.st_atim = valid & FUSE_SET_ATTR_ATIME_NOW ? now : attr->st_atim;
+    st.st_mtim = valid & FUSE_SET_ATTR_MTIME_NOW ? now : attr->st_mtim;
+    st.st_ctim = valid & FUSE_SET_ATTR_CTIME ? attr->st_ctim : now;
+    fuse_reply_attr(req, &st, 0);
+}
+
 void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
                      struct fuse_file_info *fi)
 {
@@ -150,6 +184,10 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
 
+    if (err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES)) {
+        cbfs_setattr_gone(req, fs, inode, attr, valid);
+        return;
+    }
     if (err) {
         fuse_reply_err(req, err);
         return;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# With the writeback cache the kernel sends a SETATTR of times for every object it has
+# just unlinked or removed (fuse_entry_unlinked -> fuse_update_ctime) and takes an error
+# reply as a writeback error of the whole filesystem. Where the object's fd had left the
+# daemon's fd cache, its handle no longer opens (ESTALE), and the next syncfs(2) on the
+# mount (`sync -f`) failed with "Stale file handle" though every call had succeeded and
+# nothing was lost (helper-41, stress-ng --dentry, eighteenth session). A daemon with an
+# fd limit of 64 (a cache of 16 idle fds) meets it with 100 files. Also: a file unlinked
+# while open (its fd evicted meanwhile) keeps its data, fsync and close.
+. "$(dirname "$0")/lib.sh"
+
+store=$T/store mnt=$T/mnt
+mkdir -p "$store"
+CBFS_DAEMON_NOFILE=64 cbfs_mount "$store" "$mnt" codec=lz4
+python3 - "$mnt" <<'PY' || fail "a file unlinked while open"
+import os, sys
+mnt = sys.argv[1]
+# a file open for writing whose name goes while 100 other files push its fd out
+victim = os.path.join(mnt, "victim")
+fd = os.open(victim, os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b"precious data\n" * 1000)
+os.fsync(fd)
+os.mkdir(os.path.join(mnt, "d"))
+for i in range(100):
+    p = os.path.join(mnt, "d", f"f{i}")
+    with open(p, "wb") as f:
+        f.write(b"x" * (i * 997))
+    os.mkdir(os.path.join(mnt, "d", f"sub{i}"))
+    os.symlink("f0", os.path.join(mnt, "d", f"l{i}"))
+os.unlink(victim)
+os.write(fd, b"and more\n")
+os.fsync(fd)
+assert os.pread(fd, 14, 0) == b"precious data\n", "the open, unlinked file lost its data"
+assert os.pread(fd, 9, 14000) == b"and more\n", "the open, unlinked file lost a write"
+os.close(fd)
+PY
+sync -f "$mnt" || fail "syncfs before the removals"
+# removed without a lookup or stat between (which would bring their fds back first)
+python3 - "$mnt/d" <<'PY' || fail "removing the objects"
+import os, sys
+d = sys.argv[1]
+for i in range(100):
+    os.unlink(os.path.join(d, f"f{i}"))
+    os.unlink(os.path.join(d, f"l{i}"))
+    os.rmdir(os.path.join(d, f"sub{i}"))
+os.rmdir(d)
+PY
+sync -f "$mnt" 2>"$T/sync.err" || fail "syncfs after the removals: $(cat "$T/sync.err")"
+cbfs_umount "$mnt"
+pass "100 files, directories and symlinks removed, fd limit 64"
