@@ -30,6 +30,15 @@ static void cbfs_handle_unlink(struct cbfs_fs *fs, struct cbfs_handle *h)
     cbfs_mutex_unlock(&fs->lock);
 }
 
+bool cbfs_handle_any_open(struct cbfs_fs *fs, const struct cbfs_inode *inode)
+{
+    cbfs_mutex_lock(&fs->lock);
+    const struct cbfs_handle *h = fs->handles;
+    while (h && h->inode != inode) h = h->next;
+    cbfs_mutex_unlock(&fs->lock);
+    return h != NULL;
+}
+
 int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,
                     struct cbfs_file *file, DIR *dp, struct cbfs_handle **out)
 {

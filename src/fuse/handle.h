@@ -37,6 +37,10 @@ struct cbfs_handle {
 int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int fd,
                     struct cbfs_file *file, DIR *dp, struct cbfs_handle **out);
 
+/* Whether any file or directory handle of inode is open: a walk of the
+ * list under fs->lock, for rare paths only. */
+bool cbfs_handle_any_open(struct cbfs_fs *fs, const struct cbfs_inode *inode);
+
 /* A directory handle is the one with a stream: cbfs_handle_new sets dp
  * exactly for directories and nothing clears it before the close. */
 static inline bool cbfs_handle_is_dir(const struct cbfs_handle *h)

@@ -151,12 +151,12 @@ static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
  * (fuse_entry_unlinked -> fuse_update_ctime), and takes an error as a
  * writeback error of the whole filesystem: the next syncfs(2) (`sync -f`)
  * failed with ESTALE though nothing was lost (helper-41, stress-ng dentry).
- * Nothing is left to set, so it is answered as done. The kernel does not
- * use this reply's attributes (fuse_flush_times); a user's own utimensat
- * cannot come here, since an object without a name or an open file cannot
- * be named (an open one's handle still opens), so the reply carries what
- * is known: the type, no links, the times asked for, attributes not to be
- * cached. */
+ * Nothing is left to set, so it is answered as done. Only with no handle
+ * open: then no user's call can name the object (no name, no fd), and the
+ * kernel does not use this reply's attributes (fuse_flush_times), so it
+ * carries what is known: the type, no links, the times asked for, not to
+ * be cached. (An open file's handle still opens on ext4; where a store's
+ * does not, a SETATTR through the open file keeps its ESTALE.) */
 static void cbfs_setattr_gone(fuse_req_t req, const struct cbfs_fs *fs,
                               const struct cbfs_inode *inode, const struct stat *attr, int valid)
 {
@@ -184,7 +184,7 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
 
-    if (err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES)) {
+    if (err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) && !cbfs_handle_any_open(fs, inode)) {
         cbfs_setattr_gone(req, fs, inode, attr, valid);
         return;
     }
