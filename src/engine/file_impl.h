@@ -165,6 +165,8 @@ struct cbfs_file {
     uint64_t idx_need;       /* lock: the sidecar's length once the pending records are in */
     uint64_t idx_reserved;   /* committer role: sidecar bytes allocated ahead (fallocate) */
     bool no_reserve;         /* committer role: the store cannot allocate ahead */
+    bool head_durable;       /* committer role: this open made the sidecar's header durable
+                                (cbfs_file_secure_head) */
     bool sync_late;          /* lock: a failed sync took back a frame stored while it ran,
                                 whose writer heard no error yet: the next flush reports one */
     cbfs_err stop;           /* lock: a failed sync took the file back to what its sidecar

@@ -109,6 +109,30 @@ static cbfs_err cbfs_file_stored(struct cbfs_file *f, const struct cbfs_index_re
     return cbfs_index_apply(&f->idx, r);
 }
 
+/* Makes the sidecar's header durable before this open stores a frame past
+ * block 0, once per open. A sidecar lost to a crash (its header never
+ * written back: a new file's first sync cut short) leaves the block size to
+ * be told from the frames, and frame headers do not record it: a file whose
+ * frames are block 0's alone reads the same at any size, but one with a
+ * block further on and none that shows a whole block (after `ftruncate` up,
+ * an append, then the crash: helper-43's power cut) was refused by the
+ * mount until `cbfs fsck --repair --block-size` (docs/FORMAT.md 3.3). One
+ * fdatasync of 64 bytes per open that writes past its first block; a file
+ * of one block pays nothing. Committer role. @return the sync's error (the
+ * frames are not stored: the write fails at the next flush). */
+static cbfs_err cbfs_file_secure_head(struct cbfs_file *f)
+{
+    if (f->head_durable || f->idx_fd < 0) return CBFS_OK;
+    if (fdatasync(f->idx_fd) != 0) {
+        const cbfs_err e = cbfs_err_from_errno(errno);
+        cbfs_log_err("%s: fdatasync of the sidecar's header failed: %s", f->name,
+                     cbfs_err_str(e));
+        return e;
+    }
+    f->head_durable = true;
+    return CBFS_OK;
+}
+
 /* Stores a batch of encoded frames (their records are kept by the caller
  * until a sync: cbfs_file_stored), after allocating the sidecar for their
  * records up to idx_want. Committer role, no lock. */
@@ -121,6 +145,9 @@ static void cbfs_file_store_batch(struct cbfs_file *f, struct cbfs_wjob **batch,
     *nrecs = 0;
     uint64_t t0 = cbfs_now_ns();
     if (!poison) poison = cbfs_file_reserve_records(f, idx_want);
+    for (size_t i = 0; i < n && !poison && !f->head_durable; i++)
+        if (!batch[i]->dropped && !batch[i]->err && batch[i]->block > 0)
+            poison = cbfs_file_secure_head(f);
     for (size_t i = 0; i < n; i++) {
         struct cbfs_wjob *j = batch[i];
         /* After the first failure nothing more is stored until the error has
@@ -697,6 +724,8 @@ static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_fr
         assert((p[i].h.flags & CBFS_FRAME_SIZE) || p[i].h.block < f->idx.cap);
     cbfs_err e = cbfs_file_prec_room(f, n);
     if (!e && reserve) e = cbfs_file_reserve_records(f, f->idx_need + n * CBFS_INDEX_REC_SIZE);
+    for (size_t i = 0; i < n && !e; i++)
+        if (!(p[i].h.flags & CBFS_FRAME_SIZE) && p[i].h.block > 0) e = cbfs_file_secure_head(f);
     if (e) return e;
     const uint64_t start = f->append_off;
     for (size_t i = 0; i < n; i++) {

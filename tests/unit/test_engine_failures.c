@@ -196,6 +196,79 @@ Test(engine_failures, power_cut_keeps_the_acknowledged_block)
     free(v2);
 }
 
+/* the sidecar-header tests' sync_hook: how long the data file was when its
+ * sidecar was first synced */
+static struct cbfs_file *head_f;
+static off_t head_data_size = -1;
+static void eng_head_synced(void)
+{
+    struct stat st;
+    cr_assert_eq(fstat(head_f->data_fd, &st), 0);
+    head_data_size = st.st_size;
+}
+
+/* Arms eng_head_synced for the next fdatasync of f's sidecar. */
+static void eng_head_arm(struct cbfs_file *f)
+{
+    struct stat st;
+    cr_assert_eq(fstat(f->idx_fd, &st), 0);
+    head_f = f;
+    head_data_size = -1;
+    fail_ino = st.st_ino;
+    fail_from = -1;
+    sync_hook = eng_head_synced;
+}
+
+/* A new file truncated up past its first block, then appended to: the first
+ * frame it stores is block 1's. A power cut inside its first sync lost the
+ * sidecar's header (never written back) and kept part of that frame: the
+ * frames then tell no block size, and the mount refused the file (helper-43's
+ * power-cut campaign, XFS and ext4). The header is now durable before a frame
+ * past block 0 is written: the sidecar's first fdatasync comes before the
+ * first such frame, not in the flush. */
+Test(engine_failures, sidecar_header_durable_before_a_frame_past_block_0)
+{
+    const size_t bs = 64 << 10;
+    unsigned char *data = calloc(3, bs);
+    cbfs_td_rows(data + bs + 100, 2 * bs - 100, 31);
+    struct cbfs_file *f = eng_open("head", true, "lz4");
+    eng_head_arm(f);
+    cr_assert_eq(cbfs_file_truncate(f, bs + 100), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs + 100, 2 * bs - 100, bs + 100), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    cbfs_file_drain(f); /* block 1 (complete) and 2 (full) stored */
+    const struct cbfs_index_entry *e1 = cbfs_index_get(&f->idx, 1);
+    cr_assert_not_null(e1, "block 1 was stored");
+    const uint64_t at = e1->offset;
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_null(sync_hook, "the sidecar was not synced before block 1's frame was stored");
+    cr_assert_leq(head_data_size, (off_t)at, "block 1's frame was written before the header's sync");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("head", "lz4", data, 3 * bs);
+    free(data);
+}
+
+/* A file of one block stores no frame past block 0: it pays no sync of its
+ * sidecar before its flush. */
+Test(engine_failures, one_block_file_syncs_its_sidecar_only_at_the_flush)
+{
+    const size_t bs = 64 << 10;
+    unsigned char *data = malloc(bs);
+    cbfs_td_rows(data, bs, 32);
+    struct cbfs_file *f = eng_open("head1", true, "lz4");
+    eng_head_arm(f);
+    cr_assert_eq(cbfs_file_write(f, data, bs, 0), CBFS_OK);
+    cbfs_mutex_lock(&f->lock);
+    cbfs_file_drain(f);
+    cbfs_mutex_unlock(&f->lock);
+    cr_assert_not_null(sync_hook, "a one-block file synced its sidecar before its flush");
+    cr_assert_eq(cbfs_file_flush(f, NULL), CBFS_OK);
+    cr_assert_null(sync_hook, "the flush synced the sidecar");
+    cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_reopen_check("head1", "lz4", data, bs);
+    free(data);
+}
+
 /* A failed fdatasync of the data file lost the frame of a 1-byte rewrite,
  * while its record stayed in the sidecar: the whole block, acknowledged by
  * the fsync before, read as damage for good. The blocks rewritten since the
