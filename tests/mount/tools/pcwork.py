@@ -18,6 +18,13 @@
       acknowledged; the size lies between the smallest and largest size since the ack.
       Prints one line "checked N files B bytes, eio E pages, unacked-pages U" and exits 0,
       or prints the problems and exits 1.
+  PC_PROFILE (both modes): "rewrite" (block rewrites of an acknowledged file under another
+      file's journal commits); "holeappend" (ftruncate up to odd or page-aligned sizes, then
+      1 MiB / 8 KiB appends at the size, some through O_APPEND; up again mid-stream, down
+      into a stored block, writes into the hole after all, preallocated files written from
+      0: the write that starts at size_set, docs/ENGINE.md, Write path, step 5);
+      "holepar" (holeappend with some 1 MiB appends made by 2-4 threads at once, each its
+      own page-aligned range: the reorder window's spare slots).
 """
 import errno
 import hashlib
@@ -59,6 +66,12 @@ class Ops:
     def plan(self):
         r = self.r
         ops = []
+        if os.environ.get("PC_PROFILE") == "holeappend":
+            return self.plan_holeappend()
+        if os.environ.get("PC_PROFILE") == "holepar":
+            # holeappend with some appends as parallel writers (threads) of one file
+            return [o if o[0] != "app" or o[3] != 1 << 20 or o[5] or (o[4] & 3)
+                    else ("par", o[1], 2 + (o[4] >> 2) % 3, o[2], o[4]) for o in self.plan_holeappend()]
         if os.environ.get("PC_PROFILE") == "rewrite":
             # an acknowledged file whose blocks are rewritten (never synced) while another
             # file's fdatasyncs commit the journal under the rewrites' writeback
@@ -150,12 +163,122 @@ class Ops:
         return ops
 
 
+    def hole_delta(self):
+        """how far a truncate extends a file: odd sizes (block sizes vary per cycle, 64 KiB
+        to 1 MiB), some page-aligned (the writeback cache's requests start on a page, so an
+        append reaches the daemon at the size itself only there, else at the size's page),
+        some small (inside the same block)"""
+        r = self.r
+        k = r.random()
+        if k < 0.3:
+            return ("trunc", r.randint(1, 3 << 20) | 1)
+        if k < 0.8:
+            return ("trunca", 4096 * r.randint(1, 700))
+        return (r.choice(["trunc", "trunca"]), r.randint(1, 20000))
+
+    def trunc(self, nm):
+        kind, delta = self.hole_delta()
+        return (kind, nm, delta)
+
+    def plan_holeappend(self):
+        """ftruncate up to an odd size, then sequential appends at the size (1 MiB and
+        8 KiB, some through O_APPEND): the write that starts exactly at size_set takes its
+        block's bytes below as written zeros (docs/ENGINE.md, Write path, step 5); files
+        truncated up again mid-stream or down into a stored block; files preallocated
+        (posix_fallocate or ftruncate) and written from 0 in order; writes that come into a
+        hole after all; syncs at random points, the cut armed before a close or fsync."""
+        r = self.r
+        ops = []
+        names = list(self.names)
+        for nm in names:
+            if r.random() < 0.5:
+                ops.append(("seq", nm, r.randint(1, 3), 1 << 20, r.getrandbits(32)))
+                if r.random() < 0.5:
+                    ops.append(("truncate", nm, 0.3 + 0.69 * r.random()))
+                if r.random() < 0.6:
+                    ops.append((r.choice(["fsync", "fdatasync"]), nm))
+            ops.append(self.trunc(nm))
+            if r.random() < 0.5:
+                ops.append((r.choice(["fsync", "close", "fdatasync"]), nm))
+        ops.append(("fsyncdir",))
+        npre = 0
+
+        def app(nm):
+            big = r.random() < 0.5
+            return ("app", nm, r.randint(1, 4) if big else r.randint(4, 160), (1 << 20) if big else 8192,
+                    r.getrandbits(32), r.random() < 0.3)
+
+        for _ in range(self.nops * 4):
+            nm = r.choice(names)
+            k = r.random()
+            if k < 0.34:
+                ops.append(app(nm))
+            elif k < 0.44:
+                # up again, mid-stream or after a sync (with the writeback cache, an
+                # append's dirty pages from before the truncate reach the daemon after it:
+                # they start below the size, so no hole is taken), then on at the new size
+                if r.random() < 0.7:
+                    ops.append((r.choice(["fsync", "fdatasync"]), nm))
+                ops.append(self.trunc(nm))
+                if r.random() < 0.7:
+                    ops.append(app(nm))
+            elif k < 0.48:
+                # down into a stored block, to an odd size, then an append there
+                ops.append(("trunc", nm, -r.randint(1, 1 << 20)))
+                if r.random() < 0.7:
+                    ops.append(app(nm))
+            elif k < 0.52:
+                ops.append(("holefill", nm, r.random(), r.choice([1, 512, 4096, 8192, 70000]), r.getrandbits(32)))
+            elif k < 0.58:
+                # a preallocated file written from 0 in order (past its end too, sometimes)
+                pn = "p%d" % npre
+                npre += 1
+                names.append(pn)
+                size = r.choice([r.randint(1, 6 << 20), 4096 * r.randint(1, 1500), (1 << 20) * r.randint(1, 5)])
+                ops.append(("prealloc", pn, size, r.choice(["fallocate", "ftruncate"])))
+                if r.random() < 0.5:
+                    ops.append((r.choice(["fsync", "fdatasync", "close"]), pn))
+                chunk = r.choice([1 << 20, 8192])
+                total = size + r.choice([0, 0, -(size // 3), r.randint(1, 1 << 20)])
+                nch = max(1, -(-total // chunk))
+                while nch > 0:
+                    m = min(nch, r.randint(1, 4) if chunk > 8192 else r.randint(8, 160))
+                    ops.append(("wseq", pn, m, chunk, r.getrandbits(32)))
+                    nch -= m
+                    if r.random() < 0.3:
+                        ops.append((r.choice(["fsync", "fdatasync", "close"]), pn))
+            elif k < 0.66:
+                ops.append(("fsync", nm))
+            elif k < 0.74:
+                ops.append(("fdatasync", nm))
+            elif k < 0.84:
+                ops.append(("close", nm))
+            elif k < 0.87:
+                ops.append(("fsyncdir",))
+            else:
+                ops.append(app(nm))
+                ops.append(("arm", r.choice(["fsync", "fsync", "write"]), r.randint(1, 4)))
+                ops.append((r.choice(["close", "fsync", "fdatasync"]), nm))
+        for i in range(400):
+            nm = r.choice(names)
+            k = r.random()
+            if k < 0.75:
+                ops.append(("app", nm, 1, r.choice([1 << 20, 8192]), r.getrandbits(32), r.random() < 0.3))
+            elif k < 0.9:
+                ops.append(self.trunc(nm))
+            else:
+                ops.append(("holefill", nm, r.random(), r.choice([4096, 65536]), r.getrandbits(32)))
+        return ops
+
+
 # ---------------------------------------------------------------- model
 
 class Inode:
     def __init__(self, ino):
         self.ino = ino
         self.data = bytearray()
+        self.cur = 0  # wseq: where the next in-order write from 0 goes
+        self.hole = None  # the last extending truncate's hole: (from, to)
         self.reset_ack()
 
     def reset_ack(self):
@@ -295,12 +418,125 @@ def apply(model, op, fds=None, acked=None):
         if fds is not None:
             fd = fds.get(i.ino) or fds.setdefault(i.ino, os.open(fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT, 0o644))
             os.ftruncate(fd, n)
+    elif kind == "app":
+        # appends at the size, through the file's fd (pwrite) or an O_APPEND one
+        _, nm, n, chunk, seed, oappend = op
+        i = model.ino_of(nm)
+        data = gen(seed, n * chunk)
+        for j in range(n):
+            off = len(i.data)
+            piece = data[j * chunk:(j + 1) * chunk]
+            i.write(off, piece)
+            if fds is not None:
+                if oappend:
+                    fd = fds.get(("A", i.ino)) or fds.setdefault(("A", i.ino), os.open(
+                        fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+                    mv = memoryview(piece)
+                    while mv:
+                        mv = mv[os.write(fd, mv):]
+                else:
+                    fd = fds.get(i.ino) or fds.setdefault(i.ino, os.open(fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT, 0o644))
+                    os.pwrite(fd, piece, off)
+    elif kind in ("trunc", "trunca"):
+        # ftruncate by a delta (up: a hole the next append starts after); trunca: up to a
+        # page (not a 64 KiB) multiple, where the writeback cache's requests start
+        _, nm, delta = op
+        i = model.ino_of(nm)
+        old = len(i.data)
+        n = max(0, old + delta)
+        if kind == "trunca":
+            n = -(-n // PAGE) * PAGE
+            if n % 65536 == 0:
+                n += PAGE
+        i.truncate(n)
+        if n > old:
+            i.hole = (old, n)
+        elif i.hole:
+            i.hole = (min(i.hole[0], n), min(i.hole[1], n)) if i.hole[0] < n else None
+        if fds is not None:
+            fd = fds.get(i.ino) or fds.setdefault(i.ino, os.open(fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT, 0o644))
+            os.ftruncate(fd, n)
+    elif kind == "par":
+        # nt threads append at once: thread t writes its page-aligned range in order
+        # (1 MiB pieces) from where the one before ends; the model takes them in thread
+        # order (the ranges share no page, so every page's versions are its thread's)
+        _, nm, nt, n, seed = op
+        i = model.ino_of(nm)
+        base = len(i.data)
+        ends = [base] + [-(-base // PAGE) * PAGE + t * (n << 20) for t in range(1, nt + 1)]
+        work = []
+        for t in range(nt):
+            data = gen(seed + t, ends[t + 1] - ends[t])
+            pieces = [(ends[t] + o, data[o:o + (1 << 20)]) for o in range(0, len(data), 1 << 20)]
+            for off, piece in pieces:
+                i.write(off, piece)
+            work.append(pieces)
+        if fds is not None:
+            import threading
+            fd = fds.get(i.ino) or fds.setdefault(i.ino, os.open(fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT, 0o644))
+            errs = []
+
+            def run(pieces):
+                try:
+                    for off, piece in pieces:
+                        os.pwrite(fd, piece, off)
+                except OSError as e:
+                    errs.append(e)
+            ths = [threading.Thread(target=run, args=(w,)) for w in work]
+            for th in ths:
+                th.start()
+            for th in ths:
+                th.join()
+            if errs:
+                raise errs[0]
+    elif kind == "holefill":
+        # a write that comes into the last truncate's hole after all
+        _, nm, frac, n, seed = op
+        i = model.ino_of(nm)
+        if not i.hole or i.hole[1] <= i.hole[0]:
+            return None
+        lo, hi = i.hole
+        off = lo + int((hi - lo) * frac)
+        n = max(1, min(n, hi - off))
+        data = gen(seed, n)
+        i.write(off, data)
+        if fds is not None:
+            fd = fds.get(i.ino) or fds.setdefault(i.ino, os.open(fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT, 0o644))
+            os.pwrite(fd, data, off)
+    elif kind == "prealloc":
+        _, nm, size, how = op
+        i = model.ino_of(nm)
+        if size > len(i.data) or how == "ftruncate":
+            i.truncate(size)
+        if fds is not None:
+            fd = fds.get(i.ino) or fds.setdefault(i.ino, os.open(fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT, 0o644))
+            if how == "fallocate":
+                os.posix_fallocate(fd, 0, size)
+            else:
+                os.ftruncate(fd, size)
+    elif kind == "wseq":
+        # in order from 0 (a preallocated file), on from where the last wseq stopped
+        _, nm, n, chunk, seed = op
+        i = model.ino_of(nm)
+        data = gen(seed, n * chunk)
+        for j in range(n):
+            off = i.cur
+            piece = data[j * chunk:(j + 1) * chunk]
+            i.write(off, piece)
+            i.cur = off + len(piece)
+            if fds is not None:
+                fd = fds.get(i.ino) or fds.setdefault(i.ino, os.open(fds["dir"] + "/" + nm, os.O_WRONLY | os.O_CREAT, 0o644))
+                os.pwrite(fd, piece, off)
     elif kind in ("fsync", "fdatasync", "close"):
         nm = op[1]
         i = model.names.get(nm)
         if i is None:
             return None
         if fds is not None:
+            if kind == "close" and ("A", i.ino) in fds:
+                os.close(fds.pop(("A", i.ino)))
+                if i.ino not in fds:
+                    return ("ack", i)
             fd = fds.get(i.ino)
             if fd is None:
                 if kind == "close":
