@@ -333,6 +333,10 @@ cbfs_err cbfs_index_write_recs(int idx_fd, const struct cbfs_index_rec *r, size_
 /* Writes a fresh sidecar header record at offset 0 (for a new file) and sets
  * idx->index_end. */
 cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd);
+/* Writes idx's header record at offset 0 again (pwrite, no fsync), the records
+ * after it untouched: for a header a failed sync may have dropped. Its
+ * creation time is now's (informational). */
+cbfs_err cbfs_index_put_header(const struct cbfs_index *idx, int idx_fd);
 
 /* Reads and checks the frame header at off; on success *h is valid and the
  * whole frame (header + plen) lies within file_size. */

@@ -167,6 +167,10 @@ struct cbfs_file {
     bool no_reserve;         /* committer role: the store cannot allocate ahead */
     bool head_durable;       /* committer role: this open made the sidecar's header durable
                                 (cbfs_file_secure_head) */
+    _Atomic bool head_lost;  /* a sync of the sidecar failed before its header was known
+                                durable: Linux may have dropped the header's page, and the
+                                next sync succeeds all the same (it reports a writeback error
+                                once), so cbfs_file_secure_head writes the header again first */
     bool sync_late;          /* lock: a failed sync took back a frame stored while it ran,
                                 whose writer heard no error yet: the next flush reports one */
     cbfs_err stop;           /* lock: a failed sync took the file back to what its sidecar

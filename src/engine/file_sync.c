@@ -131,6 +131,7 @@ static cbfs_err cbfs_file_sync_io(struct cbfs_file *f, const struct cbfs_rsync *
     *appended = true;
     if (flush && (meta ? fsync(f->idx_fd) : fdatasync(f->idx_fd)) != 0) {
         e = cbfs_err_from_errno(errno);
+        atomic_store(&f->head_lost, true); /* the header's page too, if never synced */
         cbfs_log_err("%s: %s of the sidecar failed: %s", f->name, call, cbfs_err_str(e));
     }
     return e;

@@ -118,17 +118,21 @@ static cbfs_err cbfs_file_stored(struct cbfs_file *f, const struct cbfs_index_re
  * an append, then the crash: helper-43's power cut) was refused by the
  * mount until `cbfs fsck --repair --block-size` (docs/FORMAT.md 3.3). One
  * fdatasync of 64 bytes per open that writes past its first block; a file
- * of one block pays nothing. Committer role. @return the sync's error (the
+ * of one block pays nothing. After a failed sync of the sidecar (head_lost)
+ * the header is written again first. Committer role. @return the error (the
  * frames are not stored: the write fails at the next flush). */
 static cbfs_err cbfs_file_secure_head(struct cbfs_file *f)
 {
     if (f->head_durable || f->idx_fd < 0) return CBFS_OK;
-    if (fdatasync(f->idx_fd) != 0) {
-        const cbfs_err e = cbfs_err_from_errno(errno);
-        cbfs_log_err("%s: fdatasync of the sidecar's header failed: %s", f->name,
+    cbfs_err e = atomic_load(&f->head_lost) ? cbfs_index_put_header(&f->idx, f->idx_fd) : CBFS_OK;
+    if (!e && fdatasync(f->idx_fd) != 0) e = cbfs_err_from_errno(errno);
+    if (e) {
+        atomic_store(&f->head_lost, true);
+        cbfs_log_err("%s: making the sidecar's header durable failed: %s", f->name,
                      cbfs_err_str(e));
         return e;
     }
+    atomic_store(&f->head_lost, false);
     f->head_durable = true;
     return CBFS_OK;
 }

@@ -328,7 +328,7 @@ cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs
     return CBFS_OK;
 }
 
-cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd)
+cbfs_err cbfs_index_put_header(const struct cbfs_index *idx, int idx_fd)
 {
     if (idx->block_size < CBFS_BLOCK_MIN || idx->block_size > CBFS_BLOCK_MAX) return CBFS_E_INVAL;
     struct timespec ts;
@@ -342,7 +342,12 @@ cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd)
     };
     uint8_t buf[CBFS_INDEX_REC_SIZE];
     cbfs_index_rec_encode(&h, buf);
-    const cbfs_err e = cbfs_pwrite_full(idx_fd, buf, sizeof buf, 0);
+    return cbfs_pwrite_full(idx_fd, buf, sizeof buf, 0);
+}
+
+cbfs_err cbfs_index_write_header(struct cbfs_index *idx, int idx_fd)
+{
+    const cbfs_err e = cbfs_index_put_header(idx, idx_fd);
     if (e) return e;
     idx->index_end = CBFS_INDEX_REC_SIZE;
     return CBFS_OK;
