@@ -152,20 +152,27 @@ static int cbfs_compressed_settle(struct cbfs_fs *fs, struct cbfs_inode *inode)
  * writeback error of the whole filesystem: the next syncfs(2) (`sync -f`)
  * failed with ESTALE though nothing was lost (helper-41, stress-ng dentry).
  * Nothing is left to set, so it is answered as done. Only with no handle
- * open: then no user's call can name the object (no name, no fd), and the
- * kernel does not use this reply's attributes (fuse_flush_times), so it
- * carries what is known: the type, no links, the times asked for, not to
- * be cached. (An open file's handle still opens on ext4; where a store's
- * does not, a SETATTR through the open file keeps its ESTALE.) */
+ * open (an open file's handle still opens on ext4; where a store's does not,
+ * a SETATTR through the open file keeps its ESTALE). The kernel ignores the
+ * reply's attributes in its own flush (fuse_flush_times), but a user can
+ * still name such an object without a handle (a removed working directory,
+ * an O_PATH fd: utimensat(".")), and then the kernel takes them for its
+ * inode (fuse_do_setattr): so the reply carries the mode and owner the
+ * object last showed, no links, the times asked for, not to be cached
+ * (helper-44 saw mode 0 and owner root there before). */
 static void cbfs_setattr_gone(fuse_req_t req, const struct cbfs_fs *fs,
-                              const struct cbfs_inode *inode, const struct stat *attr, int valid)
+                              struct cbfs_inode *inode, const struct stat *attr, int valid)
 {
     struct stat st;
     struct timespec now;
     memset(&st, 0, sizeof st);
     clock_gettime(CLOCK_REALTIME, &now);
     st.st_ino = cbfs_inode_st_ino(fs, inode);
-    st.st_mode = inode->type;
+    cbfs_mutex_lock(&inode->lock);
+    st.st_mode = inode->shown_mode ? inode->shown_mode : inode->type;
+    st.st_uid = inode->shown_uid;
+    st.st_gid = inode->shown_gid;
+    cbfs_mutex_unlock(&inode->lock);
     st.st_atim = valid & FUSE_SET_ATTR_ATIME_NOW ? now : attr->st_atim;
     st.st_mtim = valid & FUSE_SET_ATTR_MTIME_NOW ? now : attr->st_mtim;
     st.st_ctim = valid & FUSE_SET_ATTR_CTIME ? attr->st_ctim : now;

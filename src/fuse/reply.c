@@ -10,9 +10,21 @@
 #include "fuse/channel.h"
 #include "fuse/reply.h"
 
+/* Keeps what the kernel is shown of inode (cbfs_setattr_gone answers with it
+ * once the object is gone). */
+static void cbfs_reply_shown(struct cbfs_inode *inode, const struct stat *st)
+{
+    cbfs_mutex_lock(&inode->lock);
+    inode->shown_mode = st->st_mode;
+    inode->shown_uid = st->st_uid;
+    inode->shown_gid = st->st_gid;
+    cbfs_mutex_unlock(&inode->lock);
+}
+
 void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
                      struct fuse_entry_param *e)
 {
+    cbfs_reply_shown(inode, st);
     memset(e, 0, sizeof *e);
     e->ino = cbfs_inode_nodeid(fs, inode);
     e->generation = inode->gen;
@@ -22,9 +34,10 @@ void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const s
     e->entry_timeout = fs->opt.attr_timeout;
 }
 
-void cbfs_reply_attr(fuse_req_t req, const struct cbfs_fs *fs, const struct cbfs_inode *inode,
+void cbfs_reply_attr(fuse_req_t req, const struct cbfs_fs *fs, struct cbfs_inode *inode,
                      struct stat *st)
 {
+    cbfs_reply_shown(inode, st);
     st->st_ino = cbfs_inode_st_ino(fs, inode);
     fuse_reply_attr(req, st, fs->opt.attr_timeout);
 }

@@ -11,7 +11,7 @@
 void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
                      struct fuse_entry_param *e);
 /* Replies inode's attributes st (st_ino as cbfs_inode_st_ino). */
-void cbfs_reply_attr(fuse_req_t req, const struct cbfs_fs *fs, const struct cbfs_inode *inode,
+void cbfs_reply_attr(fuse_req_t req, const struct cbfs_fs *fs, struct cbfs_inode *inode,
                      struct stat *st);
 /* Fills an entry reply for inode (which holds the ref the kernel now takes)
  * and sends it; if the kernel did not take it (interrupted), drops the ref. */

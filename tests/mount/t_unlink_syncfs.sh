@@ -46,5 +46,48 @@ for i in range(100):
 os.rmdir(d)
 PY
 sync -f "$mnt" 2>"$T/sync.err" || fail "syncfs after the removals: $(cat "$T/sync.err")"
+
+# A user can still name such an object without a handle: a working directory removed
+# under its process (or an O_PATH fd). utimensat(".") there takes the same answer, and the
+# kernel keeps the reply's attributes for its inode: the mode and owner the directory had,
+# not mode 0 and root (helper-44).
+python3 - "$mnt" >"$T/cwd.out" 2>&1 <<'PY' || fail "$(cat "$T/cwd.out")"
+import ctypes, os, struct, sys
+mnt = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+AT_EMPTY_PATH, AT_STATX_DONT_SYNC = 0x1000, 0x4000
+def statx_cached(fd):
+    buf = ctypes.create_string_buffer(256)
+    if libc.statx(fd, b"", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0x7ff, buf) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    nlink, uid, gid, mode = struct.unpack_from("<IIIH", buf.raw, 16)
+    return mode, uid, gid
+d = os.path.join(mnt, "cwd")
+os.mkdir(d, 0o755)
+os.chown(d, 1234, 1234)
+os.chdir(d)
+pfd = os.open(".", os.O_PATH)
+before = statx_cached(pfd)
+os.rmdir(d)
+e = os.path.join(mnt, "e")  # push its fd out of the daemon's cache of 16
+os.mkdir(e)
+for i in range(60):
+    os.mkdir(os.path.join(e, f"s{i}"))
+    with open(os.path.join(e, f"f{i}"), "wb") as f:
+        f.write(b"x")
+try:
+    os.utime(".", ns=(1_000_000_000, 2_000_000_000))
+    r = "ok"
+except OSError as ex:
+    r = ex.strerror
+after = statx_cached(pfd)
+os.chdir("/")
+print(f"utime(.) in the removed cwd: {r}; mode/uid/gid before {oct(before[0])}/{before[1]}/"
+      f"{before[2]}, after {oct(after[0])}/{after[1]}/{after[2]}")
+if r == "ok" and (after[0] & 0o7777, after[1], after[2]) != (0o755, 1234, 1234):
+    sys.exit(1)
+PY
+note "$(cat "$T/cwd.out")"
 cbfs_umount "$mnt"
 pass "100 files, directories and symlinks removed, fd limit 64"
