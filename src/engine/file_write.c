@@ -592,13 +592,13 @@ static cbfs_err cbfs_file_open_block(struct cbfs_file *f, uint64_t b, bool whole
     return CBFS_OK;
 }
 
-/* cbfs_file_write; within: only the part of [off, off + len) below the
- * size the file has once the write holds the lock (a punch's zeros: a
- * truncate that came first is not undone by them). */
 /* The page of the kernel's writeback cache: its WRITE requests start on one.
  * (A larger page only makes the append rule below miss, never err.) */
 #define CBFS_WRITE_PAGE 4096u
 
+/* cbfs_file_write; within: only the part of [off, off + len) below the
+ * size the file has once the write holds the lock (a punch's zeros: a
+ * truncate that came first is not undone by them). */
 static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t len, uint64_t off,
                                    bool within)
 {
