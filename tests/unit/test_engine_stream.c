@@ -329,23 +329,28 @@ Test(engine_stream, page_append_after_an_odd_truncate_starts_in_order)
     free(data);
 }
 
-/* A write from that page that ends below the size is no append: it fills
- * part of the old bytes, and the block's start is not taken as written. */
-Test(engine_stream, page_write_below_the_size_is_no_append)
+/* A write from that page that ends at or below the size is no append: a
+ * preallocated file (truncated to a size off a page) whose last page comes
+ * first, then the rest (the writeback cache's pages in any order: block 1
+ * before block 0), is a stream from 0 that the reorder window keeps in
+ * order. Taken for the append, it moved the stream to block 20, and block 1
+ * was stored before block 0. */
+Test(engine_stream, prealloc_page_request_below_the_size_first)
 {
-    const size_t bs = 64 << 10, x = bs / 2 + 4096 + 123, page = x & ~(size_t)4095,
-                 size = 3 * bs;
-    unsigned char *data = calloc(1, size);
-    cbfs_td_random(data + page, x - page - 1, 36);
-    cbfs_td_random(data + x, size - x, 37);
-    cbfs_td_random(data, 100, 38);
+    const size_t bs = 64 << 10, size = 20 * bs + 16384 + 123, page = size & ~(size_t)4095;
+    unsigned char *data = malloc(size);
+    cbfs_td_backup(data, size, 36);
     struct cbfs_file *f = eng_open("pagebelow", true, "lz4");
-    cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
-    cr_assert_eq(cbfs_file_write(f, data + page, x - page - 1, page), CBFS_OK);
-    cr_assert_eq(cbfs_file_write(f, data + x, size - x, x), CBFS_OK);
-    cr_assert_eq(cbfs_file_write(f, data, 100, 0), CBFS_OK);
+    cr_assert_eq(cbfs_file_truncate(f, size), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + page, size - page, page), CBFS_OK);
+    cr_assert_eq(cbfs_file_write(f, data + bs, bs, bs), CBFS_OK); /* block 1 before 0 */
+    for (size_t off = 0; off < page; off += off == 0 ? 2 * bs : bs) {
+        const size_t n = page - off < bs ? page - off : bs;
+        cr_assert_eq(cbfs_file_write(f, data + off, n, off), CBFS_OK);
+    }
     eng_check(f, data, size);
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
+    eng_assert_blocks_in_order("pagebelow", 21);
     eng_reopen_check("pagebelow", "lz4", data, size);
     free(data);
 }
