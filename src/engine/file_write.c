@@ -628,8 +628,7 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
      * it waited out the gap all the same (helper-43: 4 files after an
      * ftruncate to an odd size, 4 gaps). hole: for the first piece only. */
     const uint64_t page = f->size_set & ~(uint64_t)(CBFS_WRITE_PAGE - 1);
-    const bool at_size =
-        off == f->size_set || (off == page && off < f->size_set && end > f->size_set);
+    const bool at_size = off == f->size_set || (off == page && end > f->size_set);
     uint32_t hole = 0;
     if (len && off < f->size_set && !at_size) {
         f->set_below = true;
