@@ -122,11 +122,14 @@ struct cbfs_inode {
     bool times_set;          /* writeback cache: times[] were set while file is open */
     struct timespec times[2]; /* atime, mtime as the kernel last set them (UTIME_OMIT:
                                  not set); put back after the engine writes the store */
-    mode_t shown_mode;       /* st_mode, st_uid, st_gid of the last entry or attr reply
-                                (reply.c; 0: none yet): what a SETATTR of an object gone
-                                from the store answers with (ops_entry.c, cbfs_setattr_gone) */
-    uid_t shown_uid;
-    gid_t shown_gid;
+    /* Atomic (relaxed; no lock, as every entry and attr reply writes them):
+     * st_mode, st_uid, st_gid of the last such reply (reply.c; 0: none yet),
+     * what a SETATTR of an object gone from the store answers with
+     * (ops_entry.c, cbfs_setattr_gone). A reply racing a chown may mix old
+     * and new: that answer is for an object already gone. */
+    _Atomic mode_t shown_mode;
+    _Atomic uid_t shown_uid;
+    _Atomic gid_t shown_gid;
 };
 
 struct cbfs_handle; /* an open file or directory: fuse/handle.h */

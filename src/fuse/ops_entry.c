@@ -168,11 +168,10 @@ static void cbfs_setattr_gone(fuse_req_t req, const struct cbfs_fs *fs,
     memset(&st, 0, sizeof st);
     clock_gettime(CLOCK_REALTIME, &now);
     st.st_ino = cbfs_inode_st_ino(fs, inode);
-    cbfs_mutex_lock(&inode->lock);
-    st.st_mode = inode->shown_mode ? inode->shown_mode : inode->type;
-    st.st_uid = inode->shown_uid;
-    st.st_gid = inode->shown_gid;
-    cbfs_mutex_unlock(&inode->lock);
+    const mode_t mode = atomic_load_explicit(&inode->shown_mode, memory_order_relaxed);
+    st.st_mode = mode ? mode : inode->type;
+    st.st_uid = atomic_load_explicit(&inode->shown_uid, memory_order_relaxed);
+    st.st_gid = atomic_load_explicit(&inode->shown_gid, memory_order_relaxed);
     st.st_atim = valid & FUSE_SET_ATTR_ATIME_NOW ? now : attr->st_atim;
     st.st_mtim = valid & FUSE_SET_ATTR_MTIME_NOW ? now : attr->st_mtim;
     st.st_ctim = valid & FUSE_SET_ATTR_CTIME ? attr->st_ctim : now;

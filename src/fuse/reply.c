@@ -14,11 +14,9 @@
  * once the object is gone). */
 static void cbfs_reply_shown(struct cbfs_inode *inode, const struct stat *st)
 {
-    cbfs_mutex_lock(&inode->lock);
-    inode->shown_mode = st->st_mode;
-    inode->shown_uid = st->st_uid;
-    inode->shown_gid = st->st_gid;
-    cbfs_mutex_unlock(&inode->lock);
+    atomic_store_explicit(&inode->shown_mode, st->st_mode, memory_order_relaxed);
+    atomic_store_explicit(&inode->shown_uid, st->st_uid, memory_order_relaxed);
+    atomic_store_explicit(&inode->shown_gid, st->st_gid, memory_order_relaxed);
 }
 
 void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
