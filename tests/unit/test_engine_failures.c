@@ -207,15 +207,22 @@ static void eng_head_synced(void)
     head_data_size = st.st_size;
 }
 
-/* Arms eng_head_synced for the next fdatasync of f's sidecar. */
-static void eng_head_arm(struct cbfs_file *f)
+/* Arms the fdatasync interposer for f's sidecar: its next fdatasync fails,
+ * zeroing it from byte from on (-1: it does not fail). */
+static void eng_arm_sidecar(struct cbfs_file *f, off_t from)
 {
     struct stat st;
     cr_assert_eq(fstat(f->idx_fd, &st), 0);
+    fail_ino = st.st_ino;
+    fail_from = from;
+}
+
+/* Arms eng_head_synced for the next fdatasync of f's sidecar. */
+static void eng_head_arm(struct cbfs_file *f)
+{
     head_f = f;
     head_data_size = -1;
-    fail_ino = st.st_ino;
-    fail_from = -1;
+    eng_arm_sidecar(f, -1);
     sync_hook = eng_head_synced;
 }
 
@@ -253,18 +260,15 @@ Test(engine_failures, sidecar_header_durable_before_a_frame_past_block_0)
  * becomes zeros), and the next sync succeeds all the same. The header is
  * then written again before it is synced, whichever sync failed: the header's
  * own (this test), or the flush's of a file of one block that is then
- * appended to past it (the next). The file opens with what the second flush acknowledged; it
- * was refused before (helper-44, eighteenth session). */
+ * appended to past it (the next). The file opens with what the second flush
+ * acknowledged; it was refused before (helper-44, eighteenth session). */
 Test(engine_failures, header_lost_to_its_failed_sync_is_written_again)
 {
     const size_t bs = 64 << 10, x = 5 * bs + 100, size = x + 100;
     unsigned char *data = calloc(1, size);
     cbfs_td_random(data + x, 100, 70);
     struct cbfs_file *f = eng_open("hdrfail", true, "lz4");
-    struct stat ist;
-    cr_assert_eq(fstat(f->idx_fd, &ist), 0);
-    fail_ino = ist.st_ino;
-    fail_from = 0;
+    eng_arm_sidecar(f, 0);
     cr_assert_eq(cbfs_file_truncate(f, x), CBFS_OK);
     cr_assert_eq(cbfs_file_write(f, data + x, 100, x), CBFS_OK);
     cr_assert_neq(cbfs_file_flush(f, NULL), CBFS_OK, "the failed header sync was not reported");
@@ -284,11 +288,8 @@ Test(engine_failures, header_lost_at_the_flush_then_an_append)
     cbfs_td_random(data, 100, 71);
     cbfs_td_random(data + x, 100, 72);
     struct cbfs_file *f = eng_open("hdrfail2", true, "lz4");
-    struct stat ist;
-    cr_assert_eq(fstat(f->idx_fd, &ist), 0);
     cr_assert_eq(cbfs_file_write(f, data, 100, 0), CBFS_OK);
-    fail_ino = ist.st_ino;
-    fail_from = 0;
+    eng_arm_sidecar(f, 0);
     cr_assert_neq(cbfs_file_flush(f, NULL), CBFS_OK, "the failed sync was not reported");
     cr_assert_eq(fail_from, -1, "the armed fdatasync did not run");
     /* the writer writes it all again; every call succeeds from here */
