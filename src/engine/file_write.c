@@ -624,9 +624,9 @@ static cbfs_err cbfs_file_write_at(struct cbfs_file *f, const void *buf, size_t 
      * that does come there after all, later, rewrites the block. The
      * writeback cache writes whole pages, so its append starts at the page
      * that holds the size, below it: a write from there past the size is the
-     * same append (it carries the page's bytes below the size itself), else
-     * it waited out the gap all the same (helper-43: 4 files after an
-     * ftruncate to an odd size, 4 gaps). hole: for the first piece only. */
+     * same append (it carries the page's bytes below the size itself);
+     * taken for a write below the size, such an append waited out the gap
+     * all the same (helper-43). hole: for the first piece only. */
     const uint64_t page = f->size_set & ~(uint64_t)(CBFS_WRITE_PAGE - 1);
     const bool at_size = off == f->size_set || (off == page && end > f->size_set);
     uint32_t hole = 0;
