@@ -32,10 +32,13 @@
 #      and with 4M, 4 GiB, 4 reps; then the 1M-block lead of target 3b (8 zstd:1 writers,
 #      256K and 1M blocks, and 256K without the writeback cache, against the zstd -T16
 #      pipe, 2 GiB, 3 reps, stream gaps in the CSV notes). For one call.
+#   I: why 8 zstd:1 writers run faster without the writeback cache: profiles and wait
+#      samples of one point with and without it, then 4 and 16 writers each way against the
+#      pipe, 2 GiB, 2 reps. About 30 s.
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B|C|D|E|F|G|H}
+step=${1:?usage: perf/probe16.sh A|B|C|D|E|F|G|H|I}
 size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
@@ -186,6 +189,13 @@ H)  # target 5 against the zero page and against real bytes; the 1M-block gaps
     dd_ many8 5 --size $size --reps ${PROBE_REPS:-3} --sizes 1M --writers 8 \
         --system 'zstd1=codec=zstd:1' --system 'zstd1 bs1M=codec=zstd:1,block_size=1M' \
         --system 'zstd1 wbc-off=codec=zstd:1,writeback_cache=off' --system pipe-zstd
+    ;;
+I)  # why 8 zstd:1 writers run faster without the writeback cache (H: 1.52x vs 1.32x the pipe)
+    prof w8-zstd1 --writers 8 --system 'zstd1=codec=zstd:1'
+    prof w8-zstd1-wbcoff --writers 8 --system 'zstd1 wbc-off=codec=zstd:1,writeback_cache=off'
+    dd_ many16 5 --size $size --reps ${PROBE_REPS:-2} --sizes 1M --writers 4,16 \
+        --system 'zstd1=codec=zstd:1' --system 'zstd1 wbc-off=codec=zstd:1,writeback_cache=off' \
+        --system pipe-zstd
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac
