@@ -1,6 +1,7 @@
 /* Lifetime of an engine file: open (index load or create), close, the name
  * used in log lines and the logical size. The read and write sides live in
- * file_read.c, file_write.c and file_sync.c; the shared state in file_impl.h. */
+ * file_read.c, file_write.c, file_commit.c and file_sync.c; the shared state in
+ * file_impl.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

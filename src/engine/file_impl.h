@@ -1,5 +1,6 @@
 /* Private to the file module of the engine: the per-file state shared by
- * file.c (open/close), file_write.c (seal, commit, truncate), file_sync.c
+ * file.c (open/close), file_write.c (open blocks, seal, truncate), file_commit.c
+ * (the committer: frames stored in order, the size's store), file_sync.c
  * (flush, fsync, catch-up, revert, punching garbage) and file_read.c (read,
  * cache lookups, read-ahead, seek).
  *
@@ -213,7 +214,7 @@ bool cbfs_file_mem_block(struct cbfs_file *f, uint64_t b, const unsigned char **
 cbfs_err cbfs_file_load_locked(struct cbfs_file *f, uint64_t b, unsigned char *buf,
                                uint32_t want, bool *stored);
 
-/* ---- file_write.c ---- */
+/* ---- file_commit.c ---- */
 
 /* Where the frames of the pending records end (records are pending in file
  * order): durable_end when none is. Lock held. */
@@ -224,12 +225,10 @@ uint64_t cbfs_file_pending_end(const struct cbfs_file *f);
  * (cbfs_file_err_seq). Lock held. */
 void cbfs_file_count_failure(struct cbfs_file *f, cbfs_err e);
 
-/* Seals every dirty open block in block order; with keep (flush) they stay
- * open and clean, without (truncate, close) every slot is emptied. */
-cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep);
-
-/* Waits until every sealed block is committed. Lock held (released while waiting). */
-void cbfs_file_drain(struct cbfs_file *f);
+/* The pool's job function for a sealed block (struct cbfs_wjob, submitted by
+ * file_write.c): compresses it into a frame, then, under f->lock, marks it
+ * done and commits every finished job at the head of the pending list. */
+void cbfs_wjob_run(struct cbfs_pool_job *pj);
 
 /* Stores a new size: the SIZE frame, after a frame of the block straddling a
  * new, lower end that keeps only its first bytes (a later extension reads
@@ -237,6 +236,15 @@ void cbfs_file_drain(struct cbfs_file *f);
  * as it was. Sets f->size. reserve: as cbfs_file_store_frames's. Lock held,
  * committer role. */
 cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve);
+
+/* ---- file_write.c ---- */
+
+/* Seals every dirty open block in block order; with keep (flush) they stay
+ * open and clean, without (truncate, close) every slot is emptied. */
+cbfs_err cbfs_file_seal_all(struct cbfs_file *f, bool keep);
+
+/* Waits until every sealed block is committed. Lock held (released while waiting). */
+void cbfs_file_drain(struct cbfs_file *f);
 
 /* ---- file_sync.c ---- */
 
