@@ -109,10 +109,12 @@ bool cbfs_store_name_hidden(unsigned layout, const char *name, bool in_root);
 nlink_t cbfs_store_dir_nlink(unsigned layout, int dirfd, bool in_root, nlink_t nlink);
 
 /* @return true if path, a '/'-separated path below a store root of layout
- * (from the root, or absolute), names a sidecar or another object that only
- * sidecars may use: its last component is a name cbfs_store_name_hidden
- * hides below the root, or (layout 2) a directory on the path is an index
- * directory. For the tools, which are given paths, not names. */
+ * (relative: from the root; or absolute), names a sidecar or another object
+ * that only sidecars may use: its last component is a name
+ * cbfs_store_name_hidden hides below the root, (layout 2) a directory on the
+ * path is an index directory, or (a relative path) its first component is one
+ * hidden in the root (CBFS_STORE_DIR). For the tools, which are given paths,
+ * not names. */
 bool cbfs_store_path_reserved(unsigned layout, const char *path);
 
 /* The check every name that arrives at the mount goes through.
@@ -334,13 +336,48 @@ void cbfs_store_set_pid(struct cbfs_store *st, pid_t pid);
 cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *conf, bool *found,
                               char *msg, size_t msg_cap);
 
-/* The layout of the store whose root is root_fd, for readers that do not
- * lock it (the cbfs tool): store.conf's, or CBFS_LAYOUT_NEWEST (what the
- * first mount will write) when there is none yet; *block_size (if not NULL)
- * gets store.conf's default block size, 0 when there is none. Errors as
- * cbfs_store_read_conf. */
-cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, uint32_t *block_size, char *msg,
+/* What the layout rules (docs/FORMAT.md 1) make of a tree: the one place the
+ * daemon and the tools take them from. */
+enum cbfs_layout_state {
+    CBFS_LAYOUT_CONF,      /* store.conf says which, and nothing contradicts it */
+    CBFS_LAYOUT_NO_CONF,   /* no store.conf and no sidecar of layout 1: the newest
+                            * layout, what a first mount writes (a new store, or one of
+                            * layout 2 that lost its .cbfs/) */
+    CBFS_LAYOUT_LOST_CONF, /* no store.conf, but sidecars of layout 1: a store of layout
+                            * 1 that lost it. Its files read as layout 1's; a mount or
+                            * mkfs would write layout 2 over it (every compressed file
+                            * EIO), so both refuse it */
+    CBFS_LAYOUT_CUT_SHORT, /* store.conf says layout 1 and a CBFS_INDEX_DIR exists: an
+                            * upgrade cut short, some sidecars at their new homes. Only
+                            * cbfs fsck --upgrade may touch it (cbfs_store_upgrade) */
+};
+
+struct cbfs_store_layout {
+    unsigned layout;              /* CBFS_LAYOUT_*: the layout its files are read with */
+    uint32_t block_size;          /* store.conf's default block size; 0 without one */
+    enum cbfs_layout_state state;
+    char example[PATH_MAX];       /* LOST_CONF, CUT_SHORT: the store-relative path of a
+                                   * sidecar or index directory that shows it */
+};
+
+/* The layout of the tree at root_fd whose store.conf is conf (NULL: it has
+ * none). Probes at most CBFS_STORE_PROBE_MAX entries (cbfs_store_find_layout1
+ * without a store.conf, cbfs_store_find_index_dir with one of layout 1).
+ * @return CBFS_OK with *out filled, or the probe's I/O error: then nothing is
+ * told (never a guess). */
+cbfs_err cbfs_store_layout_of(int root_fd, const struct cbfs_store_conf *conf,
+                              struct cbfs_store_layout *out);
+
+/* The same for readers that do not lock the tree (the cbfs tool): reads its
+ * store.conf, if it has one (a tree without .cbfs/ has none). Errors as
+ * cbfs_store_read_conf (msg) or cbfs_store_layout_of. */
+cbfs_err cbfs_store_read_layout(int root_fd, struct cbfs_store_layout *out, char *msg,
                                 size_t msg_cap);
+
+/* The one wording of why a store in state LOST_CONF or CUT_SHORT is refused,
+ * and what to run, into msg: "store ROOT: ...". */
+void cbfs_store_layout_refusal(const struct cbfs_store_layout *l, const char *root, char *msg,
+                               size_t cap);
 
 /* Fills a fresh conf: current version, a new random uuid, created = now, and
  * the given codec/level/block size. */

@@ -215,41 +215,21 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
         cbfs_main_error("%s", msg);
         return -1;
     }
-    *layout = found ? conf.layout : CBFS_LAYOUT_NEWEST;
-    if (found && conf.layout == CBFS_LAYOUT_SUFFIX) {
-        bool cut;
-        char example[PATH_MAX];
-        e = cbfs_store_find_index_dir(cbfs_store_fd(st), &cut, example, sizeof example);
-        if (e || cut) {
-            cbfs_main_error(e ? "store %s: cannot tell whether an upgrade to layout 2 was cut "
-                                "short: %s"
-                              : "store %s: an upgrade to layout 2 was cut short (%s is there, "
-                                "and store.conf still says layout 1): run cbfs fsck --upgrade "
-                                "on it again before mounting it",
-                            path, e ? cbfs_err_str(e) : example);
-            return -1;
-        }
+    struct cbfs_store_layout lay;
+    e = cbfs_store_layout_of(cbfs_store_fd(st), found ? &conf : NULL, &lay);
+    if (e) {
+        cbfs_main_error("store %s: cannot tell its layout (FORMAT.md 1): %s", path,
+                        cbfs_err_str(e));
+        return -1;
     }
+    if (lay.state == CBFS_LAYOUT_CUT_SHORT || lay.state == CBFS_LAYOUT_LOST_CONF) {
+        char why[2 * PATH_MAX + 512];
+        cbfs_store_layout_refusal(&lay, path, why, sizeof why);
+        cbfs_main_error("%s", why);
+        return -1;
+    }
+    *layout = lay.layout;
     if (!found) {
-        bool old;
-        char example[PATH_MAX];
-        e = cbfs_store_find_layout1(cbfs_store_fd(st), &old, example, sizeof example);
-        if (e) {
-            cbfs_main_error("store %s has no %s/%s, and it cannot be told whether it holds "
-                            "sidecars of layout 1: %s",
-                            path, CBFS_STORE_DIR, CBFS_STORE_CONF, cbfs_err_str(e));
-            return -1;
-        }
-        if (old) { /* a layout-1 store that lost its .cbfs/, not a new one */
-            cbfs_main_error("store %s has no %s/%s but holds index sidecars of layout 1 "
-                            "(%s): it lost its store.conf, and would be served as a new store of "
-                            "layout 2 (every compressed file EIO). Write 'format_version=1' "
-                            "into %s/%s/%s (no layout= key: layout 1), mount it, and convert it "
-                            "with cbfs fsck --upgrade",
-                            path, CBFS_STORE_DIR, CBFS_STORE_CONF, example, path, CBFS_STORE_DIR,
-                            CBFS_STORE_CONF);
-            return -1;
-        }
         if (cbfs_options_readonly(o)) return 0; /* nothing is written by a read-only mount */
         cbfs_store_conf_init(&conf, o->set.codec, o->set.level, o->set.block_size);
         e = cbfs_store_write_conf(st, &conf);

@@ -61,6 +61,15 @@ bool cbfs_store_path_reserved(unsigned layout, const char *path)
     const char *const slash = strrchr(path, '/');
     const char *const last = slash ? slash + 1 : path;
     if (cbfs_store_name_hidden(layout, last, false)) return true;
+    if (path[0] != '/') { /* from the root: its first component may be the store's own */
+        const size_t first = strcspn(path, "/");
+        char name[NAME_MAX + 1];
+        if (first < sizeof name) {
+            memcpy(name, path, first);
+            name[first] = '\0';
+            if (cbfs_store_name_hidden(layout, name, true)) return true;
+        }
+    }
     if (layout == CBFS_LAYOUT_SUFFIX) return false; /* a sidecar sits beside its file */
     for (const char *c = path; c < last;) {
         const char *const end = strchr(c, '/');

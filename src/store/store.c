@@ -525,23 +525,70 @@ cbfs_err cbfs_store_read_conf(struct cbfs_store *st, struct cbfs_store_conf *con
     return cbfs_store_read_conf_in(st->meta_fd, conf, found, msg, msg_cap);
 }
 
-cbfs_err cbfs_store_read_layout(int root_fd, unsigned *layout, uint32_t *block_size, char *msg,
+cbfs_err cbfs_store_layout_of(int root_fd, const struct cbfs_store_conf *conf,
+                              struct cbfs_store_layout *out)
+{
+    out->layout = conf ? conf->layout : CBFS_LAYOUT_NEWEST;
+    out->block_size = conf ? conf->block_size : 0;
+    out->state = conf ? CBFS_LAYOUT_CONF : CBFS_LAYOUT_NO_CONF;
+    out->example[0] = '\0';
+    bool found = false;
+    cbfs_err e = CBFS_OK;
+    if (!conf) {
+        e = cbfs_store_find_layout1(root_fd, &found, out->example, sizeof out->example);
+        if (!e && found) {
+            out->layout = CBFS_LAYOUT_SUFFIX;
+            out->state = CBFS_LAYOUT_LOST_CONF;
+        }
+    } else if (conf->layout == CBFS_LAYOUT_SUFFIX) {
+        e = cbfs_store_find_index_dir(root_fd, &found, out->example, sizeof out->example);
+        if (!e && found) out->state = CBFS_LAYOUT_CUT_SHORT;
+    }
+    return e;
+}
+
+cbfs_err cbfs_store_read_layout(int root_fd, struct cbfs_store_layout *out, char *msg,
                                 size_t msg_cap)
 {
     struct cbfs_store_conf conf;
-    bool found;
-    *layout = CBFS_LAYOUT_NEWEST;
-    if (block_size) *block_size = 0;
+    bool found = false;
+    cbfs_err e = CBFS_OK;
+    if (msg_cap) msg[0] = '\0';
     const int meta = openat(root_fd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (meta < 0) {
-        if (msg_cap) snprintf(msg, msg_cap, "cannot open it: %s", strerror(errno));
-        return cbfs_err_from_errno(errno);
+    if (meta >= 0) {
+        e = cbfs_store_read_conf_in(meta, &conf, &found, msg, msg_cap);
+        close(meta);
+    } else if (errno != ENOENT) {
+        e = cbfs_err_from_errno(errno);
+        if (msg_cap) snprintf(msg, msg_cap, "cannot open %s: %s", CBFS_STORE_DIR, cbfs_err_str(e));
     }
-    const cbfs_err e = cbfs_store_read_conf_in(meta, &conf, &found, msg, msg_cap);
-    close(meta);
-    if (e == CBFS_OK && found) *layout = conf.layout;
-    if (e == CBFS_OK && found && block_size) *block_size = conf.block_size;
+    if (!e) {
+        e = cbfs_store_layout_of(root_fd, found ? &conf : NULL, out);
+        if (e && msg_cap)
+            snprintf(msg, msg_cap, "cannot tell its layout: %s", cbfs_err_str(e));
+    }
     return e;
+}
+
+void cbfs_store_layout_refusal(const struct cbfs_store_layout *l, const char *root, char *msg,
+                               size_t cap)
+{
+    if (l->state == CBFS_LAYOUT_CUT_SHORT)
+        snprintf(msg, cap,
+                 "store %s: an upgrade to layout 2 was cut short (%s is there, and store.conf "
+                 "still says layout 1): run cbfs fsck --upgrade on it again before anything "
+                 "else",
+                 root, l->example);
+    else if (l->state == CBFS_LAYOUT_LOST_CONF)
+        snprintf(msg, cap,
+                 "store %s has no %s/%s but holds index sidecars of layout 1 (%s): it lost its "
+                 "store.conf, and would be served as a new store of layout 2 (every compressed "
+                 "file EIO). Write 'format_version=1' into %s/%s/%s (no layout= key: layout 1), "
+                 "mount it, and convert it with cbfs fsck --upgrade",
+                 root, CBFS_STORE_DIR, CBFS_STORE_CONF, l->example, root, CBFS_STORE_DIR,
+                 CBFS_STORE_CONF);
+    else
+        snprintf(msg, cap, "store %s: its layout is %u", root, l->layout);
 }
 
 void cbfs_store_conf_init(struct cbfs_store_conf *conf, const struct cbfs_codec_ops *codec,

@@ -281,7 +281,7 @@ int tool_cat_main(int argc, char **argv)
     if (optind + 1 != argc) return tool_usage(tool_cat_help, false);
     struct tool_loc loc;
     char msg[512];
-    if (tool_loc_resolve(argv[optind], &loc, msg, sizeof msg) != CBFS_OK) {
+    if (tool_loc_resolve(argv[optind], false, &loc, msg, sizeof msg) != CBFS_OK) {
         tool_err("cat", "%s", msg);
         return TOOL_EXIT_USAGE;
     }

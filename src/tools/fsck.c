@@ -284,7 +284,7 @@ int tool_fsck_main(int argc, char **argv)
     const char *const path = argv[optind];
     struct tool_loc loc;
     char msg[512];
-    if (tool_loc_resolve(path, &loc, msg, sizeof msg) != CBFS_OK) {
+    if (tool_loc_resolve(path, upgrade, &loc, msg, sizeof msg) != CBFS_OK) {
         tool_err("fsck", "%s", msg);
         return FSCK_ERROR;
     }
@@ -334,6 +334,9 @@ int tool_fsck_main(int argc, char **argv)
         rc = tool_fsck_upgrade(st, path);
         goto out;
     }
+    /* A tree without .cbfs/ got one from the lock: the walk skips it as a
+     * store root's, not a directory of the store's files. */
+    loc.at_root = true;
     e = cbfs_pool_create(tool_ncpus(), &f.pool);
     if (e) {
         tool_err("fsck", "cannot start workers: %s", cbfs_err_str(e));

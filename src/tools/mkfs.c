@@ -16,7 +16,8 @@ static const char tool_mkfs_help[] =
     "usage: cbfs mkfs [-o codec=C[:L],level=L,block_size=SIZE] STORE\n"
     "Initialises STORE (created if missing): STORE/.cbfs/store.conf records the\n"
     "default codec, level and block size of mounts that do not give them.\n"
-    "exit status: 0 ok, 1 already initialised or mounted, 2 usage or I/O error\n"
+    "exit status: 0 ok, 1 already initialised, mounted, or a store of layout 1 that lost\n"
+    "its store.conf, 2 usage or I/O error\n"
     "options:\n";
 
 static int tool_mkfs_usage(bool asked)
@@ -60,7 +61,7 @@ int tool_mkfs_main(int argc, char **argv)
         return TOOL_EXIT_USAGE;
     }
     struct tool_loc loc;
-    if (tool_loc_resolve(path, &loc, msg, sizeof msg) == CBFS_OK) {
+    if (tool_loc_resolve(path, false, &loc, msg, sizeof msg) == CBFS_OK) {
         const bool mounted = loc.via_mount, inside = loc.in_store && !loc.at_root;
         tool_loc_free(&loc);
         if (mounted || inside) {
@@ -107,6 +108,26 @@ int tool_mkfs_main(int argc, char **argv)
         rc = TOOL_EXIT_PROBLEMS;
         goto out;
     }
+    /* The mount's rule (cbfs_store_layout_of): a tree that holds sidecars of
+     * layout 1 is a store of layout 1 that lost its store.conf, and a new
+     * store.conf (layout 2) would make every compressed file EIO. */
+    struct cbfs_store_layout *const lay = malloc(sizeof *lay);
+    e = lay ? cbfs_store_layout_of(cbfs_store_fd(st), NULL, lay) : CBFS_E_NOMEM;
+    if (e) {
+        tool_err("mkfs", "%s: cannot tell whether it holds sidecars of layout 1: %s", path,
+                 cbfs_err_str(e));
+        free(lay);
+        goto out;
+    }
+    if (lay->state == CBFS_LAYOUT_LOST_CONF) {
+        char why[2 * PATH_MAX + 512];
+        cbfs_store_layout_refusal(lay, path, why, sizeof why);
+        tool_err("mkfs", "%s", why);
+        free(lay);
+        rc = TOOL_EXIT_PROBLEMS;
+        goto out;
+    }
+    free(lay);
     cbfs_store_conf_init(&conf, set.codec, set.level, set.block_size);
     e = cbfs_store_write_conf(st, &conf);
     if (e) {

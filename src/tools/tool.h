@@ -14,6 +14,7 @@
 
 #include "cbfs/err.h"
 #include "cbfs/format.h"
+#include "cbfs/store.h"
 
 struct cbfs_pool;
 
@@ -105,13 +106,19 @@ struct tool_loc {
     bool in_store;    /* the entry or a directory above it is a store root */
     bool at_root;     /* the entry is the store root itself (a directory) */
     struct tool_store store;
+    enum cbfs_layout_state layout_state; /* what the layout rules made of its tree */
 };
 
 /* Resolves path: a path inside a mounted cbfs (fuse.cbfs in
  * /proc/self/mounts) is mapped to its store (the fsname); any other path is
- * taken as a store path. Writes one sentence to msg on failure (e.g. an
- * in-place mount hides its store). @return CBFS_E_NOENT, CBFS_E_NOTSUP, ... */
-cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, size_t msg_cap);
+ * taken as a store path. Its layout is its store's (cbfs_store_read_layout);
+ * outside a store, the one the layout rules make of the directory given, or
+ * of a file's directory. A store whose upgrade was cut short is refused
+ * unless upgrading (cbfs fsck --upgrade, which finishes it). Writes one
+ * sentence to msg on failure (e.g. an in-place mount hides its store).
+ * @return CBFS_E_NOENT, CBFS_E_NOTSUP, ... */
+cbfs_err tool_loc_resolve(const char *path, bool upgrading, struct tool_loc *loc, char *msg,
+                          size_t msg_cap);
 void tool_loc_free(struct tool_loc *loc);
 /* After a walk that found no cbfs file: if loc is not in a store either,
  * prints "PATH is not a cbfs store or file" for sub. @return true if so. */

@@ -102,7 +102,8 @@ bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbf
     return true;
 }
 
-cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, size_t cap)
+cbfs_err tool_loc_resolve(const char *path, bool upgrading, struct tool_loc *loc, char *msg,
+                          size_t cap)
 {
     memset(loc, 0, sizeof *loc);
     loc->dirfd = -1;
@@ -127,39 +128,70 @@ cbfs_err tool_loc_resolve(const char *path, struct tool_loc *loc, char *msg, siz
     loc->via_mount = mapped != NULL;
     loc->in_store = loc->via_mount || cbfs_store_root_of(p, true, &root_len);
     loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
-    loc->store.layout = CBFS_LAYOUT_SUFFIX;
-    if (loc->in_store) {
-        char root[PATH_MAX];
+    /* The tree whose layout counts: the store's; outside one (a store that
+     * lost its .cbfs/, a copy of part of one), the directory given or the
+     * file's, read by the same rules as a store without a store.conf. */
+    char root[PATH_MAX];
+    if (loc->in_store)
         snprintf(root, sizeof root, "%.*s", (int)root_len, p);
-        const int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        char why[256];
-        e = rfd < 0 ? cbfs_err_from_errno(errno)
-                    : cbfs_store_read_layout(rfd, &loc->store.layout, &loc->store.bs.size,
-                                             why, sizeof why);
-        if (rfd >= 0) close(rfd);
-        if (e) {
-            snprintf(msg, cap, "%s: cannot read its %s/%s: %s", root, CBFS_STORE_DIR,
-                     CBFS_STORE_CONF, rfd < 0 ? cbfs_err_str(e) : why);
-            goto fail;
-        }
+    else if (S_ISDIR(st.st_mode))
+        snprintf(root, sizeof root, "%s", p);
+    else {
+        const char *const sl = strrchr(p, '/');
+        snprintf(root, sizeof root, "%.*s", sl == p ? 1 : (int)(sl - p), p);
     }
+    struct cbfs_store_layout *const lay = malloc(sizeof *lay); /* PATH_MAX inside */
+    if (!lay) goto nomem;
+    const int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char why[512];
+    e = rfd < 0 ? cbfs_err_from_errno(errno) : cbfs_store_read_layout(rfd, lay, why, sizeof why);
+    if (rfd >= 0) close(rfd);
+    if (e) {
+        if (rfd < 0) snprintf(why, sizeof why, "%s", cbfs_err_str(e));
+        if (loc->in_store)
+            snprintf(msg, cap, "%s: cannot read its %s/%s: %s", root, CBFS_STORE_DIR,
+                     CBFS_STORE_CONF, why);
+        else
+            snprintf(msg, cap, "%s: %s", root, why);
+        free(lay);
+        goto fail;
+    }
+    loc->store.layout = lay->layout;
+    if (loc->in_store) loc->store.bs.size = lay->block_size;
+    loc->layout_state = lay->state;
+    if (lay->state == CBFS_LAYOUT_CUT_SHORT && !upgrading) {
+        cbfs_store_layout_refusal(lay, root, msg, cap);
+        free(lay);
+        e = CBFS_E_INVAL;
+        goto fail;
+    }
+    free(lay);
     /* shown as the walk shows the names below it */
     const size_t dcap = 4 * strlen(path) + 1;
     loc->display = malloc(dcap);
     if (!loc->display) goto nomem;
     (void)tool_name_escape(loc->display, dcap, path);
+    /* A sidecar, an index directory or the store's own .cbfs/ is no file or
+     * directory of the mount: walked as one, its bytes would be taken for
+     * data. Outside a store the path is absolute: no root to tell .cbfs/ by. */
+    const char *rel = loc->in_store ? p + root_len : p;
+    if (loc->in_store && *rel == '/') rel++;
+    if (!loc->at_root && cbfs_store_path_reserved(loc->store.layout, rel)) {
+        snprintf(msg, cap,
+                 S_ISDIR(st.st_mode) ? "%s is the store's own (an index directory or %s/), not "
+                                       "a directory of its files"
+                                     : "%s is an index sidecar or the store's own (in %s/); "
+                                       "name a data file instead",
+                 path, CBFS_STORE_DIR);
+        e = CBFS_E_INVAL;
+        goto fail;
+    }
     if (S_ISDIR(st.st_mode)) {
         loc->is_dir = true;
         loc->name = strdup(".");
         loc->dirfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
     } else if (S_ISREG(st.st_mode)) {
         const char *const slash = strrchr(p, '/');
-        /* outside a store the layout is 1's: only the file's own name counts */
-        if (cbfs_store_path_reserved(loc->store.layout, loc->in_store ? p + root_len : p)) {
-            snprintf(msg, cap, "%s is an index sidecar; name its data file instead", path);
-            e = CBFS_E_INVAL;
-            goto fail;
-        }
         loc->name = strdup(slash + 1);
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%.*s", slash == p ? 1 : (int)(slash - p), p);
@@ -384,7 +416,7 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
     for (int i = 0; i < n; i++) {
         struct tool_loc loc;
         char msg[512];
-        if (tool_loc_resolve(paths[i], &loc, msg, sizeof msg) != CBFS_OK) {
+        if (tool_loc_resolve(paths[i], false, &loc, msg, sizeof msg) != CBFS_OK) {
             tool_err(req->sub, "%s", msg);
             errors++;
             continue;

@@ -3,6 +3,9 @@
 # as it is: its sidecars stay where they are, f_namemax stays 247. `cbfs fsck --upgrade`
 # converts it offline to layout 2 with every byte intact (each sidecar moves unchanged
 # to DIR/.cbfsidx/NAME), also when an earlier run was cut short, and a rerun is a no-op.
+# The tools take the mount's layout rules (cbfs_store_layout_of): mkfs refuses a layout-1
+# store that lost .cbfs/, verify and fsck --repair refuse an upgrade cut short, and a
+# layout-2 store that lost .cbfs/ is read (and repaired) as layout 2.
 . "$(dirname "$0")/lib.sh"
 CBFS=${CBFS_TOOL_BIN:-$(dirname "$CBFS_MOUNT_BIN")/cbfs}
 [[ -x $CBFS ]] || fail "tool not built: $CBFS"
@@ -40,6 +43,14 @@ rc=0; timeout 20 "$CBFS_MOUNT_BIN" -f "$store" "$mnt" >"$T/lost.out" 2>&1 || rc=
 check_eq 1 "$rc" "mount of a layout-1 store without store.conf ($(cat "$T/lost.out"))"
 grep -q "holds index sidecars of layout 1" "$T/lost.out" || fail "message: $(cat "$T/lost.out")"
 [[ -e $store/.cbfs/store.conf ]] && fail "the refused mount wrote a store.conf"
+# mkfs takes the same rule (cbfs_store_layout_of): it wrote layout=2 over such a store
+rc=0; "$CBFS" mkfs "$store" >"$T/mkfs.out" 2>&1 || rc=$?
+check_eq 1 "$rc" "mkfs of a layout-1 store without store.conf ($(cat "$T/mkfs.out"))"
+grep -q "holds index sidecars of layout 1" "$T/mkfs.out" || fail "mkfs message: $(cat "$T/mkfs.out")"
+[[ -e $store/.cbfs/store.conf ]] && fail "the refused mkfs wrote a store.conf"
+# the tools read it as the layout its sidecars are in
+check "$CBFS" verify "$store"
+grep -q ' 0 problem(s)' "$T/check.out" || fail "verify of the store that lost .cbfs/: $(cat "$T/check.out")"
 rm -rf "$store/.cbfs" && mv "$T/cbfs.saved" "$store/.cbfs"
 
 # every store file's bytes, keyed by where layout 2 puts it
@@ -59,6 +70,16 @@ rc=0; timeout 20 "$CBFS_MOUNT_BIN" -f "$store" "$mnt" >"$T/cut.out" 2>&1 || rc=$
 check_eq 1 "$rc" "mount of a store whose upgrade was cut short ($(cat "$T/cut.out"))"
 grep -q "upgrade to layout 2 was cut short (d/.cbfsidx" "$T/cut.out" || fail "message: $(cat "$T/cut.out")"
 cbfs_tool
+# The tools take the same rule: read as layout 1, the moved sidecar's file had no
+# sidecar, and fsck --repair rebuilt one beside it (both homes then held one).
+cut=$(digest)
+rc=0; "$CBFS" verify "$store" >"$T/cutv.out" 2>&1 || rc=$?
+check_eq 2 "$rc" "verify of a store whose upgrade was cut short ($(cat "$T/cutv.out"))"
+grep -q "cut short (d/.cbfsidx" "$T/cutv.out" || fail "verify message: $(cat "$T/cutv.out")"
+rc=0; "$CBFS" fsck --repair "$store" >"$T/cutf.out" 2>&1 || rc=$?
+check_eq 8 "$rc" "fsck --repair of a store whose upgrade was cut short ($(cat "$T/cutf.out"))"
+grep -q "cut short (d/.cbfsidx" "$T/cutf.out" || fail "fsck message: $(cat "$T/cutf.out")"
+check_eq "$cut" "$(digest)" "every store byte after the refused fsck --repair"
 "$CBFS" fsck --upgrade "$store" >"$T/up.out" 2>&1 || fail "fsck --upgrade: $(cat "$T/up.out")"
 grep -q 'sidecar(s) moved' "$T/up.out" || fail "fsck --upgrade said: $(cat "$T/up.out")"
 grep -qx 'layout=2' "$store/.cbfs/store.conf" || fail "store.conf does not record layout 2"
@@ -79,5 +100,25 @@ cbfs_umount "$mnt"
 cbfs_mount "$store" "$mnt"
 check_eq user "$(cat "$mnt/x.cbfsidx")" "a user's x.cbfsidx after the upgrade"
 check_eq "$(cat "$T/data.csv"; echo more)" "$(cat "$mnt/a.csv")" "a hard-linked file written after the upgrade"
+cbfs_umount "$mnt"
+
+# A store of layout 2 that lost its .cbfs/ is served as one (a first mount writes
+# layout=2). The tools took such a tree for layout 1: every sidecar "missing", and
+# fsck --repair wrote NAME.cbfsidx beside each file, after which the mount refused it.
+mv "$store/.cbfs" "$T/cbfs.saved2"
+check "$CBFS" verify "$store"
+grep -q ' 0 problem(s)' "$T/check.out" || fail "verify of a layout-2 store without .cbfs/: $(cat "$T/check.out")"
+"$CBFS" fsck --repair "$store" >"$T/rep.out" 2>&1 || fail "fsck --repair: $(cat "$T/rep.out")"
+grep -q ' 0 problem(s)' "$T/rep.out" || fail "fsck --repair said: $(cat "$T/rep.out")"
+left=$(find "$store" -name '*.cbfsidx' ! -name .cbfsidx ! -name x.cbfsidx ! -path '*/.cbfsidx/*')
+[[ -z $left ]] || fail "fsck --repair wrote layout-1 sidecars into a layout-2 store: $left"
+# ... and a data file's path through an index directory, or in .cbfs/, names no file
+rc=0; "$CBFS" verify "$store/d/.cbfsidx" >"$T/idx.out" 2>&1 || rc=$?
+check_eq 2 "$rc" "verify of an index directory ($(cat "$T/idx.out"))"
+rm -rf "$store/.cbfs" && mv "$T/cbfs.saved2" "$store/.cbfs"
+rc=0; "$CBFS" cat "$store/.cbfs/store.conf" >/dev/null 2>"$T/conf.out" || rc=$?
+check_eq 2 "$rc" "cat of store.conf ($(cat "$T/conf.out"))"
+cbfs_mount "$store" "$mnt"
+check_eq "$(cat "$T/data.csv"; echo more)" "$(cat "$mnt/a.csv")" "a.csv after the tools ran on the store without .cbfs/"
 cbfs_umount "$mnt"
 pass

@@ -99,6 +99,11 @@ Test(store_layout, path_reserved_both_layouts)
     cr_assert_not(cbfs_store_path_reserved(L2, "/d/x.cbfsidx/a.csv"));
     cr_assert_not(cbfs_store_path_reserved(L2, "/d/.cbfsidxx/a.csv"));
     cr_assert_not(cbfs_store_path_reserved(L2, "/.cbfs/a.csv"));
+    /* from the root, the store's own directory and what is in it */
+    cr_assert(cbfs_store_path_reserved(L2, ".cbfs/store.conf"));
+    cr_assert(cbfs_store_path_reserved(L1, ".cbfs"));
+    cr_assert_not(cbfs_store_path_reserved(L2, "d/.cbfs/a.csv"));
+    cr_assert_not(cbfs_store_path_reserved(L2, ".cbfsx/a.csv"));
 }
 
 Test(store_layout, name_check_both_layouts)
@@ -519,14 +524,63 @@ Test(store_meta, conf_layout_key, .init = st_setup, .fini = st_teardown)
     cr_assert_eq(st_conf("format_version=1\nlayout=2\n", &conf, msg, sizeof msg), CBFS_OK);
     cr_assert_eq(conf.layout, CBFS_LAYOUT_INDEXDIR);
     const int root = open(st_dir, O_PATH | O_DIRECTORY);
-    unsigned layout = 0;
-    cr_assert_eq(cbfs_store_read_layout(root, &layout, NULL, msg, sizeof msg), CBFS_OK, "%s", msg);
-    cr_assert_eq(layout, CBFS_LAYOUT_INDEXDIR, "read without the lock, as the tool does");
+    static struct cbfs_store_layout lay;
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.layout, CBFS_LAYOUT_INDEXDIR, "read without the lock, as the tool does");
+    cr_assert_eq(lay.state, CBFS_LAYOUT_CONF);
     st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\nlayout=3\n", 26);
-    cr_assert_eq(cbfs_store_read_layout(root, &layout, NULL, msg, sizeof msg), CBFS_E_VERSION);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_E_VERSION);
     cr_assert(strstr(msg, "upgrade cbfs"), "%s", msg);
     st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\nlayout=x\n", 26);
-    cr_assert_eq(cbfs_store_read_layout(root, &layout, NULL, msg, sizeof msg), CBFS_E_INVAL);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_E_INVAL);
+    close(root);
+}
+
+/* The layout rules of FORMAT.md 1 as the daemon and the tools both take them
+ * (cbfs_store_layout_of): a tree without store.conf is the newest layout
+ * unless it holds sidecars of layout 1; one whose store.conf says layout 1
+ * and that holds an index directory is an upgrade cut short. */
+Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
+     .fini = st_teardown)
+{
+    char msg[256];
+    static struct cbfs_store_layout lay;
+    const int root = open(st_dir, O_PATH | O_DIRECTORY);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "no .cbfs/: %s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_NO_CONF);
+    cr_assert_eq(lay.layout, CBFS_LAYOUT_NEWEST);
+    /* a store of layout 2 that lost its .cbfs/: still layout 2 */
+    cr_assert_eq(mkdir(st_path("d"), 0755), 0);
+    cr_assert_eq(mkdir(st_path("d/" CBFS_INDEX_DIR), 0711), 0);
+    st_write("d/a", "x", 1);
+    st_write("d/" CBFS_INDEX_DIR "/a", "y", 1);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_NO_CONF);
+    cr_assert_eq(lay.layout, CBFS_LAYOUT_INDEXDIR);
+    /* a sidecar of layout 1 beside its file: a layout-1 store that lost it */
+    st_write("b", "x", 1);
+    st_write("b" CBFS_INDEX_SUFFIX, "y", 1);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_LOST_CONF);
+    cr_assert_eq(lay.layout, CBFS_LAYOUT_SUFFIX, "its files read as layout 1's");
+    cr_assert_str_eq(lay.example, "b" CBFS_INDEX_SUFFIX);
+    char why[2 * PATH_MAX + 512];
+    cbfs_store_layout_refusal(&lay, "/s", why, sizeof why);
+    cr_assert(strstr(why, "lost its store.conf") && strstr(why, "format_version=1"), "%s", why);
+    /* store.conf says layout 1, and d/.cbfsidx/ is there: cut short */
+    cr_assert_eq(mkdir(st_path(CBFS_STORE_DIR), 0700), 0);
+    st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\n", 17);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_CUT_SHORT);
+    cr_assert_eq(lay.layout, CBFS_LAYOUT_SUFFIX);
+    cr_assert_str_eq(lay.example, "d/" CBFS_INDEX_DIR);
+    cbfs_store_layout_refusal(&lay, "/s", why, sizeof why);
+    cr_assert(strstr(why, "cut short") && strstr(why, "fsck --upgrade"), "%s", why);
+    /* store.conf says layout 2: what it says */
+    st_write(CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\nlayout=2\n", 26);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_CONF);
+    cr_assert_eq(lay.layout, CBFS_LAYOUT_INDEXDIR);
     close(root);
 }
 
