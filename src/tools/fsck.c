@@ -348,9 +348,12 @@ int tool_fsck_main(int argc, char **argv)
     if (cbfs_store_asides(st, path, aside, sizeof aside)) printf("%s\n", aside);
     if (tool_loc_not_cbfs(&loc, "fsck", f.cbfs_files)) goto out;
     printf("fsck %s: %" PRIu64 " file(s), %" PRIu64 " problem(s), %" PRIu64 " repaired, %" PRIu64
-           " left uncorrected%s\n",
+           " left uncorrected%s",
            path, f.files, f.problems, f.fixed, f.left,
            f.left && !f.repair ? " (run with --repair)" : "");
+    /* what could not be read was not checked: never a clean summary */
+    if (f.errors) printf(", %u error(s): not all was checked (see above)", f.errors);
+    putchar('\n');
     rc = f.errors ? FSCK_ERROR : f.left ? FSCK_UNCORRECTED : f.fixed ? FSCK_CORRECTED : FSCK_CLEAN;
 out:
     cbfs_store_close(st);

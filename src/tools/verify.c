@@ -91,9 +91,9 @@ static void tool_verify_json(const struct tool_verify *v, double secs)
 {
     printf("{\"files\":%" PRIu64 ",\"plain\":%" PRIu64 ",\"blocks\":%" PRIu64
            ",\"logical_bytes\":%" PRIu64 ",\"frame_bytes\":%" PRIu64
-           ",\"seconds\":%.3f,\"mb_per_s\":%.1f,\"problems\":[",
+           ",\"seconds\":%.3f,\"mb_per_s\":%.1f,\"errors\":%u,\"problems\":[",
            v->files, v->plain, v->chk.blocks, v->chk.logical_bytes, v->chk.frame_bytes, secs,
-           secs > 0 ? (double)v->chk.logical_bytes / 1e6 / secs : 0.0);
+           secs > 0 ? (double)v->chk.logical_bytes / 1e6 / secs : 0.0, v->errors);
     for (size_t i = 0; i < v->chk.n; i++) {
         const struct tool_problem *const p = &v->chk.v[i];
         printf("%s\n  {\"file\":", i ? "," : "");
@@ -158,9 +158,12 @@ int tool_verify_main(int argc, char **argv)
         tool_check_print(&v.chk, stdout);
         char lb[32];
         printf("verified %" PRIu64 " file(s) (%" PRIu64 " plain), %" PRIu64
-               " block(s), %s logical in %.2f s (%.0f MB/s): %zu problem(s)\n",
+               " block(s), %s logical in %.2f s (%.0f MB/s): %zu problem(s)",
                v.files, v.plain, v.chk.blocks, tool_fmt_bytes(v.chk.logical_bytes, lb, sizeof lb),
                secs, secs > 0 ? (double)v.chk.logical_bytes / 1e6 / secs : 0.0, v.chk.n);
+        /* what could not be read was not checked: never a clean summary */
+        if (v.errors) printf(", %u error(s): not all was checked (see above)", v.errors);
+        putchar('\n');
     }
     const int rc = v.errors ? TOOL_EXIT_USAGE : v.chk.n ? TOOL_EXIT_PROBLEMS : TOOL_EXIT_OK;
     tool_check_free(&v.chk);

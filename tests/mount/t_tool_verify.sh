@@ -120,6 +120,21 @@ want = os.path.join(sys.argv[2], sys.argv[3], "f")
 got = [p["file"] for p in d["problems"]]
 assert want in got, (want, got)' "$T/named.json" "$T/named" "$fake" ||
     fail "verify --json does not give the name as it is: $(cat "$T/named.json")"
+# A file that cannot be checked at all (its sidecar a dangling symlink) is an error:
+# the summary and --json say so, never "0 problem(s)" alone.
+mv "$T/named/$fake/.cbfsidx/f" "$T/f.side"
+ln -s /nonexistent "$T/named/$fake/.cbfsidx/f"
+rc=0
+"$CBFS" verify --json "$T/named" >"$T/err.json" 2>"$T/err.log" || rc=$?
+check_eq 2 "$rc" "verify of a file whose sidecar is a dangling symlink"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["errors"] == 1, d' \
+    "$T/err.json" || fail "verify --json does not count the error: $(cat "$T/err.json")"
+rc=0
+"$CBFS" verify "$T/named" >"$T/err.out" 2>&1 || rc=$?
+check_eq 2 "$rc" "verify (text) of the same"
+grep -q '0 problem(s), 1 error(s): not all was checked' "$T/err.out" ||
+    fail "the summary does not say that a file was not checked: $(cat "$T/err.out")"
+rm "$T/named/$fake/.cbfsidx/f" && mv "$T/f.side" "$T/named/$fake/.cbfsidx/f"
 # not a store
 mkdir -p "$T/plain" && echo x >"$T/plain/f"
 rc=0
