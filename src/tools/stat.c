@@ -10,6 +10,7 @@
  * directory. */
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,8 @@ struct tool_stat_row {
     uint64_t dead_frames, dead_bytes;
     uint32_t block_size;           /* 0: plain file, or mixed in totals */
     unsigned codec_mask;           /* bit per codec id of compressed frames */
-    int level[CBFS_CODEC_MAX_ID + 1]; /* first level seen per codec */
+    int level[CBFS_CODEC_MAX_ID + 1]; /* first level read per codec; TOOL_LEVEL_UNREAD
+                                         while no frame header of it could be read */
 };
 
 /* A file kept for --plot. */
@@ -63,8 +65,11 @@ struct tool_stat_ctx {
     size_t nitems, cap;
 };
 
+#define TOOL_LEVEL_UNREAD INT_MIN
+
 /* Counts block kinds and codecs; reads one frame header per codec for its
- * level (the index does not record levels). */
+ * level (the index does not record levels), the next frame's where one
+ * cannot be read: a damaged header tells no level, and none is made up. */
 static void tool_stat_scan(const struct tool_file *tf, struct tool_stat_row *r)
 {
     const struct cbfs_index *const idx = &tf->idx;
@@ -86,14 +91,15 @@ static void tool_stat_scan(const struct tool_file *tf, struct tool_stat_row *r)
         } else {
             r->compressed++;
             r->mix[e->codec <= CBFS_CODEC_MAX_ID ? e->codec : TOOL_MIX_RAW] += len;
-            if (e->codec <= CBFS_CODEC_MAX_ID && !(r->codec_mask & (1u << e->codec))) {
+            if (e->codec <= CBFS_CODEC_MAX_ID &&
+                (!(r->codec_mask & (1u << e->codec)) || r->level[e->codec] == TOOL_LEVEL_UNREAD)) {
                 struct cbfs_frame_hdr h;
                 r->codec_mask |= 1u << e->codec;
                 r->level[e->codec] = cbfs_frame_read_hdr(tf->data_fd, e->offset,
                                                          (uint64_t)tf->data_st.st_size,
                                                          &h) == CBFS_OK
                                          ? h.level
-                                         : 0;
+                                         : TOOL_LEVEL_UNREAD;
             }
         }
     }
@@ -112,7 +118,9 @@ static void tool_stat_codecs(const struct tool_stat_row *r, bool plain, char *bu
             snprintf(name, sizeof name, "%s", ops->name);
         else
             snprintf(name, sizeof name, "codec%u", c);
-        const int w = snprintf(buf + n, cap - n, "%s%s:%d", n ? "," : "", name, r->level[c]);
+        char lv[16] = "?"; /* no header of the codec's frames could be read */
+        if (r->level[c] != TOOL_LEVEL_UNREAD) snprintf(lv, sizeof lv, "%d", r->level[c]);
+        const int w = snprintf(buf + n, cap - n, "%s%s:%s", n ? "," : "", name, lv);
         if (w < 0 || (size_t)w >= cap - n) break;
         n += (size_t)w;
     }
@@ -193,7 +201,9 @@ static void tool_stat_add(struct tool_stat_row *t, const struct tool_stat_row *r
     t->dead_bytes += r->dead_bytes;
     for (unsigned k = 0; k < TOOL_MIX_N; k++) t->mix[k] += r->mix[k];
     for (unsigned c = 0; c <= CBFS_CODEC_MAX_ID; c++)
-        if ((r->codec_mask & (1u << c)) && !(t->codec_mask & (1u << c))) t->level[c] = r->level[c];
+        if ((r->codec_mask & (1u << c)) &&
+            (!(t->codec_mask & (1u << c)) || t->level[c] == TOOL_LEVEL_UNREAD))
+            t->level[c] = r->level[c];
     t->codec_mask |= r->codec_mask;
     if (first)
         t->block_size = r->block_size;
@@ -235,7 +245,11 @@ static int tool_stat_one(void *arg, const struct tool_store *store, int dirfd, c
     const char *what = "plain";
     struct tool_stat_stock stock = {.known = false};
     bool has_stock = false;
-    if (!tf.is_cbfs) {
+    if (!tf.is_cbfs && tf.envelope_damaged) { /* its bytes are most likely raw frames */
+        tool_err("stat", "%s: %s", display, tool_envelope_damaged_msg);
+        c->bad++;
+        what = "damaged";
+    } else if (!tf.is_cbfs) {
         r.logical = r.data_bytes;
         r.mix[TOOL_MIX_PLAIN] = r.logical;
     } else if (tf.load_err) {

@@ -136,4 +136,19 @@ cbfs_umount "$mnt"
 reads=$(bash -c '"$1" stat "$2" >/dev/null && sed -n "s/^syscr: //p" /proc/$$/io' _ "$CBFS" "$T/big/big.csv")
 ((reads < 512)) || fail "cbfs stat of a file of 2048 frames made $reads read calls"
 note "stat of a file of 2048 frames: $reads read calls"
+
+# A damaged header of frame 0 tells no level: the next frame's is shown, never a made-up
+# 0 ("zstd:0" for a zstd:3 file).
+cp -a "$store" "$T/dmg"
+printf '\xff' | dd of="$T/dmg/sub/b.bin" bs=1 seek=20 conv=notrunc status=none
+check "$CBFS" stat --json "$T/dmg/sub/b.bin"
+python3 -c 'import json, sys; f = json.load(open(sys.argv[1]))["files"][0]; assert f["codecs"] == "zstd:3", f' \
+    "$T/check.out" || fail "stat with frame 0's header damaged: $(cat "$T/check.out")"
+# A file that lost its sidecar and starts with a damaged frame envelope is a damaged
+# file for stat too (exit 1), as for verify and cat: not a plain file of ratio 1.00.
+rm "$T/dmg/.cbfsidx/a.csv"
+printf '\xff' | dd of="$T/dmg/a.csv" bs=1 seek=9 conv=notrunc status=none
+rc=0; "$CBFS" stat "$T/dmg/a.csv" >"$T/env.out" 2>&1 || rc=$?
+check_eq 1 "$rc" "stat of a file with a damaged envelope and no sidecar ($(cat "$T/env.out"))"
+grep -q 'damaged cbfs frame envelope' "$T/env.out" || fail "stat message: $(cat "$T/env.out")"
 pass
