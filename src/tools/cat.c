@@ -80,6 +80,17 @@ static cbfs_err tool_cat_plain(const struct tool_file *tf, uint64_t off, uint64_
     return CBFS_OK;
 }
 
+/* No sidecar file, and the data file ends in bytes that are no whole frame:
+ * nothing tells where the file ended (the records would), so what the frames
+ * reach may be a prefix of it (the data file cut short) as well as all that
+ * was ever written (a torn last write). verify reports both; cat refuses it
+ * as the other cases of an end it cannot tell, and --keep-going prints what
+ * the frames reach, which is what the mount serves. */
+static bool tool_cat_end_unknown(const struct tool_file *tf)
+{
+    return tf->idx_fd < 0 && tf->rep.data_tail_bytes && !tf->rep.tail_kept;
+}
+
 /* Sidecar records that point at frames the data file does not hold. */
 static bool tool_cat_records_dropped(const struct cbfs_index_report *r)
 {
@@ -91,10 +102,11 @@ static bool tool_cat_records_dropped(const struct cbfs_index_report *r)
  * are not there, or a rebuild could not pass damage: then the file could come
  * out short or with older versions of blocks (tool_cat_unreachable says
  * which). */
-static bool tool_cat_reaches_all(const struct cbfs_index_report *r)
+static bool tool_cat_reaches_all(const struct tool_file *tf)
 {
+    const struct cbfs_index_report *const r = &tf->rep;
     return !(r->data_tail_bytes && r->tail_kept) && !tool_cat_records_dropped(r) &&
-           !r->frames_unreachable;
+           !r->frames_unreachable && !tool_cat_end_unknown(tf);
 }
 
 /* After a reload (tool_file_look_again): is what cat printed from the old
@@ -107,7 +119,7 @@ static bool tool_cat_printed_same(const struct cbfs_index *old, const struct too
                                   uint64_t from, uint64_t upto, uint64_t end)
 {
     const struct cbfs_index *const now = &tf->idx;
-    if (now->block_size != old->block_size || now->size < end || !tool_cat_reaches_all(&tf->rep))
+    if (now->block_size != old->block_size || now->size < end || !tool_cat_reaches_all(tf))
         return false;
     for (uint64_t b = from; b < upto; b++) {
         const struct cbfs_index_entry *const x = cbfs_index_get(old, b);
@@ -234,7 +246,13 @@ static bool tool_cat_unreachable(const char *display, const struct tool_file *tf
         tool_err("cat", "%s: frames of the file lie past damage that the load cannot pass (no "
                  "sidecar, or its records lost)",
                  display);
-    return !tool_cat_reaches_all(r);
+    else if (tool_cat_end_unknown(tf))
+        tool_err("cat",
+                 "%s: offset %" PRIu64 ": no sidecar, and the data file ends in %" PRIu64
+                 " byte(s) that are no whole frame: where the file ended cannot be told (the "
+                 "data file cut short, or its last write torn)",
+                 display, tf->idx.data_end, r->data_tail_bytes);
+    return !tool_cat_reaches_all(tf);
 }
 
 /* "OFF:LEN" or "OFF:" (to the end). */
@@ -328,7 +346,7 @@ int tool_cat_main(int argc, char **argv)
      * again, as verify does, before calling the file damaged. */
     enum tool_look look = TOOL_LOOK_STANDS;
     unsigned looks = 0;
-    while (tf.is_cbfs && !tool_cat_reaches_all(&tf.rep) &&
+    while (tf.is_cbfs && !tool_cat_reaches_all(&tf) &&
            (look = tool_file_look_again(&tf, &looks, NULL)) == TOOL_LOOK_AGAIN)
         continue; /* tf holds the index as it is now */
     if (look == TOOL_LOOK_GONE)

@@ -7,7 +7,8 @@
 # can reach with it. verify calls that tail what it is (kept, unreachable
 # frames), not a torn tail. The daemon does not serve the file at all (it read
 # blocks 0..4 as the whole file, and its first writable open wrote a sidecar
-# of them, which made that for good).
+# of them, which made that for good). Also a file without sidecar whose data file ends
+# inside a frame: its end cannot be told either.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 cbfs_expect_log_errors 'frames past damage cannot be reached|not served' 
@@ -54,4 +55,16 @@ cbfs_umount "$mnt"
 "$CBFS" cat "$store/g" >"$T/got" 2>"$T/cat.err" || fail "cat of a whole file: $(cat "$T/cat.err")"
 [[ ! -s $T/cat.err ]] || fail "cat of a whole file wrote to stderr: $(cat "$T/cat.err")"
 same_file "$T/want" "$T/got"
+# Its sidecar lost and its data file cut inside a frame: nothing tells where it ended.
+# cat printed the frames before the cut and exited 0, silent (helper-47's F4).
+rm "$store/.cbfsidx/g"
+truncate -s $((4 * 65536)) "$store/g"
+rc=0; "$CBFS" cat "$store/g" >"$T/got2" 2>"$T/cut.err" || rc=$?
+check_eq 1 "$rc" "cat of a file without sidecar cut inside a frame ($(cat "$T/cut.err"))"
+[[ ! -s $T/got2 ]] || fail "it printed $(stat -c %s "$T/got2") bytes without --keep-going"
+grep -q 'where the file ended cannot be told' "$T/cut.err" || fail "message: $(cat "$T/cut.err")"
+rc=0; "$CBFS" cat --keep-going "$store/g" >"$T/got2" 2>/dev/null || rc=$?
+check_eq 1 "$rc" "cat --keep-going of it"
+n=$(stat -c %s "$T/got2")
+((n > 0)) && cmp -s -n "$n" "$T/want" "$T/got2" || fail "--keep-going printed $n bytes, not a prefix of the file"
 pass
