@@ -343,6 +343,12 @@ cbfs_err cbfs_index_put_header(const struct cbfs_index *idx, int idx_fd);
 cbfs_err cbfs_frame_read_hdr(int data_fd, uint64_t off, uint64_t file_size,
                              struct cbfs_frame_hdr *h);
 
+/* Looks for a frame header that decodes (cbfs_frame_read_hdr: any file's) at
+ * an offset in (from, to) of the data file of size dsize: from itself is
+ * skipped. @return CBFS_OK with *found (and *at), or a read error. */
+cbfs_err cbfs_frame_find_header(int data_fd, uint64_t dsize, uint64_t from, uint64_t to,
+                                uint64_t *at, bool *found);
+
 /* Called for each frame of a walk, in file order: off is the frame header's
  * offset, h its decoded header. Setting *stop ends the walk there with
  * CBFS_OK. @return CBFS_OK to go on; anything else stops the walk, which

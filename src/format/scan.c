@@ -593,6 +593,27 @@ cbfs_err cbfs_load_rescan(int data_fd, uint64_t dsize, const struct cbfs_index *
     return e;
 }
 
+/* cbfs_frame_find_header's accept: a header that decodes, of any file. */
+static cbfs_err cbfs_frame_find_one(void *arg, uint64_t at, bool *take)
+{
+    struct cbfs_load_frame_of *const w = arg;
+    struct cbfs_frame_hdr h;
+    const cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
+    *take = e == CBFS_OK;
+    if (*take) w->at = at;
+    return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
+}
+
+cbfs_err cbfs_frame_find_header(int data_fd, uint64_t dsize, uint64_t from, uint64_t to,
+                                uint64_t *at, bool *found)
+{
+    struct cbfs_load_frame_of w = {.data_fd = data_fd, .dsize = dsize};
+    if (to > dsize) to = dsize;
+    const cbfs_err e = cbfs_load_find_magic(data_fd, from, to, cbfs_frame_find_one, &w, found);
+    *at = w.at;
+    return e;
+}
+
 /* Does the tail [from, dsize) contain the frame envelope magic anywhere? A
  * torn write leaves at most a partial frame; a damaged header followed by
  * good frames leaves magic further on — that tail must never be cut. Tails

@@ -331,6 +331,12 @@ int tool_cat_main(int argc, char **argv)
                  "closed or fsync'd is not there (cat(1) through the mount reads it)",
                  loc.display);
     unsigned damaged = 0;
+    /* Printed, as a plain file is: it may be one (a disk image that holds a
+     * store), and cat is how its bytes are got out. Said, so that raw frames
+     * are not taken for the file unwarned. */
+    if (tf.frame_inside)
+        tool_err("cat", "%s: " TOOL_FRAME_INSIDE_FMT "; printed as it is", loc.display,
+                 tf.frame_inside);
     if (tf.envelope_damaged) { /* its bytes are most likely raw frames */
         damaged++;
         tool_err("cat", "%s: %s%s", loc.display, tool_envelope_damaged_msg,

@@ -275,6 +275,10 @@ cbfs_err tool_check_file(struct cbfs_pool *pool, const char *display, const stru
             tool_check_add(chk, display, 0, "%s", tool_envelope_damaged_msg);
             chk->unrepairable = true;
         }
+        if (tf->frame_inside) {
+            tool_check_add(chk, display, 0, TOOL_FRAME_INSIDE_FMT, tf->frame_inside);
+            chk->unrepairable = true;
+        }
         return CBFS_OK;
     }
     if (tf->load_err) {

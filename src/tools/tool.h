@@ -6,6 +6,7 @@
 #ifndef CBFS_TOOL_H
 #define CBFS_TOOL_H
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -171,6 +172,13 @@ struct tool_file {
     bool envelope_damaged;     /* plain, but it starts with a damaged frame envelope
                                   (cbfs_frame_envelope_damaged): likely a compressed file
                                   that lost its sidecar and its first bytes */
+    uint64_t frame_inside;     /* plain, no sidecar, zeros where a frame envelope would be,
+                                  and a frame header that decodes at this offset, within
+                                  one frame's reach (TOOL_LOAD_FULL only); 0: none. Likely
+                                  a compressed file that lost its sidecar and its first
+                                  sectors, but a plain file can hold frames too (a copy of
+                                  a data file, a disk image): a problem for verify and
+                                  fsck, a warning for cat */
     cbfs_err load_err;         /* cbfs_index_load's error (is_cbfs, index unusable) */
     struct cbfs_index idx;     /* valid when is_cbfs && !load_err */
     struct cbfs_index_report rep;
@@ -237,6 +245,14 @@ enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
 const char *tool_file_load_advice(const struct tool_file *tf);
 /* What the tools say of a file with tf->envelope_damaged. */
 extern const char tool_envelope_damaged_msg[];
+/* ... and of one with tf->frame_inside (a printf format of that offset). */
+#define TOOL_FRAME_INSIDE_FMT                                                                  \
+    "no sidecar, it starts with zeros where a cbfs frame envelope would be, and a cbfs frame " \
+    "header starts at offset %" PRIu64 ": most likely a compressed file that lost its "       \
+    "sidecar and its first bytes, which the store's rule takes for a plain file (the mount "   \
+    "serves its raw frames); restore its sidecar, or the file from another copy (a plain "    \
+    "file that holds cbfs frames, a copy of a data file or an image of a disk that holds "    \
+    "one, reads so too)"
 /* --block-size SIZE of fsck and cat: the block size a lost sidecar was
  * written with, as the user's word (asserted), which replaces store.conf's
  * candidate (docs/FORMAT.md 3.3). On a bad value prints why for sub.

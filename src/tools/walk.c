@@ -594,6 +594,27 @@ enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
     return r;
 }
 
+/* Sets tf->frame_inside for a plain file that starts with zeros where a
+ * frame envelope would be (a sector lost to zeros, the commonest damage) and
+ * holds a frame header that decodes where the file's second frame could
+ * start: past the first frame's header, within the largest frame. @return a
+ * read error (never a guess). */
+static cbfs_err tool_file_frame_inside(struct tool_file *tf)
+{
+    const uint64_t size = (uint64_t)tf->data_st.st_size;
+    uint8_t head[CBFS_FRAME_ENVELOPE_SIZE];
+    static const uint8_t zeros[CBFS_FRAME_ENVELOPE_SIZE];
+    if (size < 2 * (uint64_t)CBFS_FRAME_HDR_SIZE) return CBFS_OK;
+    cbfs_err e = cbfs_pread_full(tf->data_fd, head, sizeof head, 0);
+    if (e || memcmp(head, zeros, sizeof head) != 0) return e;
+    bool found;
+    uint64_t at;
+    e = cbfs_frame_find_header(tf->data_fd, size, CBFS_FRAME_HDR_SIZE - 1,
+                               2 * (uint64_t)CBFS_FRAME_HDR_SIZE + CBFS_BLOCK_MAX, &at, &found);
+    if (!e && found) tf->frame_inside = at;
+    return e;
+}
+
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf)
 {
@@ -623,6 +644,9 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
                                                              &tf->envelope_damaged)) != CBFS_OK)
         goto fail;
     tf->is_cbfs = tf->idx_fd >= 0 || framed;
+    if (!tf->is_cbfs && load == TOOL_LOAD_FULL && !tf->envelope_damaged &&
+        (e = tool_file_frame_inside(tf)) != CBFS_OK)
+        goto fail;
     if (!tf->is_cbfs) return CBFS_OK;
     tf->load_err = tool_file_load(tf, tf->idx_fd, load, &tf->idx, &tf->rep);
     if (tf->load_err == CBFS_E_IO || tf->load_err == CBFS_E_NOMEM) {
