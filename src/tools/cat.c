@@ -313,7 +313,7 @@ int tool_cat_main(int argc, char **argv)
     }
     e = tool_file_open(&loc.store, loc.dirfd, loc.name, TOOL_LOAD_FULL, &tf);
     if (e) {
-        tool_err("cat", "%s: %s", loc.display, cbfs_err_str(e));
+        tool_file_open_err("cat", &loc.store, loc.display, &tf, e);
         goto out_loc;
     }
     if (tf.is_cbfs && tf.load_err) {

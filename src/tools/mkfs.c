@@ -98,13 +98,15 @@ int tool_mkfs_main(int argc, char **argv)
     bool found = false;
     msg[0] = '\0';
     e = cbfs_store_read_conf(st, &conf, &found, msg, sizeof msg);
-    if (e || found) {
-        if (e)
-            tool_err("mkfs", "%s: %s%s%s", path, cbfs_err_str(e), msg[0] ? ": " : "", msg);
-        else
-            tool_err("mkfs", "%s is already a cbfs store (codec %s level %d, block size %u); "
-                     "remove %s/%s to start over", path, conf.codec->name, conf.level,
-                     conf.block_size, CBFS_STORE_DIR, CBFS_STORE_CONF);
+    if (e) { /* an I/O error or a store.conf it cannot take: exit 2, as the help says */
+        tool_err("mkfs", "%s: %s/%s: %s%s%s", path, CBFS_STORE_DIR, CBFS_STORE_CONF,
+                 cbfs_err_str(e), msg[0] ? ": " : "", msg);
+        goto out;
+    }
+    if (found) {
+        tool_err("mkfs", "%s is already a cbfs store (codec %s level %d, block size %u); "
+                 "remove %s/%s to start over", path, conf.codec->name, conf.level,
+                 conf.block_size, CBFS_STORE_DIR, CBFS_STORE_CONF);
         rc = TOOL_EXIT_PROBLEMS;
         goto out;
     }

@@ -180,6 +180,9 @@ struct tool_file {
                                   a data file, a disk image): a problem for verify and
                                   fsck, a warning for cat */
     cbfs_err load_err;         /* cbfs_index_load's error (is_cbfs, index unusable) */
+    bool side_failed;          /* after a failed tool_file_open: what failed was the
+                                  sidecar (a FIFO, a dangling symlink, unreadable), which
+                                  the message names (tool_file_open_err) */
     struct cbfs_index idx;     /* valid when is_cbfs && !load_err */
     struct cbfs_index_report rep;
 };
@@ -207,6 +210,10 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
 cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd);
 /* tool_file_open for a walk callback: on failure prints
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
+/* Says why tool_file_open of the file shown as display failed (e), naming the
+ * sidecar where that is what failed. */
+void tool_file_open_err(const char *sub, const struct tool_store *store, const char *display,
+                        const struct tool_file *tf, cbfs_err e);
 bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char *name,
                            enum tool_load load,
                            const char *display, const char *sub,

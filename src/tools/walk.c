@@ -618,6 +618,7 @@ static cbfs_err tool_file_frame_inside(struct tool_file *tf)
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf)
 {
+    bool at_side = false;
     memset(tf, 0, sizeof *tf);
     tf->store = *store;
     tf->dirfd = dirfd;
@@ -632,6 +633,7 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
         e = cbfs_err_from_errno(errno);
         goto fail;
     }
+    at_side = true;
     e = tool_open_regular(dirfd, side, flags, &tf->idx_fd);
     if (e == CBFS_E_NOENT) e = CBFS_OK;
     if (e) goto fail;
@@ -639,6 +641,7 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
         e = cbfs_err_from_errno(errno);
         goto fail;
     }
+    at_side = false;
     bool framed = false;
     if (tf->idx_fd < 0 && (e = cbfs_store_has_frame_envelope(tf->data_fd, &framed,
                                                              &tf->envelope_damaged)) != CBFS_OK)
@@ -656,6 +659,7 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
     return CBFS_OK;
 fail:
     tool_file_close(tf);
+    tf->side_failed = at_side;
     return e;
 }
 
@@ -664,12 +668,26 @@ bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char
                            unsigned *errors, struct tool_file *tf)
 {
     const cbfs_err e = tool_file_open(store, dirfd, name, load, tf);
-    if (e == CBFS_E_NOENT) return false; /* gone since the listing (a live mount's rename) */
+    if (e == CBFS_E_NOENT && !tf->side_failed)
+        return false; /* gone since the listing (a live mount's rename) */
     if (e) {
-        tool_err(sub, "%s: %s", display, cbfs_err_str(e));
+        tool_file_open_err(sub, store, display, tf, e);
         (*errors)++;
     }
     return e == CBFS_OK;
+}
+
+void tool_file_open_err(const char *sub, const struct tool_store *store, const char *display,
+                        const struct tool_file *tf, cbfs_err e)
+{
+    if (!tf->side_failed) {
+        tool_err(sub, "%s: %s", display, cbfs_err_str(e));
+        return;
+    }
+    const struct tool_file named = {.store = *store};
+    char side[PATH_MAX + CBFS_STORE_SIDECAR_PATH_MAX];
+    tool_file_side_display(&named, display, side, sizeof side);
+    tool_err(sub, "%s: its sidecar %s: %s", display, side, cbfs_err_str(e));
 }
 
 void tool_file_side_display(const struct tool_file *tf, const char *display, char *buf,

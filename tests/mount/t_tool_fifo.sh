@@ -22,8 +22,8 @@ for args in "verify $store" "stat $store" "cat $store/f" "fsck $store" "fsck --r
     timeout 20 "$CBFS" $args >"$T/out" 2>&1 || rc=$?
     [[ $rc != 124 ]] || fail "cbfs $args hung on a FIFO at a sidecar's name"
     ((rc != 0)) || fail "cbfs $args: exit 0 with a FIFO at a sidecar's name: $(cat "$T/out")"
-    grep -q "store/f: not a regular file where cbfs keeps one" "$T/out" ||
-        fail "cbfs $args does not name the file and why: $(cat "$T/out")"
+    grep -q "store/f: its sidecar .*/\.cbfsidx/f: not a regular file where cbfs keeps one" "$T/out" ||
+        fail "cbfs $args does not name the sidecar and why: $(cat "$T/out")"
 done
 [[ -p $store/.cbfsidx/f ]] || fail "fsck --repair replaced the FIFO"
 pass

@@ -134,6 +134,8 @@ rc=0
 check_eq 2 "$rc" "verify (text) of the same"
 grep -q '0 problem(s), 1 error(s): not all was checked' "$T/err.out" ||
     fail "the summary does not say that a file was not checked: $(cat "$T/err.out")"
+grep -q 'f: its sidecar .*/.cbfsidx/f: not a regular file' "$T/err.out" ||
+    fail "the error does not name the sidecar: $(cat "$T/err.out")"
 rm "$T/named/$fake/.cbfsidx/f" && mv "$T/f.side" "$T/named/$fake/.cbfsidx/f"
 # not a store
 mkdir -p "$T/plain" && echo x >"$T/plain/f"
