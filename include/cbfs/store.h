@@ -226,6 +226,13 @@ cbfs_err cbfs_store_check_plain_write(int fd, const void *buf, size_t size, uint
  * (not a symlink). */
 bool cbfs_store_is_root(int dirfd);
 
+/* The layout of the files of one directory outside any store (a file the
+ * tools are given there), from that directory alone: CBFS_LAYOUT_INDEXDIR if
+ * it holds a CBFS_INDEX_DIR directory (only layout 2 and an upgrade make
+ * one), else CBFS_LAYOUT_SUFFIX (a sidecar beside its file). A whole tree is
+ * cbfs_store_layout_of's. */
+unsigned cbfs_store_dir_layout(int dirfd);
+
 /* The POSIX ACLs of a store object, as the store keeps them (and the mount
  * shows them: cbfs passes them through). */
 #define CBFS_STORE_XATTR_ACL "system.posix_acl_access"

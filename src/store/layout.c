@@ -389,6 +389,14 @@ bool cbfs_store_is_root(int dirfd)
     return fstatat(dirfd, CBFS_STORE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
+unsigned cbfs_store_dir_layout(int dirfd)
+{
+    struct stat st;
+    return fstatat(dirfd, CBFS_INDEX_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
+               ? CBFS_LAYOUT_INDEXDIR
+               : CBFS_LAYOUT_SUFFIX;
+}
+
 /* Copies the access ACL of the data file (path dpath) to the sidecar (ipath),
  * or removes the sidecar's where the data file has none. @return 0 or errno;
  * a store without ACLs (ENOTSUP) is not an error. */

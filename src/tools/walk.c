@@ -129,22 +129,30 @@ cbfs_err tool_loc_resolve(const char *path, bool upgrading, struct tool_loc *loc
     loc->in_store = loc->via_mount || cbfs_store_root_of(p, true, &root_len);
     loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
     /* The tree whose layout counts: the store's; outside one (a store that
-     * lost its .cbfs/, a copy of part of one), the directory given or the
-     * file's, read by the same rules as a store without a store.conf. */
+     * lost its .cbfs/, a copy of part of one), the directory given, read by
+     * the same rules as a store without a store.conf; for a file outside one,
+     * its directory alone (not a walk of whatever tree holds it). */
     char root[PATH_MAX];
+    const bool lone_file = !loc->in_store && !S_ISDIR(st.st_mode);
     if (loc->in_store)
         snprintf(root, sizeof root, "%.*s", (int)root_len, p);
-    else if (S_ISDIR(st.st_mode))
+    else if (!lone_file)
         snprintf(root, sizeof root, "%s", p);
     else {
         const char *const sl = strrchr(p, '/');
         snprintf(root, sizeof root, "%.*s", sl == p ? 1 : (int)(sl - p), p);
     }
-    struct cbfs_store_layout *const lay = malloc(sizeof *lay); /* PATH_MAX inside */
+    struct cbfs_store_layout *const lay = calloc(1, sizeof *lay); /* PATH_MAX inside */
     if (!lay) goto nomem;
     const int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     char why[512];
-    e = rfd < 0 ? cbfs_err_from_errno(errno) : cbfs_store_read_layout(rfd, lay, why, sizeof why);
+    e = rfd < 0 ? cbfs_err_from_errno(errno) : CBFS_OK;
+    if (!e && lone_file) {
+        lay->layout = cbfs_store_dir_layout(rfd);
+        lay->state = CBFS_LAYOUT_NO_CONF;
+    } else if (!e) {
+        e = cbfs_store_read_layout(rfd, lay, why, sizeof why);
+    }
     if (rfd >= 0) close(rfd);
     if (e) {
         if (rfd < 0) snprintf(why, sizeof why, "%s", cbfs_err_str(e));

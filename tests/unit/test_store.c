@@ -557,6 +557,12 @@ Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
     cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
     cr_assert_eq(lay.state, CBFS_LAYOUT_NO_CONF);
     cr_assert_eq(lay.layout, CBFS_LAYOUT_INDEXDIR);
+    /* one directory alone (a file given outside any store): d holds an index
+     * directory, the root does not */
+    const int d = open(st_path("d"), O_PATH | O_DIRECTORY);
+    cr_assert_eq(cbfs_store_dir_layout(d), CBFS_LAYOUT_INDEXDIR);
+    cr_assert_eq(cbfs_store_dir_layout(root), CBFS_LAYOUT_SUFFIX);
+    close(d);
     /* a sidecar of layout 1 beside its file: a layout-1 store that lost it */
     st_write("b", "x", 1);
     st_write("b" CBFS_INDEX_SUFFIX, "y", 1);
