@@ -264,7 +264,14 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     err = cbfs_inode_stat(fs, inode, &st);
 reply:
     cbfs_inode_unpin(fs, inode);
-    if (err)
+    /* The data file's fd can still be cached when its sidecar's is not: then
+     * the pin above succeeds, the times are set on the unlinked data file,
+     * and the sidecar's ESTALE (the stat of a compressed file, or a settle)
+     * is all that is left: the object is gone as much as above (helper-45:
+     * syncfs failed with ESTALE after unlinks in a subdirectory). */
+    if (err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) && !cbfs_handle_any_open(fs, inode))
+        cbfs_setattr_gone(req, fs, inode, attr, valid);
+    else if (err)
         fuse_reply_err(req, err);
     else
         cbfs_reply_attr(req, fs, inode, &st);

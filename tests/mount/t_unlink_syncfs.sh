@@ -47,6 +47,28 @@ os.rmdir(d)
 PY
 sync -f "$mnt" 2>"$T/sync.err" || fail "syncfs after the removals: $(cat "$T/sync.err")"
 
+# The same where the data file's fd is still cached and only its sidecar's left the
+# cache: small compressed files held by O_PATH fds (no handle: the daemon never hears
+# of them), unlinked. The SETATTR's stat then met the sidecar's ESTALE (helper-45).
+python3 - "$mnt" >"$T/held.out" 2>&1 <<'PY' || fail "$(cat "$T/held.out")"
+import ctypes, os, sys
+m = sys.argv[1]
+d = os.path.join(m, "r")
+os.mkdir(d)
+held = []
+for i in range(10):
+    p = os.path.join(d, f"f{i}")
+    with open(p, "wb") as f:
+        f.write(b"x" * 150)
+    held.append(os.open(p, os.O_PATH))
+for i in range(10):
+    os.unlink(os.path.join(d, f"f{i}"))
+fd = os.open(m, os.O_RDONLY)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syncfs(fd) != 0:
+    sys.exit("syncfs after unlinking files held by O_PATH fds: " + os.strerror(ctypes.get_errno()))
+PY
+
 # A user can still name such an object without a handle: a working directory removed
 # under its process (or an O_PATH fd). utimensat(".") there takes the same answer, and the
 # kernel keeps the reply's attributes for its inode: the mode and owner the directory had,
