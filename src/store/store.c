@@ -184,28 +184,36 @@ static bool cbfs_store_pid_alive(pid_t pid)
 
 /* The pid of the process whose flock(LOCK_EX) holds fd's file, from
  * /proc/locks ("1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO 0 EOF", the device
- * in hex); 0 if not found. */
+ * in hex); 0 if not found. btrfs names the file system's device there and
+ * the subvolume's in stat, so they never match (helper-45): then the one
+ * write flock on a file of that inode number is taken, and none where there
+ * are several (only a message's pid hangs on it). */
 static pid_t cbfs_store_flock_holder(int fd)
 {
     struct stat sb;
     if (fstat(fd, &sb) != 0) return 0;
     FILE *const f = fopen("/proc/locks", "re");
     if (!f) return 0;
-    pid_t pid = 0;
+    pid_t pid = 0, same_ino = 0;
+    unsigned n_same_ino = 0;
     char line[256];
     while (!pid && fgets(line, sizeof line, f)) {
         char kind[16], mode[16];
         long p;
         unsigned maj, min;
         unsigned long long ino;
-        if (sscanf(line, "%*d: %15s %*s %15s %ld %x:%x:%llu", kind, mode, &p, &maj, &min, &ino) ==
-                6 &&
-            strcmp(kind, "FLOCK") == 0 && strcmp(mode, "WRITE") == 0 && maj == major(sb.st_dev) &&
-            min == minor(sb.st_dev) && ino == (unsigned long long)sb.st_ino && p > 0)
+        if (sscanf(line, "%*d: %15s %*s %15s %ld %x:%x:%llu", kind, mode, &p, &maj, &min, &ino) !=
+                6 ||
+            strcmp(kind, "FLOCK") != 0 || strcmp(mode, "WRITE") != 0 ||
+            ino != (unsigned long long)sb.st_ino || p <= 0)
+            continue;
+        if (maj == major(sb.st_dev) && min == minor(sb.st_dev))
             pid = (pid_t)p;
+        else if (n_same_ino++ == 0)
+            same_ino = (pid_t)p;
     }
     fclose(f);
-    return pid;
+    return pid ? pid : n_same_ino == 1 ? same_ino : 0;
 }
 
 /* Takes the store root's own flock: the root is what a mount names, and it

@@ -7,7 +7,8 @@
 # original and restored the original's bytes for it (exit 0), find and du skipped the
 # subvolumes as file-system loops, cp -a left one out. Such objects now show a number
 # made of their file system's place among those met and their own number there
-# (cbfs_inode_st_ino), in stat and in readdir.
+# (cbfs_inode_st_ino), in stat and in readdir. Also: a second daemon's refusal names the
+# first one's pid on a subvolume.
 . "$(dirname "$0")/lib.sh"
 img=$T/btrfs.img fs=$T/fs mnt=$T/mnt
 mkdir -p "$fs" "$mnt"
@@ -73,6 +74,20 @@ tar -C "$mnt" -cf - . | tar -C "$T/restore" -xf - || fail "tar through the mount
 cmp "$T/restore/snap/full.bkp" "$T/tuesday" || fail "tar restored another file's bytes for snap/full.bkp"
 cmp "$T/restore/sub/full.bkp" "$T/monday" || fail "tar restored sub/full.bkp wrong"
 cmp "$T/restore/snap/full.link" "$T/tuesday" || fail "tar restored snap/full.link (a link of snap/full.bkp) wrong"
+# A second daemon, with .cbfs/ moved away, is refused by the root's flock and names the
+# first one's pid from /proc/locks, which gives btrfs's device where stat gives the
+# subvolume's: it said "an unknown process" (helper-45).
+mv "$store/.cbfs" "$store/.cbfs-moved"
+mkdir -p "$T/mnt2"
+rc=0; timeout 20 "$CBFS_MOUNT_BIN" -f "$store" "$T/mnt2" </dev/null >"$T/second.out" 2>&1 || rc=$?
+mv "$store/.cbfs-moved" "$store/.cbfs"
+if grep -qF " $T/mnt2 fuse" /proc/mounts; then
+    fusermount3 -u "$T/mnt2"
+    fail "a second daemon mounted the store"
+fi
+((rc != 0 && rc != 124)) || fail "second daemon: exit status $rc"
+grep -q 'in use by a cbfs daemon (pid [0-9]*)' "$T/second.out" ||
+    fail "the refusal does not name the daemon: $(cat "$T/second.out")"
 cbfs_umount "$mnt"
 umount "$fs" || fail "cannot unmount the btrfs store"
 pass
