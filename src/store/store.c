@@ -6,12 +6,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -185,13 +187,16 @@ static bool cbfs_store_pid_alive(pid_t pid)
 /* The pid of the process whose flock(LOCK_EX) holds fd's file, from
  * /proc/locks ("1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO 0 EOF", the device
  * in hex); 0 if not found. btrfs names the file system's device there and
- * the subvolume's in stat, so they never match (helper-45): then the one
- * write flock on a file of that inode number is taken, and none where there
- * are several (only a message's pid hangs on it). */
+ * the subvolume's in stat, so they never match (helper-45): on btrfs alone
+ * the one write flock on a file of that inode number is taken, and none
+ * where there are several (subvolume roots all have inode 256; only a
+ * message's pid hangs on it). */
 static pid_t cbfs_store_flock_holder(int fd)
 {
     struct stat sb;
+    struct statfs sf;
     if (fstat(fd, &sb) != 0) return 0;
+    const bool btrfs = fstatfs(fd, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC;
     FILE *const f = fopen("/proc/locks", "re");
     if (!f) return 0;
     pid_t pid = 0, same_ino = 0;
@@ -213,7 +218,7 @@ static pid_t cbfs_store_flock_holder(int fd)
             same_ino = (pid_t)p;
     }
     fclose(f);
-    return pid ? pid : n_same_ino == 1 ? same_ino : 0;
+    return pid ? pid : btrfs && n_same_ino == 1 ? same_ino : 0;
 }
 
 /* Takes the store root's own flock: the root is what a mount names, and it
@@ -564,8 +569,12 @@ cbfs_err cbfs_store_read_layout(int root_fd, struct cbfs_store_layout *out, char
     if (msg_cap) msg[0] = '\0';
     const int meta = openat(root_fd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (meta >= 0) {
-        e = cbfs_store_read_conf_in(meta, &conf, &found, msg, msg_cap);
+        char why[384] = "";
+        e = cbfs_store_read_conf_in(meta, &conf, &found, why, sizeof why);
         close(meta);
+        if (e && msg_cap)
+            snprintf(msg, msg_cap, "%s/%s: %s", CBFS_STORE_DIR, CBFS_STORE_CONF,
+                     why[0] ? why : cbfs_err_str(e));
     } else if (errno != ENOENT) {
         e = cbfs_err_from_errno(errno);
         if (msg_cap) snprintf(msg, msg_cap, "cannot open %s: %s", CBFS_STORE_DIR, cbfs_err_str(e));
