@@ -262,14 +262,21 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         }
     }
     err = cbfs_inode_stat(fs, inode, &st);
-reply:
-    cbfs_inode_unpin(fs, inode);
+reply:;
     /* The data file's fd can still be cached when its sidecar's is not: then
      * the pin above succeeds, the times are set on the unlinked data file,
      * and the sidecar's ESTALE (the stat of a compressed file, or a settle)
      * is all that is left: the object is gone as much as above (helper-45:
-     * syncfs failed with ESTALE after unlinks in a subdirectory). */
-    if (err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) && !cbfs_handle_any_open(fs, inode))
+     * syncfs failed with ESTALE after unlinks in a subdirectory). Only where
+     * the data file has no name left (an NFS store's ESTALE can come from a
+     * live file, whose error must stay). */
+    struct stat held;
+    const bool gone = err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) &&
+                      !cbfs_handle_any_open(fs, inode) &&
+                      fstatat(fd, "", &held, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
+                      held.st_nlink == 0;
+    cbfs_inode_unpin(fs, inode);
+    if (gone)
         cbfs_setattr_gone(req, fs, inode, attr, valid);
     else if (err)
         fuse_reply_err(req, err);
