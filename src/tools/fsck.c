@@ -337,6 +337,27 @@ int tool_fsck_main(int argc, char **argv)
     /* A tree without .cbfs/ got one from the lock: the walk skips it as a
      * store root's, not a directory of the store's files. */
     loc.at_root = true;
+    /* The layout again, under the lock, by the mount's rules: what was read
+     * before it may be gone (an fsck --upgrade that held the lock meanwhile
+     * moved the sidecars), and a repair by the old layout would put
+     * sidecars where the mount never looks. */
+    struct cbfs_store_layout *const lay = malloc(sizeof *lay);
+    e = lay ? cbfs_store_read_layout(cbfs_store_fd(st), lay, msg, sizeof msg) : CBFS_E_NOMEM;
+    if (e) {
+        tool_err("fsck", "%s: %s", path, lay ? msg : cbfs_err_str(e));
+        free(lay);
+        goto out;
+    }
+    if (lay->state == CBFS_LAYOUT_CUT_SHORT) {
+        char why[2 * PATH_MAX + 512];
+        cbfs_store_layout_refusal(lay, path, why, sizeof why);
+        tool_err("fsck", "%s", why);
+        free(lay);
+        goto out;
+    }
+    loc.store.layout = lay->layout;
+    loc.store.bs.size = lay->block_size;
+    free(lay);
     e = cbfs_pool_create(tool_ncpus(), &f.pool);
     if (e) {
         tool_err("fsck", "cannot start workers: %s", cbfs_err_str(e));
