@@ -377,7 +377,8 @@ cbfs_err cbfs_store_layout_of(int root_fd, const struct cbfs_store_conf *conf,
 
 /* The same for readers that do not lock the tree (the cbfs tool): reads its
  * store.conf, if it has one (a tree without .cbfs/ has none). Errors as
- * cbfs_store_read_conf (msg) or cbfs_store_layout_of. */
+ * cbfs_store_read_conf or cbfs_store_layout_of, msg one sentence that names
+ * what failed (".cbfs/store.conf: line 2: ..."). */
 cbfs_err cbfs_store_read_layout(int root_fd, struct cbfs_store_layout *out, char *msg,
                                 size_t msg_cap);
 

@@ -299,10 +299,18 @@ int tool_cat_main(int argc, char **argv)
     if (optind + 1 != argc) return tool_usage(tool_cat_help, false);
     struct tool_loc loc;
     char msg[512];
-    if (tool_loc_resolve(argv[optind], false, &loc, msg, sizeof msg) != CBFS_OK) {
+    if (tool_loc_resolve(argv[optind], true, &loc, msg, sizeof msg) != CBFS_OK) {
         tool_err("cat", "%s", msg);
         return TOOL_EXIT_USAGE;
     }
+    /* cat salvages: a store that neither mounts nor verifies until its upgrade
+     * is run again is still read, as layout 1, whose reads do not depend on
+     * where a sidecar went (one not found is rebuilt from the frames, never
+     * guessed) */
+    if (loc.layout_state == CBFS_LAYOUT_CUT_SHORT)
+        tool_err("cat", "%s: its store's upgrade to layout 2 was cut short (run cbfs fsck "
+                 "--upgrade on it): read as layout 1, a moved sidecar as a lost one",
+                 loc.display);
     if (block_size.asserted) loc.store.bs = block_size;
     int rc = TOOL_EXIT_USAGE;
     struct tool_file tf;

@@ -61,18 +61,23 @@ int tool_mkfs_main(int argc, char **argv)
         return TOOL_EXIT_USAGE;
     }
     struct tool_loc loc;
-    if (tool_loc_resolve(path, false, &loc, msg, sizeof msg) == CBFS_OK) {
-        const bool mounted = loc.via_mount, inside = loc.in_store && !loc.at_root;
-        tool_loc_free(&loc);
-        if (mounted || inside) {
-            /* inside a store, its .cbfs/ would be files of the outer store's */
-            tool_err("mkfs", mounted ? "%s is inside a mounted cbfs: run mkfs on a store directory"
-                                     : "%s is inside a cbfs store: run mkfs on a directory of "
-                                       "its own",
-                     path);
-            if (made) (void)rmdir(path); /* refused: nothing left behind */
-            return TOOL_EXIT_USAGE;
-        }
+    char where[512];
+    if (tool_loc_resolve(path, false, &loc, where, sizeof where) != CBFS_OK) {
+        /* a path the tools refuse (inside .cbfs/ or an index directory, a
+         * store whose upgrade was cut short) is no place for a store either */
+        tool_err("mkfs", "%s", where);
+        if (made) (void)rmdir(path); /* refused: nothing left behind */
+        return TOOL_EXIT_USAGE;
+    }
+    const bool mounted = loc.via_mount, inside = loc.in_store && !loc.at_root;
+    tool_loc_free(&loc);
+    if (mounted || inside) {
+        /* inside a store, its .cbfs/ would be files of the outer store's */
+        tool_err("mkfs", mounted ? "%s is inside a mounted cbfs: run mkfs on a store directory"
+                                 : "%s is inside a cbfs store: run mkfs on a directory of its own",
+                 path);
+        if (made) (void)rmdir(path); /* refused: nothing left behind */
+        return TOOL_EXIT_USAGE;
     }
     struct cbfs_store *st = NULL;
     cbfs_err e = cbfs_store_open(path, &st);

@@ -113,12 +113,13 @@ struct tool_loc {
 /* Resolves path: a path inside a mounted cbfs (fuse.cbfs in
  * /proc/self/mounts) is mapped to its store (the fsname); any other path is
  * taken as a store path. Its layout is its store's (cbfs_store_read_layout);
- * outside a store, the one the layout rules make of the directory given, or
- * of a file's directory. A store whose upgrade was cut short is refused
- * unless upgrading (cbfs fsck --upgrade, which finishes it). Writes one
- * sentence to msg on failure (e.g. an in-place mount hides its store).
+ * outside a store, layout 2 only where an index directory shows it (a file:
+ * in its own directory). A store whose upgrade was cut short is refused
+ * unless cut_short_ok (cbfs fsck --upgrade, which finishes it; cat, which
+ * salvages: loc->layout_state says so). Writes one sentence to msg on
+ * failure (e.g. an in-place mount hides its store).
  * @return CBFS_E_NOENT, CBFS_E_NOTSUP, ... */
-cbfs_err tool_loc_resolve(const char *path, bool upgrading, struct tool_loc *loc, char *msg,
+cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *loc, char *msg,
                           size_t msg_cap);
 void tool_loc_free(struct tool_loc *loc);
 /* After a walk that found no cbfs file: if loc is not in a store either,

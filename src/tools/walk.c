@@ -102,7 +102,7 @@ bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbf
     return true;
 }
 
-cbfs_err tool_loc_resolve(const char *path, bool upgrading, struct tool_loc *loc, char *msg,
+cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *loc, char *msg,
                           size_t cap)
 {
     memset(loc, 0, sizeof *loc);
@@ -128,10 +128,13 @@ cbfs_err tool_loc_resolve(const char *path, bool upgrading, struct tool_loc *loc
     loc->via_mount = mapped != NULL;
     loc->in_store = loc->via_mount || cbfs_store_root_of(p, true, &root_len);
     loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
-    /* The tree whose layout counts: the store's; outside one (a store that
-     * lost its .cbfs/, a copy of part of one), the directory given, read by
-     * the same rules as a store without a store.conf; for a file outside one,
-     * its directory alone (not a walk of whatever tree holds it). */
+    /* The tree whose layout counts: the store's (cbfs_store_read_layout, the
+     * mount's rules). Outside any store (a store that lost its .cbfs/, a copy
+     * of part of one) nothing says which: a directory given is read as layout
+     * 2 only where an index directory shows it (within the probe's reach)
+     * and no sidecar of layout 1 says otherwise, else as layout 1, as such
+     * trees always were; a file given, by its own directory alone
+     * (cbfs_store_dir_layout), not by a walk of whatever tree holds it. */
     char root[PATH_MAX];
     const bool lone_file = !loc->in_store && !S_ISDIR(st.st_mode);
     if (loc->in_store)
@@ -145,29 +148,30 @@ cbfs_err tool_loc_resolve(const char *path, bool upgrading, struct tool_loc *loc
     struct cbfs_store_layout *const lay = calloc(1, sizeof *lay); /* PATH_MAX inside */
     if (!lay) goto nomem;
     const int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    char why[512];
+    char why[512] = "";
     e = rfd < 0 ? cbfs_err_from_errno(errno) : CBFS_OK;
     if (!e && lone_file) {
         lay->layout = cbfs_store_dir_layout(rfd);
         lay->state = CBFS_LAYOUT_NO_CONF;
     } else if (!e) {
         e = cbfs_store_read_layout(rfd, lay, why, sizeof why);
+        bool shown = true;
+        if (!e && !loc->in_store && lay->state == CBFS_LAYOUT_NO_CONF &&
+            (e = cbfs_store_find_index_dir(rfd, &shown, lay->example, sizeof lay->example)) !=
+                CBFS_OK)
+            snprintf(why, sizeof why, "cannot tell its layout: %s", cbfs_err_str(e));
+        if (!e && !shown) lay->layout = CBFS_LAYOUT_SUFFIX;
     }
     if (rfd >= 0) close(rfd);
     if (e) {
-        if (rfd < 0) snprintf(why, sizeof why, "%s", cbfs_err_str(e));
-        if (loc->in_store)
-            snprintf(msg, cap, "%s: cannot read its %s/%s: %s", root, CBFS_STORE_DIR,
-                     CBFS_STORE_CONF, why);
-        else
-            snprintf(msg, cap, "%s: %s", root, why);
+        snprintf(msg, cap, "%s: %s", root, why[0] ? why : cbfs_err_str(e));
         free(lay);
         goto fail;
     }
     loc->store.layout = lay->layout;
     if (loc->in_store) loc->store.bs.size = lay->block_size;
     loc->layout_state = lay->state;
-    if (lay->state == CBFS_LAYOUT_CUT_SHORT && !upgrading) {
+    if (lay->state == CBFS_LAYOUT_CUT_SHORT && !cut_short_ok) {
         cbfs_store_layout_refusal(lay, root, msg, cap);
         free(lay);
         e = CBFS_E_INVAL;
@@ -602,11 +606,24 @@ enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
     return r;
 }
 
+/* tool_file_frame_inside's walk: the frames of one file only. */
+static cbfs_err tool_frame_inside_one(void *arg, uint64_t off, const struct cbfs_frame_hdr *h,
+                                      bool *stop)
+{
+    (void)off;
+    *stop = h->file_id != *(const uint64_t *)arg;
+    return CBFS_OK;
+}
+
 /* Sets tf->frame_inside for a plain file that starts with zeros where a
- * frame envelope would be (a sector lost to zeros, the commonest damage) and
+ * frame envelope would be (a sector lost to zeros, the commonest damage),
  * holds a frame header that decodes where the file's second frame could
- * start: past the first frame's header, within the largest frame. @return a
- * read error (never a guess). */
+ * start (past the first frame's header, within the largest frame), and from
+ * there holds that file's frames back to back to its end (or to a torn last
+ * frame), as a data file does. A disk image that holds a data file does not
+ * end with it (helper-48 found ext4 images taken so before the walk). Holes
+ * are passed over (SEEK_DATA): a sparse file costs no reads. @return a read
+ * error (never a guess). */
 static cbfs_err tool_file_frame_inside(struct tool_file *tf)
 {
     const uint64_t size = (uint64_t)tf->data_st.st_size;
@@ -615,12 +632,29 @@ static cbfs_err tool_file_frame_inside(struct tool_file *tf)
     if (size < 2 * (uint64_t)CBFS_FRAME_HDR_SIZE) return CBFS_OK;
     cbfs_err e = cbfs_pread_full(tf->data_fd, head, sizeof head, 0);
     if (e || memcmp(head, zeros, sizeof head) != 0) return e;
+    const off_t data = lseek(tf->data_fd, CBFS_FRAME_HDR_SIZE, SEEK_DATA);
+    if (data < 0) return errno == ENXIO ? CBFS_OK : cbfs_err_from_errno(errno);
     bool found;
     uint64_t at;
-    e = cbfs_frame_find_header(tf->data_fd, size, CBFS_FRAME_HDR_SIZE - 1,
+    e = cbfs_frame_find_header(tf->data_fd, size, (uint64_t)data - 1,
                                2 * (uint64_t)CBFS_FRAME_HDR_SIZE + CBFS_BLOCK_MAX, &at, &found);
-    if (!e && found) tf->frame_inside = at;
-    return e;
+    if (e || !found) return e;
+    struct cbfs_frame_hdr h;
+    if ((e = cbfs_frame_read_hdr(tf->data_fd, at, size, &h)) != CBFS_OK) return e;
+    uint64_t end;
+    e = cbfs_frame_walk(tf->data_fd, size, at, tool_frame_inside_one, &h.file_id, &end);
+    if (e == CBFS_E_VERSION) return CBFS_OK; /* not this file's: tells nothing */
+    if (e) return e;
+    bool torn_last = false;
+    if (end < size && size - end < (uint64_t)CBFS_FRAME_HDR_SIZE + CBFS_BLOCK_MAX &&
+        cbfs_pread_full(tf->data_fd, head, sizeof head, end) == CBFS_OK &&
+        cbfs_frame_is_envelope(head, sizeof head)) {
+        struct cbfs_frame_hdr last;
+        const cbfs_err le = cbfs_frame_read_hdr(tf->data_fd, end, size, &last);
+        torn_last = le == CBFS_E_TRUNCATED; /* this frame's bytes run past the end */
+    }
+    if (end == size || torn_last) tf->frame_inside = at;
+    return CBFS_OK;
 }
 
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,

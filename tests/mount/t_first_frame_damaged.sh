@@ -87,4 +87,11 @@ cmp -s "$T/cat.out" "$store/zeroed.csv" || fail "cat did not copy it as it is"
 head -c 100000 /dev/zero >"$store/zeros.bin"
 rm "$store/zeroed.csv"
 check "$CBFS" verify "$store"
+# nor is a disk image that holds a data file (it starts with zeros, and frames follow,
+# but it does not end with them; helper-48 saw verify call it damaged before)
+mkdir -p "$T/img"
+cp "$T/victim.csv" "$T/img/"
+mkfs.ext4 -q -F -d "$T/img" "$store/disk.img" 16M >"$T/mkfs.out" 2>&1 || fail "mkfs.ext4 -d: $(cat "$T/mkfs.out")"
+check "$CBFS" verify "$store"
+grep -q ' 0 problem(s)' "$T/check.out" || fail "verify of a disk image that holds a data file: $(cat "$T/check.out")"
 pass

@@ -80,6 +80,14 @@ rc=0; "$CBFS" fsck --repair "$store" >"$T/cutf.out" 2>&1 || rc=$?
 check_eq 8 "$rc" "fsck --repair of a store whose upgrade was cut short ($(cat "$T/cutf.out"))"
 grep -q "cut short (d/.cbfsidx" "$T/cutf.out" || fail "fsck message: $(cat "$T/cutf.out")"
 check_eq "$cut" "$(digest)" "every store byte after the refused fsck --repair"
+# cat salvages: it reads the store as layout 1 (a moved sidecar as a lost one), and says so
+"$CBFS" cat "$store/d/hard" >"$T/cut.cat" 2>"$T/cutc.err" || fail "cat in a store cut short: $(cat "$T/cutc.err")"
+cmp -s "$T/cut.cat" "$T/data.csv" || fail "cat of d/hard (its sidecar moved) in a store cut short"
+grep -q 'upgrade to layout 2 was cut short' "$T/cutc.err" || fail "cat did not warn: $(cat "$T/cutc.err")"
+# no store may be made inside it either
+rc=0; "$CBFS" mkfs "$store/d/new" >/dev/null 2>&1 || rc=$?
+check_eq 2 "$rc" "mkfs inside a store whose upgrade was cut short"
+[[ ! -e $store/d/new ]] || fail "the refused mkfs left $store/d/new"
 "$CBFS" fsck --upgrade "$store" >"$T/up.out" 2>&1 || fail "fsck --upgrade: $(cat "$T/up.out")"
 grep -q 'sidecar(s) moved' "$T/up.out" || fail "fsck --upgrade said: $(cat "$T/up.out")"
 grep -qx 'layout=2' "$store/.cbfs/store.conf" || fail "store.conf does not record layout 2"
@@ -116,6 +124,11 @@ left=$(find "$store" -name '*.cbfsidx' ! -name .cbfsidx ! -name x.cbfsidx ! -pat
 rc=0; "$CBFS" verify "$store/d/.cbfsidx" >"$T/idx.out" 2>&1 || rc=$?
 check_eq 2 "$rc" "verify of an index directory ($(cat "$T/idx.out"))"
 rm -rf "$store/.cbfs" && mv "$T/cbfs.saved2" "$store/.cbfs"
+for inner in d/.cbfsidx/inner .cbfs/inner; do # no store inside a store's own directories
+    rc=0; "$CBFS" mkfs "$store/$inner" >/dev/null 2>&1 || rc=$?
+    check_eq 2 "$rc" "mkfs of $inner"
+    [[ ! -e $store/$inner ]] || fail "the refused mkfs left $store/$inner"
+done
 rc=0; "$CBFS" cat "$store/.cbfs/store.conf" >/dev/null 2>"$T/conf.out" || rc=$?
 check_eq 2 "$rc" "cat of store.conf ($(cat "$T/conf.out"))"
 cbfs_mount "$store" "$mnt"
