@@ -629,19 +629,25 @@ cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_co
 {
     cbfs_err e;
     if (st->meta_fd < 0) return CBFS_E_INVAL; /* contract: lock first */
-    char buf[512];
+    char buf[512], uuid[48] = "", created[48] = "";
+    /* A store.conf written by hand (mount.cbfs's advice for a layout-1 store
+     * that lost it: "format_version=1") has neither: an empty key would not
+     * read back ("uuid '' is not 32 lower-case hex digits"), and the store
+     * that fsck --upgrade wrote so was left mounting nowhere (fuzz_store_conf,
+     * helper-46). */
+    if (conf->uuid[0]) snprintf(uuid, sizeof uuid, "uuid=%s\n", conf->uuid);
+    if (conf->created[0]) snprintf(created, sizeof created, "created=%s\n", conf->created);
     const int n = snprintf(buf, sizeof buf,
                            "# cbfs store configuration, written at the first mount.\n"
                            "# codec, level and block_size are the defaults for mounts that do\n"
                            "# not give them; never edit format_version or uuid.\n"
                            "format_version=%u\n"
                            "layout=%u\n"
-                           "uuid=%s\n"
-                           "created=%s\n"
+                           "%s%s"
                            "codec=%s\n"
                            "level=%d\n"
                            "block_size=%" PRIu32 "\n",
-                           conf->format_version, conf->layout, conf->uuid, conf->created, conf->codec->name,
+                           conf->format_version, conf->layout, uuid, created, conf->codec->name,
                            conf->level, conf->block_size);
     if (n < 0 || (size_t)n >= sizeof buf) return CBFS_E_INVAL;
 

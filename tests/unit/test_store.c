@@ -504,6 +504,29 @@ static cbfs_err st_conf(const char *text, struct cbfs_store_conf *conf, char *ms
     return e;
 }
 
+/* A store.conf written by hand as mount.cbfs advises for a layout-1 store
+ * that lost its own ("format_version=1") has no uuid and no creation time;
+ * written back (fsck --upgrade does) it must read back, not as "uuid=" that
+ * the reader refuses (helper-46's fuzz_store_conf). */
+Test(store_meta, conf_without_uuid_writes_back_readable, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store_conf conf, back;
+    char msg[256];
+    cr_assert_eq(st_conf("format_version=1\n", &conf, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_str_empty(conf.uuid);
+    struct cbfs_store *st;
+    bool found;
+    cr_assert_eq(st_read(&st, &conf, &found, msg, sizeof msg), CBFS_OK, "%s", msg);
+    conf.layout = CBFS_LAYOUT_INDEXDIR; /* as the upgrade writes it */
+    cr_assert_eq(cbfs_store_write_conf(st, &conf), CBFS_OK);
+    cr_assert_eq(cbfs_store_read_conf(st, &back, &found, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert(found);
+    cr_assert_eq(back.layout, CBFS_LAYOUT_INDEXDIR);
+    cr_assert_str_empty(back.uuid);
+    cr_assert_eq(back.block_size, conf.block_size);
+    cbfs_store_close(st);
+}
+
 Test(store_meta, conf_defaults_and_unknown_keys, .init = st_setup, .fini = st_teardown)
 {
     struct cbfs_store_conf conf;
