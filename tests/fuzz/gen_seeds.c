@@ -1,17 +1,23 @@
 /* Seed corpus generator for the cbfs fuzz targets: real frames and sidecars
  * written by the library itself, with every codec, RAW, HOLE and SIZE frames.
  * Usage: cbfs-fuzz-seeds OUTDIR [GOLDEN_DIR]; writes OUTDIR/frame_hdr/,
- * OUTDIR/block_decode/ and OUTDIR/index_replay/ (the last in the input layout
- * of fuzz_index_replay: u16 LE sidecar length or 0xFFFF, sidecar, data). */
+ * OUTDIR/block_decode/, OUTDIR/index_replay/ (in the input layout of
+ * fuzz_index_replay: u16 LE sidecar length or 0xFFFF, sidecar, data) and
+ * OUTDIR/store_conf/ (store.conf files, written by cbfs_store_write_conf in
+ * a scratch store under $TMPDIR, and hand-edited variants). */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../unit/testdata.h"
 #include "cbfs/codec.h"
 #include "cbfs/format.h"
+#include "cbfs/store.h"
 #include "cbfs/util.h"
 
 #define SEED_BS 4096u          /* small blocks keep seeds (and max_len) small */
@@ -248,6 +254,77 @@ static int seed_golden(const char *dir, const char *golden)
     return 0;
 }
 
+/* store.conf as cbfs_store_write_conf writes it, for every codec, in a
+ * scratch store (removed again); then hand-edited variants a reader meets:
+ * a pre-layout file, comments, CRLF and blanks, codec=NAME:LEVEL, settings. */
+static int seed_store_conf(const char *dir)
+{
+    char tmpl[PATH_MAX], name[64];
+    const char *const tmp = getenv("TMPDIR");
+    snprintf(tmpl, sizeof tmpl, "%s/cbfs-fuzz-seeds.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    struct cbfs_store *st = NULL;
+    pid_t holder;
+    int rc = -1;
+    if (!mkdtemp(tmpl) || cbfs_store_open(tmpl, &st) != CBFS_OK ||
+        cbfs_store_lock(st, false, &holder) != CBFS_OK) {
+        fprintf(stderr, "cbfs-fuzz-seeds: scratch store %s: %s\n", tmpl, strerror(errno));
+        goto out;
+    }
+    const int root = cbfs_store_fd(st);
+    static const uint32_t sizes[] = {4096, 65536, 1u << 20};
+    for (unsigned id = 0; id <= CBFS_CODEC_MAX_ID; id++) {
+        const struct cbfs_codec_ops *const codec = cbfs_codec_by_id(id);
+        if (!codec) continue;
+        for (unsigned layout = 1; layout <= CBFS_LAYOUT_NEWEST; layout++) {
+            struct cbfs_store_conf conf;
+            cbfs_store_conf_init(&conf, codec, layout == 1 ? codec->max_level
+                                                           : codec->default_level,
+                                 sizes[(id + layout) % 3]);
+            conf.layout = layout;
+            static char text[1024];
+            ssize_t n = -1;
+            if (cbfs_store_write_conf(st, &conf) == CBFS_OK) {
+                const int fd = openat(root, CBFS_STORE_DIR "/" CBFS_STORE_CONF,
+                                      O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                    n = read(fd, text, sizeof text);
+                    close(fd);
+                }
+            }
+            if (n <= 0) {
+                fprintf(stderr, "cbfs-fuzz-seeds: cannot write or read back store.conf\n");
+                goto out;
+            }
+            snprintf(name, sizeof name, "%s_layout%u.conf", codec->name, layout);
+            if (seed_write(dir, "store_conf", name, text, (size_t)n)) goto out;
+        }
+    }
+    static const char *const edited[] = {
+        "format_version=1\nuuid=00112233445566778899aabbccddeeff\ncreated=2024-05-01T10:00:00Z\n"
+        "codec=zstd\nlevel=3\nblock_size=131072\n",
+        "# hand-edited\r\n  format_version = 1 \r\nlayout=2\r\n\r\nuuid=ffeeddccbbaa99887766554433221100\r\n"
+        "codec=lz4\r\nblock_size=64K\r\n# end\r\n",
+        "format_version=1\nlayout=2\ncodec=zstd:19\nblock_size=1M\nfuture_key=whatever\n",
+        "format_version=1\nlayout=1\nuuid=0123456789abcdef0123456789abcdef\ncodec=none\n"
+        "created=\nblock_size=4096\nworkers=4\n",
+    };
+    for (size_t i = 0; i < sizeof edited / sizeof edited[0]; i++) {
+        snprintf(name, sizeof name, "edited_%zu.conf", i);
+        if (seed_write(dir, "store_conf", name, edited[i], strlen(edited[i]))) goto out;
+    }
+    rc = 0;
+out:
+    if (st) {
+        const int rfd = cbfs_store_fd(st);
+        (void)unlinkat(rfd, CBFS_STORE_DIR "/" CBFS_STORE_CONF, 0);
+        (void)unlinkat(rfd, CBFS_STORE_DIR "/" CBFS_STORE_LOCK, 0);
+        (void)unlinkat(rfd, CBFS_STORE_DIR, AT_REMOVEDIR);
+        cbfs_store_close(st);
+    }
+    (void)rmdir(tmpl);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
@@ -256,9 +333,9 @@ int main(int argc, char **argv)
     }
     const char *const dir = argv[1];
     if (seed_mkdir(dir, NULL) || seed_mkdir(dir, "frame_hdr") || seed_mkdir(dir, "block_decode") ||
-        seed_mkdir(dir, "index_replay"))
+        seed_mkdir(dir, "index_replay") || seed_mkdir(dir, "store_conf"))
         return 1;
-    if (seed_frames(dir) || seed_files(dir)) return 1;
+    if (seed_frames(dir) || seed_files(dir) || seed_store_conf(dir)) return 1;
     if (argc == 3 && seed_golden(dir, argv[2])) return 1;
     return 0;
 }
