@@ -349,9 +349,7 @@ int tool_fsck_main(int argc, char **argv)
         goto out;
     }
     if (lay->state == CBFS_LAYOUT_CUT_SHORT) {
-        char why[2 * PATH_MAX + 512];
-        cbfs_store_layout_refusal(lay, path, why, sizeof why);
-        tool_err("fsck", "%s", why);
+        tool_layout_refusal("fsck", lay, path);
         free(lay);
         goto out;
     }

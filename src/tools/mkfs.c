@@ -127,9 +127,7 @@ int tool_mkfs_main(int argc, char **argv)
         goto out;
     }
     if (lay->state == CBFS_LAYOUT_LOST_CONF) {
-        char why[2 * PATH_MAX + 512];
-        cbfs_store_layout_refusal(lay, path, why, sizeof why);
-        tool_err("mkfs", "%s", why);
+        tool_layout_refusal("mkfs", lay, path);
         free(lay);
         rc = TOOL_EXIT_PROBLEMS;
         goto out;

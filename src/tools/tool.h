@@ -211,6 +211,11 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
 cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd);
 /* tool_file_open for a walk callback: on failure prints
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
+/* Prints the store layer's refusal of a store in lay's state
+ * (cbfs_store_layout_refusal: a cut-short upgrade, a lost store.conf) as
+ * sub's error. */
+void tool_layout_refusal(const char *sub, const struct cbfs_store_layout *lay, const char *root);
+
 /* Says why tool_file_open of the file shown as display failed (e), naming the
  * sidecar where that is what failed. */
 void tool_file_open_err(const char *sub, const struct tool_store *store, const char *display,

@@ -719,6 +719,13 @@ bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char
     return e == CBFS_OK;
 }
 
+void tool_layout_refusal(const char *sub, const struct cbfs_store_layout *lay, const char *root)
+{
+    char why[2 * PATH_MAX + 512];
+    cbfs_store_layout_refusal(lay, root, why, sizeof why);
+    tool_err(sub, "%s", why);
+}
+
 void tool_file_open_err(const char *sub, const struct tool_store *store, const char *display,
                         const struct tool_file *tf, cbfs_err e)
 {
