@@ -6,7 +6,7 @@
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 20)
 # Environment: BUILD_DIR        build directory (default: build-fuzz/ in the repo)
 #              CBFS_FUZZ_OUT    corpora, crash inputs and logs (default: BUILD_DIR/fuzz-out)
-#              CBFS_FUZZ_TARGETS  space-separated subset (default: all four)
+#              CBFS_FUZZ_TARGETS  space-separated subset (default: all five)
 #              CBFS_JOBS        build parallelism (default 2)
 # Crash inputs are kept as CBFS_FUZZ_OUT/TARGET/crash-*; reproduce with
 #   BUILD_DIR/TARGET CRASH_FILE
@@ -19,7 +19,7 @@ secs=${1:-20}
 [[ $secs =~ ^[0-9]+$ ]] && ((secs > 0)) || { echo "usage: $0 [SECONDS_PER_TARGET]" >&2; exit 2; }
 BUILD_DIR=${BUILD_DIR:-$REPO/build-fuzz}
 OUT=${CBFS_FUZZ_OUT:-$BUILD_DIR/fuzz-out}
-TARGETS=${CBFS_FUZZ_TARGETS:-fuzz_frame_hdr fuzz_block_decode fuzz_index_replay fuzz_store_conf}
+TARGETS=${CBFS_FUZZ_TARGETS:-fuzz_frame_hdr fuzz_block_decode fuzz_index_replay fuzz_index_open fuzz_store_conf}
 jobs=${CBFS_JOBS:-2}
 passed=0 failed=0
 

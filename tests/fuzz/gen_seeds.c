@@ -2,7 +2,8 @@
  * written by the library itself, with every codec, RAW, HOLE and SIZE frames.
  * Usage: cbfs-fuzz-seeds OUTDIR [GOLDEN_DIR]; writes OUTDIR/frame_hdr/,
  * OUTDIR/block_decode/, OUTDIR/index_replay/ (in the input layout of
- * fuzz_index_replay: u16 LE sidecar length or 0xFFFF, sidecar, data) and
+ * fuzz_index_replay: u16 LE sidecar length or 0xFFFF, sidecar, data),
+ * OUTDIR/index_open/ (the same pairs, each behind several hint bytes) and
  * OUTDIR/store_conf/ (store.conf files, written by cbfs_store_write_conf in
  * a scratch store under $TMPDIR, and hand-edited variants). */
 #include <errno.h>
@@ -29,8 +30,8 @@ struct seed_buf {
     size_t n;
 };
 
-static int seed_write(const char *dir, const char *sub, const char *name, const void *p,
-                      size_t n)
+static int seed_write_one(const char *dir, const char *sub, const char *name, const void *p,
+                          size_t n)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s/%s", dir, sub, name);
@@ -43,6 +44,31 @@ static int seed_write(const char *dir, const char *sub, const char *name, const 
     if (fclose(f) != 0 || !ok) {
         fprintf(stderr, "cbfs-fuzz-seeds: cannot write %s\n", path);
         return -1;
+    }
+    return 0;
+}
+
+/* fuzz_index_open's hint bytes (its kind in bits 0-1, .size in 2-5,
+ * .otherwise in 6-7): none; 4 KiB as candidate (rule 3) and asserted (rule
+ * 1); 8 KiB unbacked (refused); 4 KiB store-wide (rule 5 taken) and 8 KiB
+ * store-wide (refused by the 4 KiB blocks that look smaller). */
+static const uint8_t seed_hints[] = {0x00, 0x05, 0x06, 0x09, 0x43, 0x83};
+
+/* Writes OUTDIR/SUB/NAME; an index_replay input is also written, once per
+ * hint byte in front of it, as index_open/NAME.hXX. */
+static int seed_write(const char *dir, const char *sub, const char *name, const void *p,
+                      size_t n)
+{
+    if (seed_write_one(dir, sub, name, p, n)) return -1;
+    if (strcmp(sub, "index_replay") != 0) return 0;
+    static uint8_t buf[1 + 2 * SEED_MAX + 2];
+    if (n > sizeof buf - 1) return -1;
+    memcpy(buf + 1, p, n);
+    for (size_t i = 0; i < sizeof seed_hints; i++) {
+        char hname[256];
+        snprintf(hname, sizeof hname, "%s.h%02x", name, seed_hints[i]);
+        buf[0] = seed_hints[i];
+        if (seed_write_one(dir, "index_open", hname, buf, n + 1)) return -1;
     }
     return 0;
 }
@@ -333,7 +359,8 @@ int main(int argc, char **argv)
     }
     const char *const dir = argv[1];
     if (seed_mkdir(dir, NULL) || seed_mkdir(dir, "frame_hdr") || seed_mkdir(dir, "block_decode") ||
-        seed_mkdir(dir, "index_replay") || seed_mkdir(dir, "store_conf"))
+        seed_mkdir(dir, "index_replay") || seed_mkdir(dir, "index_open") ||
+        seed_mkdir(dir, "store_conf"))
         return 1;
     if (seed_frames(dir) || seed_files(dir) || seed_store_conf(dir)) return 1;
     if (argc == 3 && seed_golden(dir, argv[2])) return 1;
