@@ -178,6 +178,15 @@ static void cbfs_setattr_gone(fuse_req_t req, const struct cbfs_fs *fs,
     fuse_reply_attr(req, &st, 0);
 }
 
+/* May a SETATTR that met ESTALE be answered as done (cbfs_setattr_gone)? A
+ * SETATTR of times only, with no handle of the inode open. The caller adds
+ * what it knows of the object being gone. */
+static bool cbfs_setattr_gone_may(struct cbfs_fs *fs, const struct cbfs_inode *inode, int err,
+                                  int valid)
+{
+    return err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) && !cbfs_handle_any_open(fs, inode);
+}
+
 void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
                      struct fuse_file_info *fi)
 {
@@ -190,7 +199,7 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
 
-    if (err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) && !cbfs_handle_any_open(fs, inode)) {
+    if (cbfs_setattr_gone_may(fs, inode, err, valid)) { /* its handle no longer opens */
         cbfs_setattr_gone(req, fs, inode, attr, valid);
         return;
     }
@@ -271,8 +280,7 @@ reply:;
      * the data file has no name left (an NFS store's ESTALE can come from a
      * live file, whose error must stay). */
     struct stat held;
-    const bool gone = err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) &&
-                      !cbfs_handle_any_open(fs, inode) &&
+    const bool gone = cbfs_setattr_gone_may(fs, inode, err, valid) &&
                       fstatat(fd, "", &held, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
                       held.st_nlink == 0;
     cbfs_inode_unpin(fs, inode);
