@@ -370,9 +370,7 @@ int tool_fsck_main(int argc, char **argv)
            " left uncorrected%s",
            path, f.files, f.problems, f.fixed, f.left,
            f.left && !f.repair ? " (run with --repair)" : "");
-    /* what could not be read was not checked: never a clean summary */
-    if (f.errors) printf(", %u error(s): not all was checked (see above)", f.errors);
-    putchar('\n');
+    tool_summary_end(f.errors);
     rc = f.errors ? FSCK_ERROR : f.left ? FSCK_UNCORRECTED : f.fixed ? FSCK_CORRECTED : FSCK_CLEAN;
 out:
     cbfs_store_close(st);

@@ -211,6 +211,11 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
 cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd);
 /* tool_file_open for a walk callback: on failure prints
  * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
+/* Ends a summary line of verify or fsck: says how many errors left things
+ * unchecked (never a clean summary where something could not be read), then
+ * the newline. */
+void tool_summary_end(unsigned errors);
+
 /* Prints the store layer's refusal of a store in lay's state
  * (cbfs_store_layout_refusal: a cut-short upgrade, a lost store.conf) as
  * sub's error. */

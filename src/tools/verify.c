@@ -161,9 +161,7 @@ int tool_verify_main(int argc, char **argv)
                " block(s), %s logical in %.2f s (%.0f MB/s): %zu problem(s)",
                v.files, v.plain, v.chk.blocks, tool_fmt_bytes(v.chk.logical_bytes, lb, sizeof lb),
                secs, secs > 0 ? (double)v.chk.logical_bytes / 1e6 / secs : 0.0, v.chk.n);
-        /* what could not be read was not checked: never a clean summary */
-        if (v.errors) printf(", %u error(s): not all was checked (see above)", v.errors);
-        putchar('\n');
+        tool_summary_end(v.errors);
     }
     const int rc = v.errors ? TOOL_EXIT_USAGE : v.chk.n ? TOOL_EXIT_PROBLEMS : TOOL_EXIT_OK;
     tool_check_free(&v.chk);

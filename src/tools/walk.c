@@ -719,6 +719,12 @@ bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char
     return e == CBFS_OK;
 }
 
+void tool_summary_end(unsigned errors)
+{
+    if (errors) printf(", %u error(s): not all was checked (see above)", errors);
+    putchar('\n');
+}
+
 void tool_layout_refusal(const char *sub, const struct cbfs_store_layout *lay, const char *root)
 {
     char why[2 * PATH_MAX + 512];
