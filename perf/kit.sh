@@ -17,16 +17,27 @@
 # With --perf, bin/ also gets this machine's perf (linux-perf, Debian 12's 6.1) and lib/ the
 # libraries it loads (~35 MiB more): for `perf record`/`perf report` of a point there, which
 # has no perf of its own. perf 6.1 reads a newer kernel's perf_event ABI.
-# Usage: perf/kit.sh [--perf] [BUILD_DIR]   (default build/)
+# With --tsan, tsan/ gets the engine stress built with ThreadSanitizer (scripts/build.sh
+# build-tsan, as the suite builds it) and its libtsan: perf/probe16.sh J runs it with 16
+# workers, which this machine's 2 cores cannot exercise.
+# Usage: perf/kit.sh [--perf] [--tsan] [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-with_perf=0
-[[ "${1:-}" == --perf ]] && { with_perf=1; shift; }
+with_perf=0 with_tsan=0
+while [[ "${1:-}" == --* ]]; do
+    case $1 in
+    --perf) with_perf=1 ;;
+    --tsan) with_tsan=1 ;;
+    *) echo "usage: perf/kit.sh [--perf] [--tsan] [BUILD_DIR]" >&2; exit 2 ;;
+    esac
+    shift
+done
 bdir=${1:-build}
 kit=$repo/perf/kit
 limit_mib=40
 ((with_perf)) && limit_mib=80
+((with_tsan)) && limit_mib=$((limit_mib + 10))
 
 scripts/build.sh "$bdir" >/dev/null
 rm -rf "$kit"
@@ -57,6 +68,16 @@ for need in libfuse3.so.3 libzstd.so.1 liblz4.so.1 liblzma.so.5 libbz2.so.1.0 li
     [[ -f "$kit/lib/$need" ]] || { echo "kit.sh: $need not collected (ldd changed?)" >&2; exit 1; }
 done
 strip --strip-debug "$kit"/lib/*.so* 2>/dev/null || true
+
+if ((with_tsan)); then
+    scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=Debug -DCBFS_SANITIZE=thread \
+        -DCBFS_BUILD_TESTS=OFF >/dev/null
+    mkdir -p "$kit/tsan"
+    strip --strip-debug -o "$kit/tsan/cbfs-engine-stress" build-tsan/cbfs-engine-stress
+    ldd build-tsan/cbfs-engine-stress | awk '$1 ~ /^libtsan/ && $3 ~ /^\// {print $1, $3}' |
+        while read -r soname path; do cp -L "$path" "$kit/tsan/$soname"; done
+    ls "$kit"/tsan/libtsan.so.* >/dev/null || { echo "kit.sh: libtsan not collected" >&2; exit 1; }
+fi
 
 install -m 755 perf/ddbench "$kit/ddbench"
 install -m 755 perf/gensrc.py "$kit/gensrc.py"

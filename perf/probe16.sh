@@ -35,10 +35,17 @@
 #   I: why 8 zstd:1 writers run faster without the writeback cache: profiles and wait
 #      samples of one point with and without it, then 4 and 16 writers each way against the
 #      pipe, 2 GiB, 2 reps. About 30 s.
+#   J: target 3b against the FUSE bdi's dirty limit set between the kernel's 1 % and
+#      max_ratio=100 (bdi.max_bytes 512M, 1G, 4G: zstd:1, 1 and 8 writers, 1 MiB writes, and
+#      8 KiB writes of one writer, against the pipe, 2 GiB, 3 reps); then what 2 cores
+#      cannot show of correctness: the TSan engine stress (perf/kit.sh --tsan) with 4, 8
+#      and 16 workers side by side, and 16 writers of mixed record sizes through one mount,
+#      compared byte for byte warm, then after a remount cold, then `cbfs verify` and stock
+#      `zstd -d` of each data file. About 4 minutes.
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B|C|D|E|F|G|H|I}
+step=${1:?usage: perf/probe16.sh A|B|C|D|E|F|G|H|I|J}
 size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
@@ -108,6 +115,70 @@ EOF
         --read-wrap "bash /tmp/rwrap-$name.sh" --csv "$res/prof-$name.csv" "$@" \
         >"$res/prof-$name.log" 2>&1
     report_ "$name"
+}
+
+tsan_() { # the TSan engine stress, several pools side by side (kit/tsan: the binary, libtsan)
+    local t=$kit/tsan pids=() i=0
+    [[ -x $t/cbfs-engine-stress ]] || { echo "probe16: no $t/cbfs-engine-stress"; return 0; }
+    for cfg in "ST_WORKERS=16" "ST_WORKERS=16 ST_RA=32" "ST_WORKERS=8 ST_CACHE=8388608" \
+        "ST_WORKERS=4" "ST_WORKERS=16 ST_CACHE=262144" "ST_WORKERS=8 ST_RA=1"; do
+        # setarch -R: older TSan runtimes may fail to map their shadow memory under the
+        # higher mmap randomisation of newer kernels; without ASLR they do not
+        (cd /tmp && env $cfg LD_LIBRARY_PATH=$t:$kit/lib TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+            timeout 300 setarch "$(uname -m)" -R "$t/cbfs-engine-stress" </dev/null \
+            >"$res/tsan-$i.log" 2>&1; echo "rc=$? $cfg" >>"$res/tsan-$i.log") &
+        pids+=($!)
+        i=$((i + 1))
+    done
+    wait "${pids[@]}"
+    for f in "$res"/tsan-*.log; do echo "== $(basename "$f"): $(tail -n 2 "$f" | tr '\n' ' ')"; done
+}
+
+mixcheck_() { # 16 writers of mixed record sizes through one mount, compared byte for byte
+    local w=/var/tmp/probe-mix src=/dev/shm/probe-mix-src bad=0 i
+    local sizes=(4096 8192 10240 65536 1048576 3000 131072 512 262144 16384 1048576 8192 \
+        2097152 32768 4096 1000000)
+    rm -rf "$w"
+    mkdir -p "$w/store" "$w/mnt"
+    python3 "$kit/gensrc.py" 1G "$src" >/dev/null || { echo "mixcheck: no source"; return 0; }
+    trap 'fusermount3 -u "$w/mnt" 2>/dev/null; umount -l "$w/mnt" 2>/dev/null' RETURN
+    mnt_() { LD_LIBRARY_PATH=$kit/lib "$kit/bin/mount.cbfs" -o codec=zstd:1 "$w/store" "$w/mnt"; }
+    mnt_ || { echo "mixcheck: mount failed"; return 0; }
+    local dev; dev=$(mountpoint -d "$w/mnt")
+    echo "mixcheck: bdi $dev max_ratio $(cat /sys/class/bdi/$dev/max_ratio) max_bytes \
+$(cat /sys/class/bdi/$dev/max_bytes 2>/dev/null) strict_limit $(cat /sys/class/bdi/$dev/strict_limit)"
+    local t0=$EPOCHREALTIME
+    for i in "${!sizes[@]}"; do
+        # each writer its own 64 MiB-aligned offset of the source, 384 MiB
+        dd if="$src" of="$w/mnt/f$i" bs="${sizes[$i]}" iflag=skip_bytes,count_bytes \
+            skip=$(((i % 8) << 26)) count=$((384 << 20)) conv=fdatasync status=none &
+    done
+    wait
+    echo "mixcheck: 16 writers, 6 GiB in $(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"
+    echo 3 >/proc/sys/vm/drop_caches
+    for i in "${!sizes[@]}"; do
+        cmp -s -n $((384 << 20)) -i $(((i % 8) << 26)):0 "$src" "$w/mnt/f$i" ||
+            { echo "mixcheck: f$i (bs ${sizes[$i]}) differs warm"; bad=1; }
+    done
+    fusermount3 -u "$w/mnt" || umount -l "$w/mnt"
+    sleep 1
+    echo 3 >/proc/sys/vm/drop_caches
+    mnt_ || { echo "mixcheck: remount failed"; return 0; }
+    for i in "${!sizes[@]}"; do
+        [[ $(stat -c %s "$w/mnt/f$i") == $((384 << 20)) ]] || { echo "mixcheck: f$i size"; bad=1; }
+        cmp -s -n $((384 << 20)) -i $(((i % 8) << 26)):0 "$src" "$w/mnt/f$i" ||
+            { echo "mixcheck: f$i (bs ${sizes[$i]}) differs after remount"; bad=1; }
+    done
+    fusermount3 -u "$w/mnt" || umount -l "$w/mnt"
+    LD_LIBRARY_PATH=$kit/lib "$kit/bin/cbfs" verify "$w/store" 2>&1 | tail -n 3
+    local stock=0
+    for i in "${!sizes[@]}"; do
+        LD_LIBRARY_PATH=$kit/lib zstd -dc "$w/store/f$i" 2>/dev/null |
+            cmp -s -n $((384 << 20)) -i $(((i % 8) << 26)):0 "$src" - && stock=$((stock + 1))
+    done
+    echo "mixcheck: $stock of 16 data files decode with stock zstd -d to the source"
+    ((bad)) && echo "mixcheck: FAILED" || echo "mixcheck: all 16 files equal the source, warm and cold"
+    rm -rf "$w" "$src"
 }
 
 { nproc; lscpu | grep -E 'Model name|MHz|NUMA|L3'; free -g; df -hT /var/tmp; lsblk -d -o NAME,ROTA,MODEL,SIZE
@@ -196,6 +267,17 @@ I)  # why 8 zstd:1 writers run faster without the writeback cache (H: 1.52x vs 1
     dd_ many16 5 --size $size --reps ${PROBE_REPS:-2} --sizes 1M --writers 4,16 \
         --system 'zstd1=codec=zstd:1' --system 'zstd1 wbc-off=codec=zstd:1,writeback_cache=off' \
         --system pipe-zstd
+    ;;
+J)  # 3b against bdi.max_bytes between the kernel's 1 % and 100 %; 16-core correctness
+    mb() { echo "zstd1 mb$1=codec=zstd:1,bdi.max_bytes=$2"; }
+    dd_ bdibytes 120 --size $size --reps ${PROBE_REPS:-3} --sizes 1M --writers 1,8 \
+        --system 'zstd1=codec=zstd:1' --system "$(mb 512M 536870912)" \
+        --system "$(mb 1G 1073741824)" --system "$(mb 4G 4294967296)" --system pipe-zstd
+    dd_ bdibytes8K 100 --size $size --reps ${PROBE_REPS:-2} --sizes 8K --writers 1 \
+        --system 'zstd1=codec=zstd:1' --system "$(mb 1G 1073741824)" \
+        --system "$(mb 4G 4294967296)"
+    tsan_
+    mixcheck_
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac

@@ -3,8 +3,9 @@
  * Built in every build; the test script runs it from the TSan build. Each
  * case checks every byte against a shadow copy; prints "N passed, N failed".
  * For longer runs by hand: ST_ONLY=NAME runs one case, ST_CACHE=BYTES and
- * ST_RA=BLOCKS set the cache and the read-ahead, VC_SECONDS the
- * versioned_readers case's length (default 5). */
+ * ST_RA=BLOCKS set the cache and the read-ahead, ST_WORKERS=N the pool's
+ * size (default 2), VC_SECONDS the versioned_readers case's length
+ * (default 5). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -526,9 +527,11 @@ int main(void)
     struct cbfs_engine_config cfg = {.block_size = 128 << 10, .workers = 2, .readahead = 8,
                                      .cache_bytes = 2 << 20, .inflight_bytes = 1 << 20,
                                      .sync_lag_bytes = 512 << 10};
-    /* by hand: other caches and read-ahead windows (the header) */
+    /* by hand: other caches, read-ahead windows and pool sizes (the header) */
     if (getenv("ST_CACHE")) cfg.cache_bytes = strtoull(getenv("ST_CACHE"), NULL, 0);
     if (getenv("ST_RA")) cfg.readahead = (unsigned)atoi(getenv("ST_RA"));
+    /* more workers than 2 where there are more cores (the 16-core machine) */
+    if (getenv("ST_WORKERS")) cfg.workers = (unsigned)atoi(getenv("ST_WORKERS"));
     if (cbfs_engine_create(&cfg, &st_eng)) return 2;
     int passed = 0, failed = 0;
     struct {
