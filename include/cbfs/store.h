@@ -311,6 +311,17 @@ cbfs_err cbfs_store_sync_dir(int dirfd, const char *name);
  * @return CBFS_E_BUSY with *holder = the running daemon's pid (0 if unknown),
  * CBFS_E_ROFS if .cbfs/ does not exist and cannot be created, I/O errors. */
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder);
+/* The same for a check that must leave the store as it was (cbfs fsck
+ * without --repair): takes the root's flock and .cbfs/lock's where they can
+ * be had, creates nothing and writes no pid (a mount then names the holder
+ * from /proc/locks). A store without .cbfs/lock is locked by its root's
+ * flock alone, or (where the root cannot be flocked) not at all: no daemon
+ * serves it (a daemon makes the lock file before it serves), and one that
+ * mounts meanwhile makes it and takes it itself; the check, which writes
+ * nothing, can then at worst report a problem of a file being written, as
+ * cbfs verify of a live store can, never change a byte.
+ * @return CBFS_E_BUSY with *holder as cbfs_store_lock gives it, I/O errors. */
+cbfs_err cbfs_store_lock_existing(struct cbfs_store *st, pid_t *holder);
 /* Who holds a store's lock, for the one wording of "in use" in the daemon and
  * the tools. */
 enum cbfs_store_holder {

@@ -259,6 +259,29 @@ static cbfs_err cbfs_store_lock_root(struct cbfs_store *st, pid_t *holder)
     return CBFS_OK;
 }
 
+/* flock(LOCK_EX|LOCK_NB) on st->lock_fd. @return CBFS_OK, or CBFS_E_BUSY with
+ * *holder the pid its holder wrote into it (0: none). */
+static cbfs_err cbfs_store_flock_file(struct cbfs_store *st, pid_t *holder)
+{
+    while (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) return cbfs_err_from_errno(errno);
+        *holder = cbfs_store_read_pid(st->lock_fd);
+        return CBFS_E_BUSY;
+    }
+    return CBFS_OK;
+}
+
+/* Drops what a lock that failed had taken. @return e. */
+static cbfs_err cbfs_store_lock_undo(struct cbfs_store *st, cbfs_err e)
+{
+    if (st->lock_fd >= 0) close(st->lock_fd);
+    if (st->meta_fd >= 0) close(st->meta_fd);
+    if (st->root_lock_fd >= 0) close(st->root_lock_fd);
+    st->lock_fd = st->meta_fd = st->root_lock_fd = -1;
+    return e;
+}
+
 cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder)
 {
     cbfs_err e;
@@ -296,26 +319,44 @@ cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder)
         e = cbfs_err_from_errno(errno);
         goto fail;
     }
-    while (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EWOULDBLOCK) {
-            *holder = cbfs_store_read_pid(st->lock_fd);
-            e = CBFS_E_BUSY;
-        } else {
-            e = cbfs_err_from_errno(errno);
-        }
-        goto fail;
-    }
+    if ((e = cbfs_store_flock_file(st, holder)) != CBFS_OK) goto fail;
     cbfs_store_set_pid(st, getpid());
     st->fresh = created;
     return CBFS_OK;
 
 fail:
-    if (st->lock_fd >= 0) close(st->lock_fd);
-    if (st->meta_fd >= 0) close(st->meta_fd);
-    if (st->root_lock_fd >= 0) close(st->root_lock_fd);
-    st->lock_fd = st->meta_fd = st->root_lock_fd = -1;
-    return e;
+    return cbfs_store_lock_undo(st, e);
+}
+
+cbfs_err cbfs_store_lock_existing(struct cbfs_store *st, pid_t *holder)
+{
+    cbfs_err e;
+    *holder = 0;
+    if ((e = cbfs_store_lock_root(st, holder)) != CBFS_OK) return e;
+    st->meta_fd =
+        openat(st->root_fd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (st->meta_fd < 0) {
+        if (errno == ENOENT) return CBFS_OK; /* no .cbfs/: the root's flock alone */
+        e = (errno == ENOTDIR || errno == ELOOP) ? CBFS_E_INVAL : cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    /* Writable where we may, though nothing is written through it (no pid
+     * either): NFS turns flock into a POSIX lock, which wants a writable
+     * descriptor. No O_CREAT. */
+    st->lock_writable = false;
+    st->lock_fd = openat(st->meta_fd, CBFS_STORE_LOCK, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (st->lock_fd < 0 && (errno == EROFS || errno == EACCES))
+        st->lock_fd = openat(st->meta_fd, CBFS_STORE_LOCK, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (st->lock_fd < 0) {
+        if (errno == ENOENT) return CBFS_OK;
+        e = cbfs_err_from_errno(errno);
+        goto fail;
+    }
+    if ((e = cbfs_store_flock_file(st, holder)) != CBFS_OK) goto fail;
+    return CBFS_OK;
+
+fail:
+    return cbfs_store_lock_undo(st, e);
 }
 
 /* The file's own keys, and the settings lines, kept as raw strings until the

@@ -306,7 +306,12 @@ int tool_fsck_main(int argc, char **argv)
     }
     cbfs_err e = cbfs_store_open(path, &st);
     pid_t holder = 0;
-    if (!e) e = cbfs_store_lock(st, !f.repair && !upgrade, &holder);
+    /* A check writes nothing to the store, not even a lock file: it takes
+     * the locks that are there (cbfs_store_lock_existing says why that is
+     * enough). A repair or an upgrade writes, and makes the lock if need be. */
+    if (!e)
+        e = f.repair || upgrade ? cbfs_store_lock(st, false, &holder)
+                                : cbfs_store_lock_existing(st, &holder);
     if (e == CBFS_E_BUSY) {
         char who[128];
         switch (cbfs_store_holder_describe(holder, who, sizeof who)) {
@@ -334,8 +339,8 @@ int tool_fsck_main(int argc, char **argv)
         rc = tool_fsck_upgrade(st, path);
         goto out;
     }
-    /* A tree without .cbfs/ got one from the lock: the walk skips it as a
-     * store root's, not a directory of the store's files. */
+    /* A tree without .cbfs/ may have got one from --repair's lock: the walk
+     * skips it as a store root's, not a directory of the store's files. */
     loc.at_root = true;
     /* The layout again, under the lock, by the mount's rules: what was read
      * before it may be gone (an fsck --upgrade that held the lock meanwhile

@@ -440,6 +440,45 @@ Test(store_meta, one_lock_holder_and_its_pid, .init = st_setup, .fini = st_teard
     cr_assert_eq(errno, ENOENT);
 }
 
+/* The check's lock (fsck without --repair) creates and writes nothing, and
+ * still keeps a daemon's lock out and is kept out by one. */
+Test(store_meta, lock_existing_writes_nothing, .init = st_setup, .fini = st_teardown)
+{
+    struct cbfs_store *a, *b;
+    pid_t holder = -1;
+    struct stat sb;
+    cr_assert_eq(cbfs_store_open(st_dir, &a), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock_existing(a, &holder), CBFS_OK, "a tree without .cbfs/");
+    cr_assert_eq(holder, 0);
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR), &sb), -1, "the check made .cbfs/");
+    cr_assert_eq(cbfs_store_open(st_dir, &b), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock(b, false, &holder), CBFS_E_BUSY, "the root's flock is held");
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR), &sb), -1, "the refused lock made .cbfs/");
+    cbfs_store_close(a);
+    /* a lock file with a pid, as a mount leaves it: the check takes it and
+     * leaves it as it was, and a daemon's lock keeps the check out */
+    cr_assert_eq(mkdir(st_path(CBFS_STORE_DIR), 0700), 0);
+    st_write(CBFS_STORE_DIR "/" CBFS_STORE_LOCK, "", 0);
+    cr_assert_eq(cbfs_store_lock(b, false, &holder), CBFS_OK);
+    cr_assert_eq(cbfs_store_open(st_dir, &a), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock_existing(a, &holder), CBFS_E_BUSY);
+    cr_assert_eq(holder, getpid());
+    cbfs_store_close(a);
+    cbfs_store_close(b);
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR "/" CBFS_STORE_LOCK), &sb), 0);
+    const struct timespec before = sb.st_mtim;
+    cr_assert_eq(cbfs_store_open(st_dir, &a), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock_existing(a, &holder), CBFS_OK);
+    cr_assert_eq(cbfs_store_open(st_dir, &b), CBFS_OK);
+    cr_assert_eq(cbfs_store_lock(b, false, &holder), CBFS_E_BUSY);
+    cbfs_store_close(b);
+    cbfs_store_close(a);
+    cr_assert_eq(stat(st_path(CBFS_STORE_DIR "/" CBFS_STORE_LOCK), &sb), 0);
+    cr_assert_eq(sb.st_size, 0, "the check wrote its pid");
+    cr_assert(sb.st_mtim.tv_sec == before.tv_sec && sb.st_mtim.tv_nsec == before.tv_nsec,
+              "the check changed the lock file's mtime");
+}
+
 Test(store_meta, metadata_that_is_not_a_directory, .init = st_setup, .fini = st_teardown)
 {
     struct cbfs_store *st;
