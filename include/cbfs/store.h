@@ -176,15 +176,19 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name);
  * its .cbfs/ (a copy made with cp -a STORE/(star) skips it) would then be served as layout 2:
  * every compressed file EIO, its sidecars shown as files. Looks at
  * CBFS_STORE_PROBE_MAX entries at most (a tree of plain files made a store
- * is walked no further). @return CBFS_OK with *found (and the store-relative
- * path of one in example), or an I/O error. */
+ * is walked no further). index_dir (NULL: not wanted): whether the same walk
+ * met a directory CBFS_INDEX_DIR (where *found, only up to the sidecar), so
+ * that a reader who wants both facts walks the tree once.
+ * @return CBFS_OK with *found (and the store-relative path of one in
+ * example), or an I/O error. */
 #define CBFS_STORE_PROBE_MAX 10000u
 
 /* Directories below its start a walk of a store's whole tree goes into at
  * most (the tools' walk, fsck --upgrade): a deeper tree is an error, not a
  * stack overflow (each level holds a frame and an fd). */
 #define CBFS_STORE_DEPTH_MAX 4096u
-cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, char *example, size_t cap);
+cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, bool *index_dir, char *example,
+                                 size_t cap);
 
 /* For a store of layout 1: does the tree hold a directory CBFS_INDEX_DIR?
  * Layout 1 reserves the name (no file of the mount has it), so only
@@ -376,6 +380,10 @@ struct cbfs_store_layout {
     enum cbfs_layout_state state;
     char example[PATH_MAX];       /* LOST_CONF, CUT_SHORT: the store-relative path of a
                                    * sidecar or index directory that shows it */
+    bool index_dir_seen;          /* the probe met a directory CBFS_INDEX_DIR (no store.conf,
+                                   * or one of layout 1; false where there was no probe):
+                                   * the tools read a tree outside any store as layout 2
+                                   * only then */
 };
 
 /* The layout of the tree at root_fd whose store.conf is conf (NULL: it has

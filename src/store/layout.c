@@ -269,6 +269,7 @@ struct cbfs_store_probe {
     bool index_dir; /* a directory CBFS_INDEX_DIR; else a sidecar of layout 1 */
     unsigned budget; /* entries left to look at */
     bool found;
+    bool saw_index_dir; /* a directory CBFS_INDEX_DIR was met, whatever was looked for */
     char *example; /* the store-relative path of the first found */
     size_t cap;
 };
@@ -293,6 +294,7 @@ static cbfs_err cbfs_store_probe_in(struct cbfs_store_probe *p, int at, const ch
         struct stat st;
         if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* raced away */
         const bool is_index_dir = S_ISDIR(st.st_mode) && strcmp(n, CBFS_INDEX_DIR) == 0;
+        p->saw_index_dir |= is_index_dir;
         if (p->index_dir && is_index_dir) {
             p->found = true;
         } else if (!p->index_dir && S_ISREG(st.st_mode) && cbfs_store_is_sidecar_name(n)) {
@@ -319,25 +321,29 @@ static cbfs_err cbfs_store_probe_in(struct cbfs_store_probe *p, int at, const ch
     return e;
 }
 
-static cbfs_err cbfs_store_probe(int root_fd, bool index_dir, bool *found, char *example,
-                                 size_t cap)
+/* saw_index_dir (NULL: not wanted): whether a directory CBFS_INDEX_DIR was
+ * met on the way, so that a caller who wants both facts walks once. */
+static cbfs_err cbfs_store_probe(int root_fd, bool index_dir, bool *found, bool *saw_index_dir,
+                                 char *example, size_t cap)
 {
     struct cbfs_store_probe p = {
         .index_dir = index_dir, .budget = CBFS_STORE_PROBE_MAX, .example = example, .cap = cap};
     if (cap) example[0] = '\0';
     const cbfs_err e = cbfs_store_probe_in(&p, root_fd, "", 0);
     *found = p.found;
+    if (saw_index_dir) *saw_index_dir = p.saw_index_dir;
     return e;
 }
 
-cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, char *example, size_t cap)
+cbfs_err cbfs_store_find_layout1(int root_fd, bool *found, bool *index_dir, char *example,
+                                 size_t cap)
 {
-    return cbfs_store_probe(root_fd, false, found, example, cap);
+    return cbfs_store_probe(root_fd, false, found, index_dir, example, cap);
 }
 
 cbfs_err cbfs_store_find_index_dir(int root_fd, bool *found, char *example, size_t cap)
 {
-    return cbfs_store_probe(root_fd, true, found, example, cap);
+    return cbfs_store_probe(root_fd, true, found, NULL, example, cap);
 }
 
 cbfs_err cbfs_store_sidecar_name(const char *name, char *buf, size_t cap)

@@ -586,10 +586,12 @@ cbfs_err cbfs_store_layout_of(int root_fd, const struct cbfs_store_conf *conf,
     out->block_size = conf ? conf->block_size : 0;
     out->state = conf ? CBFS_LAYOUT_CONF : CBFS_LAYOUT_NO_CONF;
     out->example[0] = '\0';
+    out->index_dir_seen = false;
     bool found = false;
     cbfs_err e = CBFS_OK;
     if (!conf) {
-        e = cbfs_store_find_layout1(root_fd, &found, out->example, sizeof out->example);
+        e = cbfs_store_find_layout1(root_fd, &found, &out->index_dir_seen, out->example,
+                                    sizeof out->example);
         if (!e && found) {
             out->layout = CBFS_LAYOUT_SUFFIX;
             out->state = CBFS_LAYOUT_LOST_CONF;
@@ -597,6 +599,7 @@ cbfs_err cbfs_store_layout_of(int root_fd, const struct cbfs_store_conf *conf,
     } else if (conf->layout == CBFS_LAYOUT_SUFFIX) {
         e = cbfs_store_find_index_dir(root_fd, &found, out->example, sizeof out->example);
         if (!e && found) out->state = CBFS_LAYOUT_CUT_SHORT;
+        out->index_dir_seen = !e && found;
     }
     return e;
 }

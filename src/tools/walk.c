@@ -154,13 +154,10 @@ cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *
         lay->layout = cbfs_store_dir_layout(rfd);
         lay->state = CBFS_LAYOUT_NO_CONF;
     } else if (!e) {
+        /* one walk of the tree tells both: layout-1 sidecars, index directories */
         e = cbfs_store_read_layout(rfd, lay, why, sizeof why);
-        bool shown = true;
-        if (!e && !loc->in_store && lay->state == CBFS_LAYOUT_NO_CONF &&
-            (e = cbfs_store_find_index_dir(rfd, &shown, lay->example, sizeof lay->example)) !=
-                CBFS_OK)
-            snprintf(why, sizeof why, "cannot tell its layout: %s", cbfs_err_str(e));
-        if (!e && !shown) lay->layout = CBFS_LAYOUT_SUFFIX;
+        if (!e && !loc->in_store && lay->state == CBFS_LAYOUT_NO_CONF && !lay->index_dir_seen)
+            lay->layout = CBFS_LAYOUT_SUFFIX;
     }
     if (rfd >= 0) close(rfd);
     if (e) {

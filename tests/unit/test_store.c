@@ -50,6 +50,14 @@ static void st_write(const char *rel, const void *buf, size_t len)
     close(fd);
 }
 
+/* Renames st_dir/from to st_dir/to. */
+static void st_move(const char *from, const char *to)
+{
+    char f[256];
+    snprintf(f, sizeof f, "%s", st_path(from));
+    cr_assert_eq(rename(f, st_path(to)), 0, "rename %s %s: %s", from, to, strerror(errno));
+}
+
 /* ---- layout: names ---- */
 
 #define L1 CBFS_LAYOUT_SUFFIX
@@ -611,6 +619,7 @@ Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
     cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "no .cbfs/: %s", msg);
     cr_assert_eq(lay.state, CBFS_LAYOUT_NO_CONF);
     cr_assert_eq(lay.layout, CBFS_LAYOUT_NEWEST);
+    cr_assert_not(lay.index_dir_seen);
     /* a store of layout 2 that lost its .cbfs/: still layout 2 */
     cr_assert_eq(mkdir(st_path("d"), 0755), 0);
     cr_assert_eq(mkdir(st_path("d/" CBFS_INDEX_DIR), 0711), 0);
@@ -619,6 +628,7 @@ Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
     cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
     cr_assert_eq(lay.state, CBFS_LAYOUT_NO_CONF);
     cr_assert_eq(lay.layout, CBFS_LAYOUT_INDEXDIR);
+    cr_assert(lay.index_dir_seen, "the walk for layout-1 sidecars tells index directories too");
     /* one directory alone (a file given outside any store): d holds an index
      * directory, the root does not */
     const int d = open(st_path("d"), O_PATH | O_DIRECTORY);
@@ -632,6 +642,35 @@ Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
     cr_assert_eq(lay.state, CBFS_LAYOUT_LOST_CONF);
     cr_assert_eq(lay.layout, CBFS_LAYOUT_SUFFIX, "its files read as layout 1's");
     cr_assert_str_eq(lay.example, "b" CBFS_INDEX_SUFFIX);
+    bool found = false, index_dir = false;
+    char example[PATH_MAX];
+    cr_assert_eq(cbfs_store_find_layout1(root, &found, NULL, example, sizeof example), CBFS_OK);
+    cr_assert(found);
+    /* a tree of layout 2 where the sidecar of layout 1 sits deeper: both facts */
+    st_move("b", "d/b");
+    st_move("b" CBFS_INDEX_SUFFIX, "d/e");
+    cr_assert_eq(mkdir(st_path("e"), 0755), 0);
+    cr_assert_eq(mkdir(st_path("e/" CBFS_INDEX_DIR), 0711), 0);
+    cr_assert_eq(mkdir(st_path("e/f"), 0755), 0);
+    st_write("e/f/g", "x", 1);
+    st_write("e/f/g" CBFS_INDEX_SUFFIX, "y", 1);
+    cr_assert_eq(cbfs_store_find_layout1(root, &found, &index_dir, example, sizeof example),
+                 CBFS_OK);
+    cr_assert(found);
+    cr_assert_str_eq(example, "e/f/g" CBFS_INDEX_SUFFIX);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_LOST_CONF);
+    cr_assert_eq(unlink(st_path("e/f/g" CBFS_INDEX_SUFFIX)), 0);
+    cr_assert_eq(cbfs_store_find_layout1(root, &found, &index_dir, example, sizeof example),
+                 CBFS_OK);
+    cr_assert_not(found, "%s", example);
+    cr_assert(index_dir, "d/ and e/ hold index directories");
+    st_move("d/e", "b" CBFS_INDEX_SUFFIX);
+    st_move("d/b", "b");
+    cr_assert_eq(unlink(st_path("e/f/g")), 0);
+    cr_assert_eq(rmdir(st_path("e/f")), 0);
+    cr_assert_eq(rmdir(st_path("e/" CBFS_INDEX_DIR)), 0);
+    cr_assert_eq(rmdir(st_path("e")), 0);
     char why[2 * PATH_MAX + 512];
     cbfs_store_layout_refusal(&lay, "/s", why, sizeof why);
     cr_assert(strstr(why, "lost its store.conf") && strstr(why, "format_version=1"), "%s", why);
@@ -642,6 +681,7 @@ Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
     cr_assert_eq(lay.state, CBFS_LAYOUT_CUT_SHORT);
     cr_assert_eq(lay.layout, CBFS_LAYOUT_SUFFIX);
     cr_assert_str_eq(lay.example, "d/" CBFS_INDEX_DIR);
+    cr_assert(lay.index_dir_seen);
     cbfs_store_layout_refusal(&lay, "/s", why, sizeof why);
     cr_assert(strstr(why, "cut short") && strstr(why, "fsck --upgrade"), "%s", why);
     /* store.conf says layout 2: what it says */
@@ -649,6 +689,7 @@ Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
     cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
     cr_assert_eq(lay.state, CBFS_LAYOUT_CONF);
     cr_assert_eq(lay.layout, CBFS_LAYOUT_INDEXDIR);
+    cr_assert_not(lay.index_dir_seen, "no probe where store.conf says layout 2");
     close(root);
 }
 
