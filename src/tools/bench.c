@@ -31,7 +31,7 @@ static const char tool_bench_help[] =
     "Pareto-optimal rows (*) and recommends mount options.\n"
     "  --codecs       default: every built codec except none; zstd:19 pins a level\n"
     "  --levels       default: each codec's default level\n"
-    "  --block-sizes  default: 1M\n"
+    "  --block-sizes  default: 256K (the mount's default block_size)\n"
     "  --disk-mbps N  disk speed to keep up with (default 500)\n"
     "  --plot FILE    PNG scatter of ratio vs compress MB/s (needs gnuplot)\n"
     "exit status: 0 ok, 2 usage or I/O error\n";
