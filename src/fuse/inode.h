@@ -119,6 +119,13 @@ struct cbfs_inode {
     struct cbfs_errseq plain_errs; /* PLAIN: the kernel's pages the store failed to take
                                 (a WRITE with writepage): every handle hears them once,
                                 at its next flush or fsync, as the engine's (cbfs/errseq.h) */
+    /* PLAIN: the store's changes made through the daemon (writes, truncates,
+     * fallocates that succeeded: cbfs_plain_changed), and the count the last
+     * successful fdatasync or fsync of the file began after. A writer's close
+     * syncs unless plain_synced has caught up (cbfs_plain_sync). Atomic: a
+     * write counts without the lock. */
+    _Atomic uint64_t plain_changes;
+    _Atomic uint64_t plain_synced;
     bool times_set;          /* writeback cache: times[] were set while file is open */
     struct timespec times[2]; /* atime, mtime as the kernel last set them (UTIME_OMIT:
                                  not set); put back after the engine writes the store */
@@ -319,6 +326,16 @@ int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode, bool *
  * is resolved now); restore puts them back on the store file after the
  * engine wrote (flush, fsync, last close). @return 0 or errno. */
 void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[2]);
+
+/* A PLAIN file's change that a writer's close must make durable: a write,
+ * truncate or fallocate of the store file that succeeded. */
+void cbfs_inode_plain_changed(struct cbfs_inode *inode);
+/* Syncs a PLAIN file through fd (fdatasync, or fsync unless datasync), or
+ * nothing where if_changed and a sync that began after every change counted
+ * so far has succeeded (a writer's close of a file nobody changed since). A
+ * file changed through another descriptor is synced all the same: the store
+ * syncs the file, not the descriptor. @return 0 or errno. */
+int cbfs_inode_plain_sync(struct cbfs_inode *inode, int fd, bool datasync, bool if_changed);
 int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
 /* Takes an open reference on the engine state of a COMPRESSED inode, opening

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,6 +425,28 @@ int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode, bool *
     }
     cbfs_inode_unpin(fs, inode);
     return err;
+}
+
+void cbfs_inode_plain_changed(struct cbfs_inode *inode)
+{
+    /* release: a sync that sees this count began after the change was made */
+    atomic_fetch_add_explicit(&inode->plain_changes, 1, memory_order_release);
+}
+
+int cbfs_inode_plain_sync(struct cbfs_inode *inode, int fd, bool datasync, bool if_changed)
+{
+    const uint64_t seen = atomic_load_explicit(&inode->plain_changes, memory_order_acquire);
+    if (if_changed && atomic_load_explicit(&inode->plain_synced, memory_order_acquire) >= seen)
+        return 0;
+    if ((datasync ? fdatasync(fd) : fsync(fd)) == -1) return errno;
+    /* every change counted in seen was made before this sync began: raise
+     * plain_synced to seen, never lower it (a slower sync of fewer changes) */
+    uint64_t cur = atomic_load_explicit(&inode->plain_synced, memory_order_relaxed);
+    while (cur < seen && !atomic_compare_exchange_weak_explicit(&inode->plain_synced, &cur, seen,
+                                                                memory_order_release,
+                                                                memory_order_relaxed)) {
+    }
+    return 0;
 }
 
 void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[2])

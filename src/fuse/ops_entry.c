@@ -245,6 +245,8 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         } else if ((hfd >= 0 ? ftruncate(hfd, attr->st_size)
                              : truncate(path, attr->st_size)) == -1) {
             err = errno;
+        } else {
+            cbfs_inode_plain_changed(inode);
         }
         if (err) goto reply;
     }

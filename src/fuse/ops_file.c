@@ -475,7 +475,10 @@ void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     int err = 0;
     if (!h->file) {
         n = cbfs_plain_write(fs, h, fi->writepage, buf, size, off, &err);
-        if (n > 0) cbfs_engine_count_plain_write(fs->opt.eng, (uint64_t)n);
+        if (n > 0) {
+            cbfs_inode_plain_changed(h->inode);
+            cbfs_engine_count_plain_write(fs->opt.eng, (uint64_t)n);
+        }
         if (n == -1 && cbfs_plain_store_err(err)) cbfs_engine_count_write_error(fs->opt.eng);
     } else {
         /* O_APPEND without the writeback cache: the kernel leaves it to us.
@@ -525,29 +528,6 @@ static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h, bool met
     return e ? cbfs_err_errno(e) : 0;
 }
 
-/* flush of a PLAIN file: close(2) of a dup reports what the store's close
- * would (NFS, for one, reports write errors there). Out of fds, the fd cache
- * makes room for one retry; if there is still none, an fdatasync of the
- * handle's fd reports them instead: the application's close(2) must not fail
- * for the daemon's fd limit, nor lose a write error to it. @return 0 or
- * errno. */
-static int cbfs_plain_flush(struct cbfs_fs *fs, const struct cbfs_handle *h)
-{
-    int dfd;
-    CBFS_FDCACHE_RETRY(&fs->fdc, dfd, dup(h->fd));
-    if (dfd == -1) {
-        if (errno != EMFILE && errno != ENFILE) return errno;
-        /* No fd to spare: a sync of the handle's own fd reports what the
-         * store keeps for close (NFS's write errors) without a new one, at
-         * the price of a sync in this corner only. */
-        cbfs_log_debug("flush of inode %llu: no fd to learn the store's close result (%s): "
-                       "syncing instead",
-                       (unsigned long long)h->inode->ino, strerror(errno));
-        return fdatasync(h->fd) == -1 ? errno : 0;
-    }
-    return close(dfd) == -1 ? errno : 0;
-}
-
 /* What a PLAIN file's flush or fsync through h reports: err, the store's
  * answer, or else the newest of the file's failed writebacks (cbfs_op_write)
  * that h has not heard of. Either way h has heard of them all. */
@@ -564,16 +544,21 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
-    if (!h->file) {
-        const int err = cbfs_plain_flush(cbfs_req_fs(req), h);
-        /* a reader's close reports no failed writeback (below) */
-        fuse_reply_err(req, (h->flags & O_ACCMODE) == O_RDONLY ? err : cbfs_plain_heard(h, err));
-        return;
-    }
     /* A reader's close reports nothing, as on a local filesystem (its
      * fsync does: each handle hears of a failure on its own). */
     if ((h->flags & O_ACCMODE) == O_RDONLY) {
         fuse_reply_err(req, 0);
+        return;
+    }
+    if (!h->file) {
+        /* A writer's close of a PLAIN file is an fdatasync, as a compressed
+         * file's is (what a close acknowledged survives a power cut:
+         * docs/OPERATIONS.md), unless nothing changed since the file's last
+         * sync. It also reports what the store keeps for close (NFS's write
+         * errors), with no fd of its own to take. */
+        const int err = cbfs_inode_plain_sync(h->inode, h->fd, true, true);
+        if (err) cbfs_engine_count_write_error(cbfs_req_fs(req)->opt.eng);
+        fuse_reply_err(req, cbfs_plain_heard(h, err));
         return;
     }
     fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, false));
@@ -584,8 +569,7 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
     if (!h->file) {
-        const int r = datasync ? fdatasync(h->fd) : fsync(h->fd);
-        const int err = r == -1 ? errno : 0;
+        const int err = cbfs_inode_plain_sync(h->inode, h->fd, datasync, false);
         if (err) cbfs_engine_count_write_error(cbfs_req_fs(req)->opt.eng);
         fuse_reply_err(req, cbfs_plain_heard(h, err));
         return;

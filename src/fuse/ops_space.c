@@ -50,7 +50,9 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
         cbfs_reply_kill_failed(req, ino, h->inode))
         return;
     if (!h->file) {
-        fuse_reply_err(req, fallocate(h->fd, mode, offset, length) == -1 ? errno : 0);
+        const int ferr = fallocate(h->fd, mode, offset, length) == -1 ? errno : 0;
+        if (!ferr) cbfs_inode_plain_changed(h->inode);
+        fuse_reply_err(req, ferr);
         return;
     }
     const uint64_t off = (uint64_t)offset, len = (uint64_t)length;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# close(2) of a plain file while the daemon is out of fds: flush learns the
-# store's close result from a dup of the handle's fd. With the daemon full of
-# open handles (only the fd cache's idle fds to give back), the application's
-# close must still succeed: the file is fine on the store. (Before, flush
-# answered EMFILE to close(2).)
+# close(2) of a plain file while the daemon is out of fds. With the daemon full
+# of open handles (only the fd cache's idle fds to give back), the
+# application's close must still succeed: the file is fine on the store.
+# (Once, flush took a dup of the handle's fd and answered EMFILE to close(2);
+# a writer's flush now syncs through the handle's own fd, a reader's does
+# nothing.)
 . "$(dirname "$0")/lib.sh"
 LIMIT=64 N=200
 store=$T/store mnt=$T/mnt

@@ -31,6 +31,8 @@
 #   CBFS_POWERCUT_WB=on|off: writeback_cache in every cycle or none (default: off in every
 #   third), PC_PROFILE (tools/pcwork.py): the writer's plan (holeappend: t_powercut_holes),
 #   CBFS_POWERCUT_STRICT=1 also fails on tool verdicts beyond crash debris,
+#   CBFS_POWERCUT_CODEC: the codec of every cycle (default lz4 and zstd in turn;
+#   t_powercut_plain: none, plain files),
 #   CBFS_POWERCUT_FS: the store's file system, ext4 (default), xfs or btrfs (helper-26 ran
 #   792 cycles on XFS and 454 on btrfs: nothing lost, read wrong or refused; t_powercut_xfs
 #   runs a few XFS cycles in the suite).
@@ -151,7 +153,7 @@ for ((k = ${CBFS_POWERCUT_FIRST:-1}; k <= cycles; k++)); do
     s=$((seed0 * 1000 + k))
     RANDOM=$s
     mode=$((RANDOM % 4)) keep=$(((RANDOM % 3) * 25))
-    opts="codec=${codecs[k % 4]},block_size=${bsizes[k % 5]}"
+    opts="codec=${CBFS_POWERCUT_CODEC:-${codecs[k % 4]}},block_size=${bsizes[k % 5]}"
     case ${CBFS_POWERCUT_WB:-mixed} in
     off) opts+=",writeback_cache=off" ;;
     on) ;;
@@ -219,7 +221,9 @@ for ((k = ${CBFS_POWERCUT_FIRST:-1}; k <= cycles; k++)); do
     cbfs_mount "$ext/store" "$mnt" "$opts"
     ls -l "$mnt/c$k" >"$T/ls.$k" 2>&1 || true
     ! grep -q '?' "$T/ls.$k" || fail "$what: the mount refuses file(s): $(grep '?' "$T/ls.$k" | tr '\n' '|')"
-    out=$(python3 "$CBFS_TOOLS/pcwork.py" check "$mnt" "c$k" "$T/log.$k" 2>&1) ||
+    plain=0
+    [[ $opts == codec=none,* ]] && plain=1
+    out=$(PC_PLAIN=$plain python3 "$CBFS_TOOLS/pcwork.py" check "$mnt" "c$k" "$T/log.$k" 2>&1) ||
         fail "$what: $(grep -m 4 PROBLEM <<<"$out" | tr '\n' '|') emulator: $(grep CUT "$elog" | sed 's/.*| //')"
     printf "%s\n" "$out" >"$T/check.$k"
     x=$(sed -n 's/.*eio-pages \([0-9]*\) (over acked data \([0-9]*\)).*/\1 \2/p' <<<"$out")
