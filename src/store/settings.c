@@ -39,7 +39,8 @@ struct cbfs_setting {
     size_t off;        /* UINT, SIZE, SECONDS, FLAG: the field in struct cbfs_settings
                         * (0 for the other kinds, whose code names their fields) */
     uint64_t min, max; /* CBFS_KIND_UINT, CBFS_KIND_SECONDS; CBFS_KIND_SIZE when max
-                        * is not 0: then 0 or a multiple of min up to max */
+                        * is not 0: then 0 or a multiple of min up to max; when
+                        * only min is: at least min */
     double def;        /* numeric kinds: the built-in default */
     const char *help;
 };
@@ -58,8 +59,10 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
                           256, 0, "compression threads, 0 = one per online CPU"},
     /* 64M is also the engine's own default for cache_bytes 0 (test_settings.c
      * checks that they agree). */
+    /* Not 0: there is no mount without a cache, and 0 would read as "none"
+     * (the engine takes 0 as its default). */
     [CBFS_SET_CACHE_SIZE] = {"cache_size", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
-                             CBFS_F_(cache_bytes), 0, 0, 64u << 20,
+                             CBFS_F_(cache_bytes), 1, 0, 64u << 20,
                              "decompressed-block cache"},
     /* 32 with fuse_readahead=2M (below); the cache bounds what all readers
      * hold decoded ahead (src/engine/cache.h). */
@@ -129,6 +132,11 @@ static void cbfs_setting_allowed(const struct cbfs_setting *r, char *buf, size_t
             snprintf(buf, cap, "0 or a multiple of %s up to %s",
                      cbfs_format_size(r->min, lo, sizeof lo),
                      cbfs_format_size(r->max, hi, sizeof hi));
+        else if (r->min == 1)
+            snprintf(buf, cap, "a size such as 64M or 1G, not 0");
+        else if (r->min)
+            snprintf(buf, cap, "a size such as 64M or 1G, at least %s",
+                     cbfs_format_size(r->min, lo, sizeof lo));
         else
             snprintf(buf, cap, "a size such as 64M or 1G");
         break;
@@ -192,7 +200,7 @@ static cbfs_err cbfs_setting_parse(const struct cbfs_setting *r, struct cbfs_set
         return CBFS_OK;
     case CBFS_KIND_SIZE:
         if (cbfs_parse_size(val, &size) != CBFS_OK ||
-            (r->max && size && (size % r->min || size > r->max)))
+            (r->max && size && (size % r->min || size > r->max)) || (!r->max && size < r->min))
             return cbfs_setting_refuse(r, val, msg, cap);
         *CBFS_FIELD_(s, r, uint64_t) = size;
         return CBFS_OK;

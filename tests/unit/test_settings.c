@@ -88,7 +88,7 @@ Test(settings, valid_values)
         {"codec", "none"},        {"codec", "lz4"},           {"level", "1"},
         {"level", "-5"},          {"block_size", "4K"},       {"block_size", "16M"},
         {"block_size", "65536"},  {"block_size", "1MiB"},     {"workers", "0"},
-        {"workers", "256"},       {"cache_size", "0"},        {"cache_size", "1G"},
+        {"workers", "256"},       {"cache_size", "1"},        {"cache_size", "1G"},
         {"readahead", "0"},       {"readahead", "4096"},      {"inflight", "64M"},
         {"attr_timeout", "0"},    {"attr_timeout", "0.5"},    {"attr_timeout", "86400"},
         {"fuse_readahead", "0"},  {"fuse_readahead", "4K"},   {"fuse_readahead", "1G"},
@@ -154,6 +154,8 @@ Test(settings, invalid_values_name_the_option_and_range)
         {"workers", "4x", CBFS_E_INVAL, "workers=4x"},
         {"readahead", "4097", CBFS_E_INVAL, "readahead=4097: give a whole number from 0 to 4096"},
         {"cache_size", "lots", CBFS_E_INVAL, "cache_size=lots: give a size"},
+        /* no mount is without a cache; the engine would take 0 as 64M */
+        {"cache_size", "0", CBFS_E_INVAL, "cache_size=0: give a size such as 64M or 1G, not 0"},
         {"inflight", "-1M", CBFS_E_INVAL, "inflight=-1M"},
         {"fuse_readahead", "1K", CBFS_E_INVAL, "fuse_readahead=1K: give 0 or a multiple of 4K up to 1G"},
         {"fuse_readahead", "5000", CBFS_E_INVAL, "multiple of 4K"},
