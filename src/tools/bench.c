@@ -31,7 +31,7 @@ static const char tool_bench_help[] =
     "Pareto-optimal rows (*) and recommends mount options.\n"
     "  --codecs       default: every built codec except none; zstd:19 pins a level\n"
     "  --levels       default: each codec's default level\n"
-    "  --block-sizes  default: 256K (the mount's default block_size)\n"
+    "  --block-sizes  default: the mount's default block_size\n"
     "  --disk-mbps N  disk speed to keep up with (default 500)\n"
     "  --plot FILE    PNG scatter of ratio vs compress MB/s (needs gnuplot)\n"
     "exit status: 0 ok, 2 usage or I/O error\n";
@@ -165,10 +165,10 @@ static void tool_bench_opts(const struct tool_bench_row *r, char *buf, size_t ca
 static void tool_bench_print(const struct tool_bench_row *rows, size_t n, double disk,
                              uint64_t sample, unsigned workers, bool json)
 {
-    const struct tool_bench_row *const fast = tool_bench_pick(rows, n, disk);
+    const struct tool_bench_row *const keeps = tool_bench_pick(rows, n, disk);
     const struct tool_bench_row *const small = tool_bench_pick(rows, n, 0);
     char o1[128] = "", o2[128] = "", bs[16];
-    if (fast) tool_bench_opts(fast, o1, sizeof o1);
+    if (keeps) tool_bench_opts(keeps, o1, sizeof o1);
     if (small) tool_bench_opts(small, o2, sizeof o2);
     if (json) {
         printf("{\"sample_bytes\":%" PRIu64 ",\"workers\":%u,\"disk_mbps\":%.0f,\"rows\":[", sample,
@@ -181,7 +181,7 @@ static void tool_bench_print(const struct tool_bench_row *rows, size_t n, double
                    rows[i].ratio, rows[i].cmbps, rows[i].dmbps, rows[i].cpu_s_per_gb,
                    rows[i].pareto ? "true" : "false");
         printf("],\n\"keeps_up\":");
-        if (fast)
+        if (keeps)
             tool_json_str(stdout, o1);
         else
             printf("null");
@@ -201,11 +201,11 @@ static void tool_bench_print(const struct tool_bench_row *rows, size_t n, double
         printf("%-6s %5d %6s %7.2f %10.1f %12.1f %9.2f  %s\n", rows[i].codec->name, rows[i].level,
                cbfs_format_size(rows[i].block_size, bs, sizeof bs), rows[i].ratio, rows[i].cmbps,
                rows[i].dmbps, rows[i].cpu_s_per_gb, rows[i].pareto ? "*" : "");
-    if (fast)
-        printf("fastest that keeps up with %.0f MB/s of disk: %s (ratio %.2f, %.0f MB/s)\n", disk,
-               o1, fast->ratio, fast->cmbps);
+    if (keeps)
+        printf("smallest that keeps up with %.0f MB/s of disk: %s (ratio %.2f, %.0f MB/s)\n", disk,
+               o1, keeps->ratio, keeps->cmbps);
     else
-        printf("fastest that keeps up with %.0f MB/s of disk: none on this machine "
+        printf("smallest that keeps up with %.0f MB/s of disk: none on this machine "
                "(compression will be the bottleneck; add CPUs or pick the fastest row)\n",
                disk);
     if (small)
