@@ -281,6 +281,13 @@ int tool_fsck_main(int argc, char **argv)
             return tool_usage(tool_fsck_help, ch == 'h') ? FSCK_ERROR : FSCK_CLEAN;
     }
     if (optind + 1 != argc) return tool_usage(tool_fsck_help, false) ? FSCK_ERROR : FSCK_CLEAN;
+    /* An upgrade checks and repairs nothing: taking --repair with it in
+     * silence would tell the user a repair ran that did not. */
+    if (upgrade && (f.repair || block_size.size)) {
+        tool_err("fsck", "--upgrade takes no %s: run it, then cbfs fsck --repair",
+                 f.repair ? "--repair" : "--block-size");
+        return FSCK_ERROR;
+    }
     const char *const path = argv[optind];
     struct tool_loc loc;
     char msg[512];

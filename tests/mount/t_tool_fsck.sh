@@ -121,4 +121,11 @@ grep -q "in use by cbfs fsck (pid $holder); mount it when that has finished" "$T
 # usage errors
 fsck_rc 8 "$T/pristine/c.csv"
 fsck_rc 8 --bogus "$T/pristine"
+# an upgrade repairs nothing: --repair (or -y, or --block-size) with it is refused, not
+# dropped in silence
+for extra in --repair -y "--block-size 64K"; do
+    # shellcheck disable=SC2086 # --block-size and its value are two words
+    fsck_rc 8 --upgrade $extra "$T/pristine"
+    grep -q -- "--upgrade takes no --" "$T/fsck.out" || fail "fsck --upgrade $extra: $(cat "$T/fsck.out")"
+done
 pass
