@@ -24,7 +24,7 @@
 #include "tools/tool.h"
 
 static const char tool_fsck_help[] =
-    "usage: cbfs fsck [--repair] [--block-size SIZE] STORE\n"
+    "usage: cbfs fsck [--repair|-y] [--block-size SIZE] STORE\n"
     "       cbfs fsck --upgrade STORE\n"
     "Checks every data file of an unmounted store against its sidecar and reads every\n"
     "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"

@@ -29,7 +29,8 @@ static const struct tool_cmd tool_cmds[] = {
 static int tool_main_usage(FILE *f, int rc)
 {
     fputs("usage: cbfs COMMAND [OPTIONS] ARGS...\n"
-          "       cbfs COMMAND --help\n\ncommands:\n",
+          "       cbfs COMMAND --help\n"
+          "       cbfs help | -h | --help;  cbfs --version\n\ncommands:\n",
           f);
     for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)
         fprintf(f, "  %-8s %s\n", tool_cmds[i].name, tool_cmds[i].summary);

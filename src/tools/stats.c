@@ -21,7 +21,7 @@ static const char tool_stats_help[] =
     "usage: cbfs stats [--watch [SECS]] [--json] [--input FILE] MOUNTPOINT\n"
     "       cbfs stats --prometheus [--input FILE] MOUNTPOINT...\n"
     "Live counters of a running cbfs mount and the current bottleneck.\n"
-    "  --watch [SECS]  redraw every SECS seconds (default 1) until Ctrl-C\n"
+    "  --watch [SECS]  redraw every SECS seconds (0.1 to 3600, default 1) until Ctrl-C\n"
     "  --json          JSON (one document per sample with --watch)\n"
     "  --prometheus    the counters in the Prometheus text format, labelled by mount\n"
     "                  point (for node_exporter's textfile collector)\n"
