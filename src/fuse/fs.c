@@ -11,7 +11,7 @@
 #include "cbfs/util.h"
 #include "fuse/ops.h"
 
-#define CBFS_MAX_WRITE (1u << 20) /* one default block per write request */
+#define CBFS_MAX_WRITE (1u << 20) /* per write request: 4 blocks of CBFS_BLOCK_DEFAULT (256K) */
 
 /* @return true if the store keeps POSIX ACLs: asking the root for its access
  * ACL gives ENOTSUP where it does not (a filesystem without ACLs, ext4 with
