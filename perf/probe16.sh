@@ -277,7 +277,7 @@ J)  # 3b against bdi.max_bytes between the kernel's 1 % and 100 %; 16-core corre
         --system 'zstd1=codec=zstd:1' --system "$(mb 1G 1073741824)" \
         --system "$(mb 4G 4294967296)"
     tsan_
-    mixcheck_
+    mixcheck_ 2>&1 | tee "$res/mixcheck.txt"
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac
