@@ -682,7 +682,8 @@ cbfs_err cbfs_store_write_conf(struct cbfs_store *st, const struct cbfs_store_co
     if (conf->uuid[0]) snprintf(uuid, sizeof uuid, "uuid=%s\n", conf->uuid);
     if (conf->created[0]) snprintf(created, sizeof created, "created=%s\n", conf->created);
     const int n = snprintf(buf, sizeof buf,
-                           "# cbfs store configuration, written at the first mount.\n"
+                           "# cbfs store configuration (written by the first mount, cbfs mkfs\n"
+                           "# or cbfs fsck --upgrade).\n"
                            "# codec, level and block_size are the defaults for mounts that do\n"
                            "# not give them; never edit format_version or uuid.\n"
                            "format_version=%u\n"
