@@ -237,6 +237,27 @@ cbfs_layout1_store() {
     chmod 700 "$1/.cbfs"
 }
 
+# cbfs_layout1_two_files SEED: store=$T/store, a layout-1 store (cbfs_layout1_store)
+# holding a.csv and d/b.csv, both $T/data.csv (300K of gendata.py csv with SEED), written
+# through a zstd mount with 64K blocks; mnt=$T/mnt, unmounted again.
+cbfs_layout1_two_files() {
+    store=$T/store mnt=$T/mnt
+    mkdir -p "$store"
+    cbfs_layout1_store "$store"
+    python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/data.csv" "$1"
+    cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
+    mkdir "$mnt/d"
+    cp "$T/data.csv" "$mnt/a.csv"
+    cp "$T/data.csv" "$mnt/d/b.csv"
+    cbfs_umount "$mnt"
+}
+
+# cbfs_preload NAME: builds the LD_PRELOAD shim tools/NAME.c into $T/NAME.so.
+cbfs_preload() {
+    cc -O1 -Wall -Wextra -shared -fPIC -o "$T/$1.so" "$CBFS_TOOLS/$1.c" -ldl ||
+        fail "cannot build $1.so"
+}
+
 # cbfs_tmpfs_store SIZE [TMPFS_OPTS]: a store whose file system the test controls (a full
 # disk, an atime policy): sets fs=$T/fs, store=$T/fs/store and mnt=$T/mnt and mounts a
 # tmpfs of SIZE on fs (root only); the EXIT trap lazily unmounts it with the rest below $T.

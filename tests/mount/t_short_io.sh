@@ -11,8 +11,7 @@
 # became zeros or an early end (helper-10).
 . "$(dirname "$0")/lib.sh"
 
-cc -O1 -Wall -Wextra -shared -fPIC -o "$T/shortio.so" "$CBFS_TOOLS/shortio.c" -ldl ||
-    fail "cannot build shortio.so"
+cbfs_preload shortio
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
 head -c $((3 << 20)) /dev/urandom >"$T/rnd"

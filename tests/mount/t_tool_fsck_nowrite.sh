@@ -7,8 +7,7 @@
 # daemon (the root's flock), and a mount beside a running check names it.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
-cc -O1 -Wall -Wextra -shared -fPIC -o "$T/flockpause.so" "$CBFS_TOOLS/flockpause.c" -ldl ||
-    fail "cannot build flockpause.so"
+cbfs_preload flockpause
 
 # stamp DIR: every entry's type, size, mtime and ctime, then every file's bytes
 stamp() {
@@ -35,15 +34,7 @@ ro_bind() {
     mount -o remount,bind,ro "$T/ro" || fail "remount $T/ro read-only"
 }
 
-store=$T/store mnt=$T/mnt
-mkdir -p "$store"
-cbfs_layout1_store "$store"
-python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/data.csv" 5
-cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
-mkdir "$mnt/d"
-cp "$T/data.csv" "$mnt/a.csv"
-cp "$T/data.csv" "$mnt/d/b.csv"
-cbfs_umount "$mnt"
+cbfs_layout1_two_files 5
 
 # layout 1 without .cbfs/ (cp -a STORE/* leaves it behind)
 mv "$store/.cbfs" "$T/cbfs.saved"

@@ -8,18 +8,9 @@
 # store's root until the upgrade has run.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
-cc -O1 -Wall -Wextra -shared -fPIC -o "$T/flockpause.so" "$CBFS_TOOLS/flockpause.c" -ldl ||
-    fail "cannot build flockpause.so"
+cbfs_preload flockpause
 
-store=$T/store mnt=$T/mnt
-mkdir -p "$store"
-cbfs_layout1_store "$store"
-python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/data.csv" 7
-cbfs_mount "$store" "$mnt" codec=zstd,block_size=64K
-mkdir "$mnt/d"
-cp "$T/data.csv" "$mnt/a.csv"
-cp "$T/data.csv" "$mnt/d/b.csv"
-cbfs_umount "$mnt"
+cbfs_layout1_two_files 7
 [[ -f $store/a.csv.cbfsidx && -f $store/d/b.csv.cbfsidx ]] || fail "layout 1: sidecars are not NAME.cbfsidx"
 
 mkdir "$T/pause"

@@ -9,8 +9,7 @@
 # (helper-30 met it on a broken file; the review moved the fix to the boundary).
 . "$(dirname "$0")/lib.sh"
 
-cc -O1 -Wall -Wextra -shared -fPIC -o "$T/shortio.so" "$CBFS_TOOLS/shortio.c" -ldl ||
-    fail "cannot build shortio.so"
+cbfs_preload shortio
 store=$T/store mnt=$T/mnt
 mkdir -p "$store"
 store=$(realpath "$store")

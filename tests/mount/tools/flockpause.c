@@ -20,17 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fdpath.h"
+
 /* whether fd is CBFS_FLOCKPAUSE_PATH itself */
 static int flockpause_is_it(int fd)
 {
     const char *const want = getenv("CBFS_FLOCKPAUSE_PATH");
     if (!want || !*want) return 0;
-    char link[64], path[4096];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    const ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0) return 0;
-    path[n] = '\0';
-    return strcmp(path, want) == 0;
+    char path[4096];
+    return fdpath(fd, path, sizeof path) && strcmp(path, want) == 0;
 }
 
 /* Says it stopped, then waits for the test's "go". */

@@ -17,16 +17,15 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "fdpath.h"
+
 /* whether fd is a file below CBFS_SHORTIO_DIR */
 static int shortio_below(int fd)
 {
     const char *const dir = getenv("CBFS_SHORTIO_DIR");
     if (!dir || !*dir) return 0;
-    char link[64], path[4096];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    const ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0) return 0;
-    path[n] = '\0';
+    char path[4096];
+    if (!fdpath(fd, path, sizeof path)) return 0;
     const size_t len = strlen(dir);
     return strncmp(path, dir, len) == 0 && path[len] == '/';
 }
