@@ -176,7 +176,9 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name);
  * its .cbfs/ (a copy made with cp -a STORE/(star) skips it) would then be served as layout 2:
  * every compressed file EIO, its sidecars shown as files. Looks at
  * CBFS_STORE_PROBE_MAX entries at most (a tree of plain files made a store
- * is walked no further). index_dir (NULL: not wanted): whether the same walk
+ * is walked no further), and, where root_fd is not a store root itself,
+ * none inside a store below it (cbfs_store_nested_root: its sidecars are its
+ * own store's, not the tree's). index_dir (NULL: not wanted): whether the same walk
  * met a directory CBFS_INDEX_DIR (where *found, only up to the sidecar), so
  * that a reader who wants both facts walks the tree once.
  * @return CBFS_OK with *found (and the store-relative path of one in
@@ -229,6 +231,17 @@ cbfs_err cbfs_store_check_plain_write(int fd, const void *buf, size_t size, uint
 /* @return true if dirfd is a store root: it holds a CBFS_STORE_DIR directory
  * (not a symlink). */
 bool cbfs_store_is_root(int dirfd);
+
+/* Is the directory dirfd, met below the start of a walk of a tree, the root
+ * of a store of its own, read by its own store.conf (its layout, its block
+ * size) and not as a part of the tree walked? Only where that tree is in no
+ * store (outside: no store root at its start or above it, a directory that
+ * holds stores, /srv of /srv/db1 and /srv/db2): below a store root .cbfs is
+ * an ordinary name (cbfs_store_root_of takes the outermost root), and a store
+ * root is what cbfs_store_is_root says. The layout probe of a tree that is
+ * not a store (cbfs_store_find_layout1) does not look into one; the tools'
+ * walk reads it by its own rules (tool_walk). */
+bool cbfs_store_nested_root(bool outside, int dirfd);
 
 /* The layout of the files of one directory outside any store (a file the
  * tools are given there), from that directory alone: CBFS_LAYOUT_INDEXDIR if

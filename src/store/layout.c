@@ -270,6 +270,8 @@ struct cbfs_store_probe {
     unsigned budget; /* entries left to look at */
     bool found;
     bool saw_index_dir; /* a directory CBFS_INDEX_DIR was met, whatever was looked for */
+    bool outside; /* the tree is in no store: a store below it is its own tree
+                     (cbfs_store_nested_root), not looked into */
     char *example; /* the store-relative path of the first found */
     size_t cap;
 };
@@ -309,6 +311,10 @@ static cbfs_err cbfs_store_probe_in(struct cbfs_store_probe *p, int at, const ch
         } else if (S_ISDIR(st.st_mode) && depth < 64 && !is_index_dir) {
             const int sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) continue; /* not ours to judge */
+            if (cbfs_store_nested_root(p->outside, sub)) { /* its store.conf says */
+                close(sub);
+                continue;
+            }
             char path[PATH_MAX];
             snprintf(path, sizeof path, "%s%s%s", display, *display ? "/" : "", n);
             e = cbfs_store_probe_in(p, sub, path, depth + 1);
@@ -326,8 +332,11 @@ static cbfs_err cbfs_store_probe_in(struct cbfs_store_probe *p, int at, const ch
 static cbfs_err cbfs_store_probe(int root_fd, bool index_dir, bool *found, bool *saw_index_dir,
                                  char *example, size_t cap)
 {
-    struct cbfs_store_probe p = {
-        .index_dir = index_dir, .budget = CBFS_STORE_PROBE_MAX, .example = example, .cap = cap};
+    struct cbfs_store_probe p = {.index_dir = index_dir,
+                                 .budget = CBFS_STORE_PROBE_MAX,
+                                 .outside = !cbfs_store_is_root(root_fd),
+                                 .example = example,
+                                 .cap = cap};
     if (cap) example[0] = '\0';
     const cbfs_err e = cbfs_store_probe_in(&p, root_fd, "", 0);
     *found = p.found;
@@ -393,6 +402,11 @@ bool cbfs_store_is_root(int dirfd)
 {
     struct stat st;
     return fstatat(dirfd, CBFS_STORE_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool cbfs_store_nested_root(bool outside, int dirfd)
+{
+    return outside && cbfs_store_is_root(dirfd);
 }
 
 unsigned cbfs_store_dir_layout(int dirfd)

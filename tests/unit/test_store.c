@@ -693,6 +693,53 @@ Test(store_meta, layout_of_a_tree_with_and_without_store_conf, .init = st_setup,
     close(root);
 }
 
+/* A tree in no store that holds stores (/srv of /srv/db1 and /srv/db2): the
+ * layout probe of the tree does not look into them, their sidecars are their
+ * own stores'; below a store root .cbfs is an ordinary name, and the probe
+ * of a store goes on into it. */
+Test(store_meta, probe_of_a_tree_in_no_store_leaves_the_stores_in_it, .init = st_setup,
+     .fini = st_teardown)
+{
+    char msg[256];
+    static struct cbfs_store_layout lay;
+    /* a layout-1 store and a layout-2 store below the tree */
+    cr_assert_eq(mkdir(st_path("s1"), 0755), 0);
+    cr_assert_eq(mkdir(st_path("s1/" CBFS_STORE_DIR), 0700), 0);
+    st_write("s1/" CBFS_STORE_DIR "/" CBFS_STORE_CONF, "format_version=1\n", 17);
+    st_write("s1/a", "x", 1);
+    st_write("s1/a" CBFS_INDEX_SUFFIX, "y", 1);
+    cr_assert_eq(mkdir(st_path("s2"), 0755), 0);
+    cr_assert_eq(mkdir(st_path("s2/" CBFS_STORE_DIR), 0700), 0);
+    cr_assert_eq(mkdir(st_path("s2/" CBFS_INDEX_DIR), 0711), 0);
+    st_write("s2/b", "x", 1);
+    st_write("s2/" CBFS_INDEX_DIR "/b", "y", 1);
+    const int root = open(st_dir, O_PATH | O_DIRECTORY);
+    const int s1 = open(st_path("s1"), O_PATH | O_DIRECTORY);
+    cr_assert(cbfs_store_nested_root(true, s1));
+    cr_assert_not(cbfs_store_nested_root(false, s1), "below a store root: an ordinary name");
+    cr_assert_not(cbfs_store_nested_root(true, root));
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_NO_CONF, "s1's sidecar is s1's: %s", lay.example);
+    cr_assert_not(lay.index_dir_seen, "s2's index directory is s2's");
+    /* a symlink named .cbfs makes no store: looked into */
+    st_move("s1/" CBFS_STORE_DIR, "s1.meta");
+    cr_assert_eq(symlink("../s1.meta", st_path("s1/" CBFS_STORE_DIR)), 0);
+    cr_assert_not(cbfs_store_nested_root(true, s1));
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_LOST_CONF);
+    cr_assert_str_eq(lay.example, "s1/a" CBFS_INDEX_SUFFIX);
+    cr_assert_eq(unlink(st_path("s1/" CBFS_STORE_DIR)), 0);
+    st_move("s1.meta", "s1/" CBFS_STORE_DIR);
+    /* the tree a store itself (.cbfs/ at its root, no store.conf: what a first
+     * mount probes): s1/.cbfs is a directory of its files, s1's sidecar its own */
+    cr_assert_eq(mkdir(st_path(CBFS_STORE_DIR), 0700), 0);
+    cr_assert_eq(cbfs_store_read_layout(root, &lay, msg, sizeof msg), CBFS_OK, "%s", msg);
+    cr_assert_eq(lay.state, CBFS_LAYOUT_LOST_CONF);
+    cr_assert_str_eq(lay.example, "s1/a" CBFS_INDEX_SUFFIX);
+    close(s1);
+    close(root);
+}
+
 Test(store_meta, conf_refusals, .init = st_setup, .fini = st_teardown)
 {
     static const struct {
