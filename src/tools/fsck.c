@@ -349,6 +349,8 @@ int tool_fsck_main(int argc, char **argv)
     /* A tree without .cbfs/ may have got one from --repair's lock: the walk
      * skips it as a store root's, not a directory of the store's files. */
     loc.at_root = true;
+    /* a store below a tree in no store is its own, not this lock's */
+    loc.one_store = true;
     /* The layout again, under the lock, by the mount's rules: what was read
      * before it may be gone (an fsck --upgrade that held the lock meanwhile
      * moved the sidecars), and a repair by the old layout would put

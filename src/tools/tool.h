@@ -106,6 +106,9 @@ struct tool_loc {
     bool via_mount;   /* the path was inside a mounted cbfs, mapped to its store */
     bool in_store;    /* the entry or a directory above it is a store root */
     bool at_root;     /* the entry is the store root itself (a directory) */
+    bool one_store;   /* set by the caller before tool_walk: a store met below a tree
+                         in no store is an error, not walked (fsck: one store under
+                         its lock) */
     struct tool_store store;
     enum cbfs_layout_state layout_state; /* what the layout rules made of its tree */
 };
@@ -145,8 +148,11 @@ typedef int (*tool_walk_fn)(void *arg, const struct tool_store *store, int dirfd
 /* Visits loc: the file itself, or every entry below a directory, sorted by
  * name, not following symlinks, skipping what the mount hides (cbfs/store.h:
  * .cbfs in the store root, sidecar names; orphan sidecars are reported as
- * such). Errors reading a directory are printed (sub) and
- * counted in *errors. @return the callback's nonzero value, else 0. */
+ * such). Below a directory in no store, a store root (cbfs_store_nested_root)
+ * is walked by its own layout and store.conf's block size (the store handed
+ * to fn), its .cbfs/ skipped (loc->one_store: not walked, an error). Errors
+ * reading a directory are printed (sub) and counted in *errors. @return the
+ * callback's nonzero value, else 0. */
 int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
               unsigned *errors);
 

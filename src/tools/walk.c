@@ -102,6 +102,28 @@ bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbf
     return true;
 }
 
+/* The layout rules of the tree at rfd as the tools read it: a store's (in_store:
+ * rfd is its root) by cbfs_store_read_layout, the mount's rules, with its
+ * store.conf's block size as the candidate for a lost sidecar; outside any
+ * store (a store that lost its .cbfs/, a copy of part of one) nothing says
+ * which: layout 2 only where an index directory shows it (within the probe's
+ * reach) and no sidecar of layout 1 says otherwise, else layout 1, as such
+ * trees always were, and no block size. One walk of the tree tells both. The
+ * one rule for a path given (tool_loc_resolve) and a store the walk meets
+ * (tool_walk_store). @return as cbfs_store_read_layout (why: one sentence),
+ * *lay as it found it (its state for the caller's refusal), *store filled. */
+static cbfs_err tool_tree_layout(int rfd, bool in_store, struct cbfs_store_layout *lay,
+                                 struct tool_store *store, char *why, size_t cap)
+{
+    const cbfs_err e = cbfs_store_read_layout(rfd, lay, why, cap);
+    if (e) return e;
+    if (!in_store && lay->state == CBFS_LAYOUT_NO_CONF && !lay->index_dir_seen)
+        lay->layout = CBFS_LAYOUT_SUFFIX;
+    *store = (struct tool_store){.layout = lay->layout,
+                                 .bs = {.size = in_store ? lay->block_size : 0}};
+    return CBFS_OK;
+}
+
 cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *loc, char *msg,
                           size_t cap)
 {
@@ -128,13 +150,9 @@ cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *
     loc->via_mount = mapped != NULL;
     loc->in_store = loc->via_mount || cbfs_store_root_of(p, true, &root_len);
     loc->at_root = loc->in_store && S_ISDIR(st.st_mode) && strlen(p) == root_len;
-    /* The tree whose layout counts: the store's (cbfs_store_read_layout, the
-     * mount's rules). Outside any store (a store that lost its .cbfs/, a copy
-     * of part of one) nothing says which: a directory given is read as layout
-     * 2 only where an index directory shows it (within the probe's reach)
-     * and no sidecar of layout 1 says otherwise, else as layout 1, as such
-     * trees always were; a file given, by its own directory alone
-     * (cbfs_store_dir_layout), not by a walk of whatever tree holds it. */
+    /* The tree whose layout counts: the store's; outside any store, the
+     * directory given (tool_tree_layout), or a file's own directory alone
+     * (cbfs_store_dir_layout), not a walk of whatever tree holds it. */
     char root[PATH_MAX];
     const bool lone_file = !loc->in_store && !S_ISDIR(st.st_mode);
     if (loc->in_store)
@@ -151,13 +169,10 @@ cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *
     char why[512] = "";
     e = rfd < 0 ? cbfs_err_from_errno(errno) : CBFS_OK;
     if (!e && lone_file) {
-        lay->layout = cbfs_store_dir_layout(rfd);
+        lay->layout = loc->store.layout = cbfs_store_dir_layout(rfd);
         lay->state = CBFS_LAYOUT_NO_CONF;
     } else if (!e) {
-        /* one walk of the tree tells both: layout-1 sidecars, index directories */
-        e = cbfs_store_read_layout(rfd, lay, why, sizeof why);
-        if (!e && !loc->in_store && lay->state == CBFS_LAYOUT_NO_CONF && !lay->index_dir_seen)
-            lay->layout = CBFS_LAYOUT_SUFFIX;
+        e = tool_tree_layout(rfd, loc->in_store, lay, &loc->store, why, sizeof why);
     }
     if (rfd >= 0) close(rfd);
     if (e) {
@@ -165,8 +180,6 @@ cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *
         free(lay);
         goto fail;
     }
-    loc->store.layout = lay->layout;
-    if (loc->in_store) loc->store.bs.size = lay->block_size;
     loc->layout_state = lay->state;
     if (lay->state == CBFS_LAYOUT_CUT_SHORT && !cut_short_ok) {
         cbfs_store_layout_refusal(lay, root, msg, cap);
@@ -238,6 +251,9 @@ void tool_loc_free(struct tool_loc *loc)
 
 struct tool_walker {
     const struct tool_store *store;
+    bool outside;      /* the tree walked is in no store: a store met below it is
+                          its own (cbfs_store_nested_root) */
+    bool refuse_stores; /* such a store is not walked, an error (tool_loc.one_store) */
     const char *sub;
     tool_walk_fn fn;
     void *arg;
@@ -339,6 +355,48 @@ __attribute__((noinline)) static int tool_walk_index(const struct tool_walker *w
     return rc;
 }
 
+static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *display,
+                         bool in_root, unsigned depth);
+
+/* The directory sub (display: its path), met by a walk of a tree in no store,
+ * is a store root (cbfs_store_nested_root): its files are read by its own
+ * rules, as if it had been given (tool_tree_layout: its layout and its
+ * store.conf's block size), its .cbfs/ skipped as the root's; below it .cbfs
+ * is an ordinary name again. A store whose upgrade was cut short, or whose
+ * store.conf cannot be read, is not walked: an error, as it is given alone.
+ * fsck (refuse_stores) checks one store under its lock: a store below is not
+ * its to check or repair. Never inlined: its buffers would sit in every
+ * level of tool_walk_dir's recursion. */
+__attribute__((noinline)) static int tool_walk_store(const struct tool_walker *w, int sub,
+                                                     const char *display, unsigned depth)
+{
+    if (w->refuse_stores) {
+        tool_err(w->sub, "%s is a store of its own (it holds %s/): not checked; run cbfs %s on it",
+                 display, CBFS_STORE_DIR, w->sub);
+        (*w->errors)++;
+        return 0;
+    }
+    struct cbfs_store_layout *const lay = malloc(sizeof *lay); /* PATH_MAX inside */
+    struct tool_store store;
+    char why[512] = "";
+    const cbfs_err e = lay ? tool_tree_layout(sub, true, lay, &store, why, sizeof why)
+                           : CBFS_E_NOMEM;
+    if (e || lay->state == CBFS_LAYOUT_CUT_SHORT) {
+        if (e)
+            tool_err(w->sub, "%s: %s", display, why[0] ? why : cbfs_err_str(e));
+        else
+            tool_layout_refusal(w->sub, lay, display);
+        (*w->errors)++;
+        free(lay);
+        return 0;
+    }
+    free(lay);
+    struct tool_walker in = *w;
+    in.store = &store;
+    in.outside = false;
+    return tool_walk_dir(&in, sub, display, true, depth);
+}
+
 /* in_root: dirfd is the store root, where the store's metadata is hidden;
  * depth: directories above dirfd in the walk. The path of an entry is on the
  * heap: PATH_MAX bytes on the stack per level overflowed it in a deep tree. */
@@ -386,7 +444,10 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
                 (*w->errors)++;
                 continue;
             }
-            rc = tool_walk_dir(w, sub, path, false, depth + 1);
+            if (cbfs_store_nested_root(w->outside, sub))
+                rc = tool_walk_store(w, sub, path, depth + 1);
+            else
+                rc = tool_walk_dir(w, sub, path, false, depth + 1);
             close(sub);
         } else if (S_ISREG(st.st_mode)) {
             if (!sidecar) {
@@ -415,7 +476,13 @@ int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void
 {
     if (!loc->is_dir)
         return fn(arg, &loc->store, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
-    const struct tool_walker w = {.store = &loc->store, .sub = sub, .fn = fn, .arg = arg, .errors = errors};
+    const struct tool_walker w = {.store = &loc->store,
+                                  .outside = !loc->in_store,
+                                  .refuse_stores = loc->one_store,
+                                  .sub = sub,
+                                  .fn = fn,
+                                  .arg = arg,
+                                  .errors = errors};
     return tool_walk_dir(&w, loc->dirfd, loc->display, loc->at_root, 0);
 }
 
