@@ -150,7 +150,9 @@ typedef int (*tool_walk_fn)(void *arg, const struct tool_store *store, int dirfd
  * .cbfs in the store root, sidecar names; orphan sidecars are reported as
  * such). Below a directory in no store, a store root (cbfs_store_nested_root)
  * is walked by its own layout and store.conf's block size (the store handed
- * to fn), its .cbfs/ skipped (loc->one_store: not walked, an error). Errors
+ * to fn), its .cbfs/ skipped (loc->one_store: not walked, an error). The
+ * mount point of a cbfs is not walked (its files are its store's): said on
+ * stderr, an error for an in-place mount, which hides its store. Errors
  * reading a directory are printed (sub) and counted in *errors. @return the
  * callback's nonzero value, else 0. */
 int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,

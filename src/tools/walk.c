@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -397,6 +399,49 @@ __attribute__((noinline)) static int tool_walk_store(const struct tool_walker *w
     return tool_walk_dir(&in, sub, display, true, depth);
 }
 
+/* Is the directory sub (st: its stat; display: its path; parent: the
+ * directory holding it) the mount point of a cbfs? Its files read through the mount as the daemon
+ * serves them, decoded, never as they are stored: such a directory is not
+ * walked. The files are its store's, walked where the store is (said on
+ * stderr); an in-place mount hides its store: an error, as where it is
+ * given (tool_map_mount). Never inlined, as tool_walk_store. */
+__attribute__((noinline)) static bool tool_walk_mount(const struct tool_walker *w, int sub,
+                                                      const struct stat *st, int parent,
+                                                      const char *display)
+{
+    struct stat pst;
+    struct statfs sf;
+    if (fstat(parent, &pst) != 0 || st->st_dev == pst.st_dev ||
+        fstatfs(sub, &sf) != 0 || sf.f_type != FUSE_SUPER_MAGIC)
+        return false;
+    char proc[CBFS_PROCFD_MAX], abs[PATH_MAX];
+    cbfs_procfd(proc, sub);
+    const ssize_t n = readlink(proc, abs, sizeof abs - 1);
+    if (n <= 0) return false;
+    abs[n] = '\0';
+    char *store = NULL;
+    const char *rest = NULL;
+    if (!tool_find_mount(abs, &store, &rest) || *rest != '\0') {
+        free(store);
+        return false; /* another FUSE file system: a tree like any other */
+    }
+    char real[PATH_MAX];
+    if (store[0] == '/' && realpath(store, real) && strcmp(real, abs) == 0) {
+        tool_err(w->sub,
+                 "%s is an in-place cbfs mount: its store is hidden by the mount, not "
+                 "checked; unmount it first",
+                 display);
+        (*w->errors)++;
+    } else {
+        tool_err(w->sub,
+                 "%s is a cbfs mount of %s: not walked (its files are that store's; name the "
+                 "store to check it)",
+                 display, store);
+    }
+    free(store);
+    return true;
+}
+
 /* in_root: dirfd is the store root, where the store's metadata is hidden;
  * depth: directories above dirfd in the walk. The path of an entry is on the
  * heap: PATH_MAX bytes on the stack per level overflowed it in a deep tree. */
@@ -444,7 +489,9 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
                 (*w->errors)++;
                 continue;
             }
-            if (cbfs_store_nested_root(w->outside, sub))
+            if (tool_walk_mount(w, sub, &st, dirfd, path))
+                ; /* a cbfs mount: its files are its store's */
+            else if (cbfs_store_nested_root(w->outside, sub))
                 rc = tool_walk_store(w, sub, path, depth + 1);
             else
                 rc = tool_walk_dir(w, sub, path, false, depth + 1);
