@@ -23,10 +23,12 @@ cbfs_umount "$mnt"
 [[ -e $store/.cbfsidx/c.csv && ! -e $store/plain/.cbfsidx/p.csv ]] || fail "c.csv should be compressed, plain/p.csv plain"
 
 files=(c.csv plain/p.csv run.sh)
-# age: every atime in the store two days back
+# age: every atime in the store two days back, one instant for all (each touch taking
+# '2 days ago' for itself moved d a second past c.csv once, under load)
 age() {
-    local f
-    for f in "${files[@]}" d; do touch -a -d '2 days ago' "$store/$f"; done
+    local f t
+    t=$(($(date +%s) - 2 * 86400))
+    for f in "${files[@]}" d; do touch -a -d "@$t" "$store/$f"; done
     aged=$(stat -c %X "$store/c.csv")
 }
 # use: read the files, run the script, list the directory, all through the mount
