@@ -99,14 +99,19 @@ check_eq err:EROFS "$(python3 "$FH" link "$mnt" "$T/handles3" keep/lk "$mnt/keep
     "link of a compressed file by handle alone"
 [[ ! -e $fs/keep/lk2 ]] || fail "the refused link left a name"
 check_handles "after a remount"
+# A LOOKUP of the name, as for the append below: a dentry the kernel still holds as valid
+# (check_handles' reconnect may have made it; attr_timeout=1) answers stat by itself, so
+# let it expire first, and stat again while retrying. The read-only state of
+# check_handles' nameless reads lives until the kernel's RELEASE, after close(2) returns,
+# later under load (helper-45 saw EROFS here 4 times in 40 runs; a suite beside three
+# campaigns once more, with the stat made only at once): a while, not a fixed moment.
+sleep 1.2
 stat "$mnt/keep/lk" >/dev/null
-# as for the append below: the read-only state of check_handles' nameless reads lives
-# until the kernel's RELEASE, after close(2) returns, later under load (helper-45 saw
-# EROFS here 4 times in 40 runs): a while, not a fixed moment
 for ((i = 0; i < 100; i++)); do
     r=$(python3 "$FH" link "$mnt" "$T/handles3" keep/lk "$mnt/keep/lk2")
     [[ $r == ok ]] && break
     sleep 0.1
+    stat "$mnt/keep/lk" >/dev/null
 done
 check_eq ok "$r" "link by handle once the name was looked up"
 check_eq "$(stat -c %i "$fs/keep/.cbfsidx/lk")" "$(stat -c %i "$fs/keep/.cbfsidx/lk2")" \
