@@ -58,6 +58,24 @@ check_handles() {
         fail "$1: fhandle.py open: $(head -c 300 "$T/fh.err")"
     diff -u "$T/expected" "$T/got" >"$T/diff" || fail "$1: handles open other things: $(tr '\n' '|' <"$T/diff")"
 }
+# until_named PATH CMD...: runs CMD until it prints ok (r: its last output), up to 20 s,
+# naming PATH by a LOOKUP before the first try and between tries: a file reached by handle
+# alone is read-only until a lookup names it. ls may list without a LOOKUP, and a dentry
+# the kernel still holds as valid (attr_timeout=1; check_handles' reconnect may have made
+# it) answers stat by itself, so it waits that out first. The read-only state of the
+# nameless reads before lives until the kernel's RELEASE of them, which comes after
+# close(2) returns, later under load: a while, not a fixed moment.
+until_named() {
+    local path=$1 i
+    shift
+    sleep 1.2
+    for ((i = 0; i < 200; i++)); do
+        stat "$path" >/dev/null
+        r=$("$@")
+        [[ $r == ok ]] && return 0
+        sleep 0.1
+    done
+}
 cp "$src/big" "$T/exp.big"
 cp "$src/mixed" "$T/exp.plain"
 doomed=
@@ -99,20 +117,8 @@ check_eq err:EROFS "$(python3 "$FH" link "$mnt" "$T/handles3" keep/lk "$mnt/keep
     "link of a compressed file by handle alone"
 [[ ! -e $fs/keep/lk2 ]] || fail "the refused link left a name"
 check_handles "after a remount"
-# A LOOKUP of the name, as for the append below: a dentry the kernel still holds as valid
-# (check_handles' reconnect may have made it; attr_timeout=1) answers stat by itself, so
-# let it expire first, and stat again while retrying. The read-only state of
-# check_handles' nameless reads lives until the kernel's RELEASE, after close(2) returns,
-# later under load (helper-45 saw EROFS here 4 times in 40 runs; a suite beside three
-# campaigns once more, with the stat made only at once): a while, not a fixed moment.
-sleep 1.2
-stat "$mnt/keep/lk" >/dev/null
-for ((i = 0; i < 100; i++)); do
-    r=$(python3 "$FH" link "$mnt" "$T/handles3" keep/lk "$mnt/keep/lk2")
-    [[ $r == ok ]] && break
-    sleep 0.1
-    stat "$mnt/keep/lk" >/dev/null
-done
+# (helper-45 saw EROFS here 4 times in 40 runs; a suite beside three campaigns once more)
+until_named "$mnt/keep/lk" python3 "$FH" link "$mnt" "$T/handles3" keep/lk "$mnt/keep/lk2"
 check_eq ok "$r" "link by handle once the name was looked up"
 check_eq "$(stat -c %i "$fs/keep/.cbfsidx/lk")" "$(stat -c %i "$fs/keep/.cbfsidx/lk2")" \
     "the new name's sidecar is the file's"
@@ -134,19 +140,8 @@ check_eq err:EROFS "$(python3 "$FH" append "$mnt" "$T/handles" d/e/big tail2)" \
     "append to a compressed file by handle alone"
 check_eq err:EROFS "$(python3 "$FH" append "$mnt" "$T/handles" keep/empty tail2)" \
     "append to an empty file by handle alone (it may have a sidecar)"
-# A LOOKUP of the name: ls may list without one, and a dentry the kernel still
-# holds as valid (attr_timeout=1) answers stat by itself: let it expire first.
-sleep 1.2
-stat "$mnt/d/e/big" >/dev/null
-# The read-only engine state of the nameless file lives until the kernel's
-# RELEASE of the reads above, which comes after close(2) returns: give it a
-# moment (the state is shared by all opens of the inode; docs/NFS.md), up to 10 s under
-# load.
-for ((i = 0; i < 100; i++)); do
-    r=$(python3 "$FH" append "$mnt" "$T/handles" d/e/big tail3)
-    [[ $r == ok ]] && break
-    sleep 0.1
-done
+# (the read-only engine state is shared by all opens of the inode; docs/NFS.md)
+until_named "$mnt/d/e/big" python3 "$FH" append "$mnt" "$T/handles" d/e/big tail3
 check_eq ok "$r" "append to a compressed file by handle once its name was looked up"
 printf tail3 >>"$T/exp.big"
 drop_caches
