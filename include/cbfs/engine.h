@@ -142,14 +142,16 @@ cbfs_err cbfs_file_write(struct cbfs_file *f, const void *buf, size_t len, uint6
  * of and is moved up, so every handle open then hears of it once. With NULL,
  * only the failures this call finds. */
 cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen);
-/* cbfs_file_flush with two more things to say. settle (if not NULL) runs once
+/* cbfs_file_flush with three more things to say. With peek (a close's
+ * flush), seen's failures are reported but seen stays where it was: they are
+ * the fsync's to take (cbfs_errseq_peek). settle (if not NULL) runs once
  * what was written is stored and before the syncs, without the file's lock:
  * the caller's last change of the files' metadata (the daemon puts back the
  * times the kernel set), which the syncs then cover. With meta (fsync(2),
  * not fdatasync) that metadata (mode, owner, times) is made durable too:
  * fsync instead of fdatasync, also when nothing was written since the last
  * sync. @return as cbfs_file_flush, else settle's error. */
-cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
+cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool peek, bool meta,
                         cbfs_err (*settle)(void *arg), void *arg);
 
 /* A write that cbfs_file_write refused (e) and whose caller is not waiting

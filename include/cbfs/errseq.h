@@ -2,7 +2,11 @@
  * block stored after its write returned, a page the kernel wrote back), as
  * Linux's errseq reports writeback errors (include/linux/errseq.h): each
  * failure counts once, and every handle open at the time hears the newest
- * once, at its next flush or fsync, whichever handle's data failed. A handle
+ * once, at its next fsync, whichever handle's data failed. A close (flush)
+ * reports it too but leaves it for the fsync (cbfs_errseq_peek), as NFS's
+ * close does: a handle is an open file, which a dup or a fork shares, and
+ * the close of one such copy (a child's exec closing its close-on-exec
+ * copy) must not take the failure from the writer's own fsync and close. A handle
  * opened while a failure nobody has heard of yet is pending hears it too
  * (`sync FILE` right after a failed store). Not thread-safe: its owner's lock
  * guards it (the engine's file->lock, the FUSE layer's inode->lock for plain
@@ -48,8 +52,15 @@ static inline void cbfs_errseq_told(struct cbfs_errseq *es, cbfs_err e)
     if (e && e == es->last) es->heard = true;
 }
 
-/* What a handle's flush or fsync reports: the newest failure since *seen
- * (CBFS_OK: none); *seen is brought up to date. */
+/* What a handle's close reports: the newest failure since seen (CBFS_OK:
+ * none), seen left as it was for the handle's fsync and next close. */
+static inline cbfs_err cbfs_errseq_peek(const struct cbfs_errseq *es, uint64_t seen)
+{
+    return seen != es->seq ? es->last : CBFS_OK;
+}
+
+/* What a handle's fsync reports: the newest failure since *seen (CBFS_OK:
+ * none); *seen is brought up to date. */
 static inline cbfs_err cbfs_errseq_check(struct cbfs_errseq *es, uint64_t *seen)
 {
     const cbfs_err e = *seen != es->seq ? es->last : CBFS_OK;

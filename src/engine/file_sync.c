@@ -301,7 +301,7 @@ void cbfs_file_catch_up(struct cbfs_file *f, struct cbfs_rsync *rs)
 /* settle (if not NULL) runs once what was written is stored, without the
  * file's lock (its caller takes its own: the inode's, which is taken before
  * this one), before the syncs. */
-cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
+cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool peek, bool meta,
                         cbfs_err (*settle)(void *arg), void *arg)
 {
     cbfs_mutex_lock(&f->lock);
@@ -354,8 +354,9 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
     if (found) f->stop = CBFS_OK; /* reported by this flush (its own, or one it waited for) */
     if (seen && !serr && !(e && !sync)) {
         /* A handle hears every failure since it last heard, found here or not
-         * (after it was told ENOMEM, at its next flush). */
-        found = cbfs_errseq_check(&f->errs, seen);
+         * (after it was told ENOMEM, at its next flush); a close hears it and
+         * leaves it for the fsync. */
+        found = peek ? cbfs_errseq_peek(&f->errs, *seen) : cbfs_errseq_check(&f->errs, seen);
     }
     cbfs_errseq_told(&f->errs, found);
     cbfs_mutex_unlock(&f->lock);
@@ -364,5 +365,5 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool meta,
 
 cbfs_err cbfs_file_flush(struct cbfs_file *f, uint64_t *seen)
 {
-    return cbfs_file_sync(f, seen, false, NULL, NULL);
+    return cbfs_file_sync(f, seen, false, false, NULL, NULL);
 }

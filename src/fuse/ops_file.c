@@ -520,22 +520,31 @@ static cbfs_err cbfs_flush_settle(void *arg)
  * (fsync, not fdatasync or close) the metadata too (a chmod, chown or utimes
  * before it), which an fdatasync leaves to the store's next journal commit: a
  * power cut could bring back the old mode. Every handle hears of a failure
- * once (cbfs_file_flush), the one that wrote or not. @return 0 or errno. */
-static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h, bool meta)
+ * once at its fsync (cbfs_file_flush), the one that wrote or not, and at
+ * every close (close: a FLUSH) until then. @return 0 or errno. */
+static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h, bool close, bool meta)
 {
     struct cbfs_flush_settle s = {.fs = fs, .inode = h->inode};
-    const cbfs_err e = cbfs_file_sync(h->file, &h->err_seen, meta, cbfs_flush_settle, &s);
+    const cbfs_err e =
+        cbfs_file_sync(h->file, &h->err_seen, close, meta, cbfs_flush_settle, &s);
     return e ? cbfs_err_errno(e) : 0;
 }
 
 /* What a PLAIN file's flush or fsync through h reports: err, the store's
  * answer, or else the newest of the file's failed writebacks (cbfs_op_write)
- * that h has not heard of. Either way h has heard of them all. */
-static int cbfs_plain_heard(struct cbfs_handle *h, int err)
+ * that h has not heard of. After an fsync h has heard of them all; a close
+ * (FLUSH) leaves them for the fsync (cbfs_errseq_peek). */
+static int cbfs_plain_heard(struct cbfs_handle *h, bool close, int err)
 {
     struct cbfs_inode *const inode = h->inode;
     cbfs_mutex_lock(&inode->lock);
-    const cbfs_err e = cbfs_errseq_check(&inode->plain_errs, &h->err_seen);
+    cbfs_err e;
+    if (close) {
+        e = cbfs_errseq_peek(&inode->plain_errs, h->err_seen);
+        cbfs_errseq_told(&inode->plain_errs, e);
+    } else {
+        e = cbfs_errseq_check(&inode->plain_errs, &h->err_seen);
+    }
     cbfs_mutex_unlock(&inode->lock);
     return err ? err : e ? cbfs_err_errno(e) : 0;
 }
@@ -558,10 +567,10 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          * errors), with no fd of its own to take. */
         const int err = cbfs_inode_plain_sync(h->inode, h->fd, true, true);
         if (err) cbfs_engine_count_write_error(cbfs_req_fs(req)->opt.eng);
-        fuse_reply_err(req, cbfs_plain_heard(h, err));
+        fuse_reply_err(req, cbfs_plain_heard(h, true, err));
         return;
     }
-    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, false));
+    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, true, false));
 }
 
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -571,10 +580,10 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
     if (!h->file) {
         const int err = cbfs_inode_plain_sync(h->inode, h->fd, datasync, false);
         if (err) cbfs_engine_count_write_error(cbfs_req_fs(req)->opt.eng);
-        fuse_reply_err(req, cbfs_plain_heard(h, err));
+        fuse_reply_err(req, cbfs_plain_heard(h, false, err));
         return;
     }
-    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, !datasync));
+    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, false, !datasync));
 }
 
 void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
