@@ -323,6 +323,26 @@ static bool cbfs_read_vec_part(struct cbfs_read_vec *v, size_t len, const unsign
     return true;
 }
 
+/* After a store failed (f->err), until a flush or fsync drops what was not
+ * stored (cbfs_file_reset), the file reads as uncertain where that reset
+ * will change it: past the prefix the store holds, and where a block's newer
+ * version waits in memory, unstored. Is [off, off + len) clear of both, so
+ * that it reads now as it will after (a reader of the part fsync'd before,
+ * a mapping's page fault there: they failed with the writer's ENOSPC)?
+ * Lock held. */
+static bool cbfs_file_read_kept(struct cbfs_file *f, size_t len, uint64_t off)
+{
+    cbfs_assert_held(&f->lock);
+    const uint64_t kept = f->idx.size < f->broken_size ? f->idx.size : f->broken_size;
+    if (!len || off >= kept || len > kept - off) return false;
+    for (uint64_t b = off / f->bs; b <= (off + len - 1) / f->bs; b++) {
+        const unsigned char *mem;
+        uint32_t mlen;
+        if (cbfs_file_mem_block(f, b, &mem, &mlen)) return false;
+    }
+    return true;
+}
+
 cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
                             struct cbfs_read_vec *v, size_t *got)
 {
@@ -332,9 +352,9 @@ cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
     v->cache = f->eng->cache;
     *got = 0;
     cbfs_mutex_lock(&f->lock);
-    if (f->err) {
-        /* Blocks failed to store and the writer has not been told yet: the
-         * file's tail is uncertain until flush/fsync reports it. */
+    if (f->err && !cbfs_file_read_kept(f, len, off)) {
+        /* Blocks failed to store and the writer has not been told yet: what
+         * the read asks for is uncertain until flush/fsync reports it. */
         err = f->err;
         len = 0;
     } else if (off >= f->size) len = 0;
@@ -382,8 +402,8 @@ cbfs_err cbfs_file_read_vec(struct cbfs_file *f, size_t len, uint64_t off,
                 err = CBFS_OK;
                 continue;
             }
-            /* a store that failed meanwhile: the tail is uncertain (as above) */
-            if (!err && f->err) err = f->err;
+            /* a store that failed meanwhile: uncertain unless kept (as above) */
+            if (!err && f->err && !cbfs_file_read_kept(f, n, pos)) err = f->err;
         }
         if (err) break;
         done += n;
