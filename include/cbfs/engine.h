@@ -179,6 +179,13 @@ uint64_t cbfs_file_size(struct cbfs_file *f);
 
 /* This file's block size (from its index; new files get the engine's). */
 uint32_t cbfs_file_block_size(const struct cbfs_file *f);
+/* The data file's and the sidecar's descriptors the file was opened with
+ * (cbfs_file_open's; the sidecar's -1 where it has none), fixed while it is
+ * open: a stat of an open file needs no descriptor of its own, which a daemon
+ * out of descriptors has not (EMFILE from an fstat or an fsync of an open
+ * file: helper-51). Not to be closed, read or written by the caller. */
+int cbfs_file_data_fd(const struct cbfs_file *f);
+int cbfs_file_idx_fd(const struct cbfs_file *f);
 
 /* lseek(2) SEEK_DATA (data true) / SEEK_HOLE at block granularity: a block is
  * a hole if it was never written or is all zeros. @return CBFS_E_NXIO if off

@@ -32,6 +32,16 @@ uint32_t cbfs_file_block_size(const struct cbfs_file *f)
     return f->bs;
 }
 
+int cbfs_file_data_fd(const struct cbfs_file *f)
+{
+    return f->data_fd;
+}
+
+int cbfs_file_idx_fd(const struct cbfs_file *f)
+{
+    return f->idx_fd;
+}
+
 /* ---- open / close ---- */
 
 /* cbfs_index_open for the daemon: a file whose frames go on past damage the

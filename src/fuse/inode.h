@@ -298,8 +298,16 @@ void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inod
                          char *buf, size_t cap);
 
 /* Attributes as the mount shows them: for COMPRESSED files st_size is the
- * logical size and st_blocks counts data file + sidecar. @return 0 or errno. */
+ * logical size and st_blocks counts data file + sidecar. A compressed file
+ * the engine has open is stat'ed through the engine's descriptors, with no
+ * new one (a daemon out of descriptors answered an open file's fstat, and the
+ * SETATTR of a truncate it had made, with EMFILE: helper-51). @return 0 or
+ * errno. */
 int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st);
+/* cbfs_inode_stat of an object the caller holds open: hfd, a handle's
+ * descriptor of a PLAIN file or a directory (-1: none), is stat'ed instead
+ * of a pinned one. */
+int cbfs_inode_stat_via(struct cbfs_fs *fs, struct cbfs_inode *inode, int hfd, struct stat *st);
 
 /* inode->lock held. Pins the O_PATH fd of a COMPRESSED inode's sidecar.
  * @return 0, ENOENT if it has none, or errno as cbfs_inode_pin. */

@@ -151,8 +151,48 @@ static int cbfs_inode_stat_compressed(struct cbfs_fs *fs, struct cbfs_inode *ino
     return err;
 }
 
+/* A COMPRESSED file the engine has open, stat'ed through the engine's own
+ * descriptors (cbfs_file_data_fd). @return 0 or errno, or -1: not open. */
+static int cbfs_inode_stat_open(struct cbfs_inode *inode, struct stat *st)
+{
+    int err = -1;
+    struct stat ist;
+    cbfs_mutex_lock(&inode->lock);
+    if (inode->file) {
+        const int ifd = cbfs_file_idx_fd(inode->file);
+        if (fstat(cbfs_file_data_fd(inode->file), st) == -1 ||
+            (ifd >= 0 && fstat(ifd, &ist) == -1)) {
+            err = errno;
+        } else {
+            err = 0;
+            if (ifd >= 0) st->st_blocks += ist.st_blocks;
+            st->st_size = (off_t)cbfs_file_size(inode->file);
+            st->st_blksize = (blksize_t)cbfs_file_block_size(inode->file);
+        }
+    }
+    cbfs_mutex_unlock(&inode->lock);
+    return err;
+}
+
+int cbfs_inode_stat_via(struct cbfs_fs *fs, struct cbfs_inode *inode, int hfd, struct stat *st)
+{
+    if (inode->kind == CBFS_KIND_COMPRESSED) {
+        const int err = cbfs_inode_stat_open(inode, st);
+        if (err != -1) return err;
+    } else if (hfd >= 0) {
+        if (fstat(hfd, st) == -1) return errno;
+        cbfs_dir_nlink(fs, hfd, st);
+        return 0;
+    }
+    return cbfs_inode_stat(fs, inode, st);
+}
+
 int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st)
 {
+    if (inode->kind == CBFS_KIND_COMPRESSED) {
+        const int err = cbfs_inode_stat_open(inode, st);
+        if (err != -1) return err;
+    }
     int fd, err = cbfs_inode_pin(fs, inode, &fd);
     if (err) return err;
     if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)

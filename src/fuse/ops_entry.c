@@ -71,9 +71,11 @@ void cbfs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct stat st;
-    (void)fi;
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
-    const int err = cbfs_inode_stat(fs, inode, &st);
+    /* an open file's (fstat; the writeback cache's before a write): through
+     * its handle, with no descriptor of the daemon's own */
+    const struct cbfs_handle *const h = fi ? cbfs_fi_handle(fi) : NULL;
+    const int err = cbfs_inode_stat_via(fs, inode, h ? h->fd : -1, &st);
     if (err) {
         fuse_reply_err(req, err);
         return;
@@ -207,6 +209,19 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         fuse_reply_err(req, err);
         return;
     }
+    /* A compressed file's size is changed through the engine, and the reply's
+     * stat then reads it there: the file is held open from before the first
+     * change to after that stat, so that a daemon out of descriptors refuses
+     * the request before it changes anything (it answered EMFILE to a
+     * truncate it had made, and the kernel's cached size then put a later
+     * append past the cut: zeros where the program's bytes were, helper-51). */
+    struct cbfs_file *held_file = NULL;
+    if ((valid & FUSE_SET_ATTR_SIZE) && inode->kind == CBFS_KIND_COMPRESSED &&
+        (err = cbfs_inode_file_get(fs, inode, &held_file)) != 0) {
+        cbfs_inode_unpin(fs, inode);
+        fuse_reply_err(req, err);
+        return;
+    }
     cbfs_procfd(path, fd);
     /* the owner the sidecar has until it follows this change */
     struct stat was;
@@ -272,7 +287,7 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
             goto reply;
         }
     }
-    err = cbfs_inode_stat(fs, inode, &st);
+    err = cbfs_inode_stat_via(fs, inode, hfd, &st);
 reply:;
     /* The data file's fd can still be cached when its sidecar's is not: then
      * the pin above succeeds, the times are set on the unlinked data file,
@@ -285,6 +300,10 @@ reply:;
     const bool gone = cbfs_setattr_gone_may(fs, inode, err, valid) &&
                       fstatat(fd, "", &held, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
                       held.st_nlink == 0;
+    if (held_file) {
+        const int perr = cbfs_inode_file_put(fs, inode); /* the last close stores it */
+        if (!err) err = perr;
+    }
     cbfs_inode_unpin(fs, inode);
     if (gone)
         cbfs_setattr_gone(req, fs, inode, attr, valid);
