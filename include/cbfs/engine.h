@@ -156,8 +156,8 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool peek, bool met
 
 /* A write that cbfs_file_write refused (e) and whose caller is not waiting
  * for the answer (a page the kernel writes back): counted as a failure every
- * handle hears once at its next flush or fsync, as a failed store is, and in
- * write_errors. */
+ * handle hears at its next fsync and every close until then, as a failed
+ * store is, and in write_errors. */
 void cbfs_file_count_lost_write(struct cbfs_file *f, cbfs_err e);
 
 /* A new handle's seen for cbfs_file_flush: the file's failure count now, less

@@ -118,12 +118,13 @@ struct cbfs_inode {
     uint32_t block_size;
     struct cbfs_errseq plain_errs; /* PLAIN: the kernel's pages the store failed to take
                                 (a WRITE with writepage): every handle hears them once,
-                                at its next flush or fsync, as the engine's (cbfs/errseq.h) */
+                                at its next fsync, and at every close until then, as the
+                                engine's (cbfs/errseq.h) */
     /* PLAIN: the store's changes made through the daemon (writes, truncates,
-     * fallocates that succeeded: cbfs_plain_changed), and the count the last
-     * successful fdatasync or fsync of the file began after. A writer's close
-     * syncs unless plain_synced has caught up (cbfs_plain_sync). Atomic: a
-     * write counts without the lock. */
+     * fallocates that succeeded: cbfs_inode_plain_changed), and the count the
+     * last successful fdatasync or fsync of the file began after. A writer's
+     * close syncs unless plain_synced has caught up (cbfs_inode_plain_sync).
+     * Atomic: a write counts without the lock. */
     _Atomic uint64_t plain_changes;
     _Atomic uint64_t plain_synced;
     bool times_set;          /* writeback cache: times[] were set while file is open */

@@ -440,8 +440,8 @@ static bool cbfs_plain_store_err(int err)
  * O_DIRECT read, another descriptor's fsync take it), and the writer's own
  * close would then return 0 with its bytes not stored (helper-27, plain
  * files; helper-30, a compressed file that stores nothing more). So the file
- * counts it, for every handle to hear once at its next flush or fsync
- * (cbfs/errseq.h), and the WRITE is answered as written: the kernel's page
+ * counts it, for every handle to hear at its next fsync and every close until
+ * then (cbfs/errseq.h), and the WRITE is answered as written: the kernel's page
  * ends as after an error reply (clean, not stored). A plain file's is logged
  * once per run of failures nobody has heard of; the engine logs its own. */
 static void cbfs_write_lost(struct cbfs_fs *fs, const struct cbfs_handle *h, off_t off, int err)
