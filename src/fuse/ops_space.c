@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "cbfs/format.h"
 #include "fuse/channel.h"
 #include "fuse/ops.h"
 
@@ -69,6 +70,13 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
         e = cbfs_file_punch(h->file, off, len);
         break;
     case FALLOC_FL_ZERO_RANGE:
+        /* a size the file cannot reach fails before any byte is zeroed: the
+         * extend below refused it after the punch had zeroed the file's bytes
+         * from off on (helper-55) */
+        if (!keep && (off + len < off || !cbfs_size_fits(off + len, cbfs_file_block_size(h->file)))) {
+            fuse_reply_err(req, EFBIG);
+            return;
+        }
         e = cbfs_file_punch(h->file, off, len);
         break;
     default: /* collapse, insert, unshare: not for compressed files */
