@@ -334,6 +334,17 @@ static bool cbfs_file_read_kept(struct cbfs_file *f, size_t len, uint64_t off)
 {
     cbfs_assert_held(&f->lock);
     const uint64_t kept = f->idx.size < f->broken_size ? f->idx.size : f->broken_size;
+    /* What the read gets is what lies below the size: a read of the file's
+     * last page, or one longer than the file (cat, readahead, a mapping's
+     * fault of the last page), asks for more. At or past the end it gets
+     * nothing, and so it does after the reset where that end is the
+     * reset's; one that reaches the end reads the same after only where the
+     * reset leaves that end. */
+    if (off >= f->size) return off >= kept;
+    if (len >= f->size - off) {
+        len = (size_t)(f->size - off);
+        if (f->size != kept) return false;
+    }
     if (!len || off >= kept || len > kept - off) return false;
     for (uint64_t b = off / f->bs; b <= (off + len - 1) / f->bs; b++) {
         const unsigned char *mem;
