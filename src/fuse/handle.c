@@ -59,6 +59,10 @@ int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int
         cbfs_mutex_lock(&inode->lock);
         h->err_seen = cbfs_errseq_sample(&inode->plain_errs);
         cbfs_mutex_unlock(&inode->lock);
+        /* what the file's last good sync covered: a failure of its writeback
+         * since is one this fd's first sync is told of */
+        atomic_init(&h->plain_synced,
+                    atomic_load_explicit(&inode->plain_synced, memory_order_acquire));
     }
     h->flags = flags;
     h->dp = dp;

@@ -5,7 +5,9 @@
 #define CBFS_FUSE_HANDLE_H
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "fuse/inode.h"
 
@@ -22,6 +24,9 @@ struct cbfs_handle {
     uint64_t err_seen;               /* the failures this handle has heard of: COMPRESSED,
                                         the file's (cbfs_file_flush; the file's lock);
                                         PLAIN, inode->plain_errs' (inode->lock) */
+    _Atomic uint64_t plain_synced;   /* PLAIN: inode->plain_changes as of the last good sync
+                                        through fd (cbfs_inode_plain_sync); atomic: a
+                                        flush and an fsync of one handle may run at once */
     /* Directories only; the kernel serialises readdir on one handle. */
     DIR *dp;                         /* set by cbfs_handle_new, never changed: NULL for a file */
     struct dirent *entry;            /* read from dp but not yet returned */

@@ -122,9 +122,10 @@ struct cbfs_inode {
                                 engine's (cbfs/errseq.h) */
     /* PLAIN: the store's changes made through the daemon (writes, truncates,
      * fallocates that succeeded: cbfs_inode_plain_changed), and the count the
-     * last successful fdatasync or fsync of the file began after. A writer's
-     * close syncs unless plain_synced has caught up (cbfs_inode_plain_sync).
-     * Atomic: a write counts without the lock. */
+     * last successful fdatasync or fsync of the file began after (where a new
+     * handle's own count starts). A writer's close syncs unless its handle's
+     * own count has caught up (cbfs_inode_plain_sync, handle.h). Atomic: a
+     * write counts without the lock. */
     _Atomic uint64_t plain_changes;
     _Atomic uint64_t plain_synced;
     bool times_set;          /* writeback cache: times[] were set while file is open */
@@ -340,11 +341,15 @@ void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[
  * truncate or fallocate of the store file that succeeded. */
 void cbfs_inode_plain_changed(struct cbfs_inode *inode);
 /* Syncs a PLAIN file through fd (fdatasync, or fsync unless datasync), or
- * nothing where if_changed and a sync that began after every change counted
- * so far has succeeded (a writer's close of a file nobody changed since). A
- * file changed through another descriptor is synced all the same: the store
- * syncs the file, not the descriptor. @return 0 or errno. */
-int cbfs_inode_plain_sync(struct cbfs_inode *inode, int fd, bool datasync, bool if_changed);
+ * nothing where if_changed and a sync through fd that began after every
+ * change counted so far has succeeded (*fd_synced: a writer's close of a
+ * file nobody changed since its handle's last sync). A file changed through
+ * another descriptor is synced all the same: the store syncs the file, not
+ * the descriptor. Another descriptor's good sync is no reason to skip: the
+ * store reports a writeback error once to each of its open files (Linux's
+ * errseq), so only fd's own sync has heard fd's. @return 0 or errno. */
+int cbfs_inode_plain_sync(struct cbfs_inode *inode, int fd, _Atomic uint64_t *fd_synced,
+                          bool datasync, bool if_changed);
 int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
 /* Takes an open reference on the engine state of a COMPRESSED inode, opening

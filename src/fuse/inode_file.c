@@ -473,19 +473,25 @@ void cbfs_inode_plain_changed(struct cbfs_inode *inode)
     atomic_fetch_add_explicit(&inode->plain_changes, 1, memory_order_release);
 }
 
-int cbfs_inode_plain_sync(struct cbfs_inode *inode, int fd, bool datasync, bool if_changed)
+/* Raises *count to seen, never lowers it (a slower sync of fewer changes). */
+static void cbfs_plain_raise(_Atomic uint64_t *count, uint64_t seen)
 {
-    const uint64_t seen = atomic_load_explicit(&inode->plain_changes, memory_order_acquire);
-    if (if_changed && atomic_load_explicit(&inode->plain_synced, memory_order_acquire) >= seen)
-        return 0;
-    if ((datasync ? fdatasync(fd) : fsync(fd)) == -1) return errno;
-    /* every change counted in seen was made before this sync began: raise
-     * plain_synced to seen, never lower it (a slower sync of fewer changes) */
-    uint64_t cur = atomic_load_explicit(&inode->plain_synced, memory_order_relaxed);
-    while (cur < seen && !atomic_compare_exchange_weak_explicit(&inode->plain_synced, &cur, seen,
+    uint64_t cur = atomic_load_explicit(count, memory_order_relaxed);
+    while (cur < seen && !atomic_compare_exchange_weak_explicit(count, &cur, seen,
                                                                 memory_order_release,
                                                                 memory_order_relaxed)) {
     }
+}
+
+int cbfs_inode_plain_sync(struct cbfs_inode *inode, int fd, _Atomic uint64_t *fd_synced,
+                          bool datasync, bool if_changed)
+{
+    const uint64_t seen = atomic_load_explicit(&inode->plain_changes, memory_order_acquire);
+    if (if_changed && atomic_load_explicit(fd_synced, memory_order_acquire) >= seen) return 0;
+    if ((datasync ? fdatasync(fd) : fsync(fd)) == -1) return errno;
+    /* every change counted in seen was made before this sync began */
+    cbfs_plain_raise(fd_synced, seen);
+    cbfs_plain_raise(&inode->plain_synced, seen);
     return 0;
 }
 

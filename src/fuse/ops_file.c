@@ -539,6 +539,14 @@ static int cbfs_plain_heard(struct cbfs_handle *h, bool close, int err)
     struct cbfs_inode *const inode = h->inode;
     cbfs_mutex_lock(&inode->lock);
     cbfs_err e;
+    if (close && err && cbfs_plain_store_err(err)) {
+        /* The store told this handle's fd of a failed writeback once (its
+         * errseq), and the fd is the open file's, which a dup or a fork
+         * shares: the close of one copy took it, and the writer's fsync
+         * then returned 0 (its store fd's second sync). Counted, so that the
+         * fsync hears it, as every handle does (cbfs/errseq.h). */
+        cbfs_errseq_count(&inode->plain_errs, cbfs_err_from_errno(err));
+    }
     if (close) {
         e = cbfs_errseq_peek(&inode->plain_errs, h->err_seen);
         cbfs_errseq_told(&inode->plain_errs, e);
@@ -565,7 +573,7 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          * docs/OPERATIONS.md), unless nothing changed since the file's last
          * sync. It also reports what the store keeps for close (NFS's write
          * errors), with no fd of its own to take. */
-        const int err = cbfs_inode_plain_sync(h->inode, h->fd, true, true);
+        const int err = cbfs_inode_plain_sync(h->inode, h->fd, &h->plain_synced, true, true);
         if (err) cbfs_engine_count_write_error(cbfs_req_fs(req)->opt.eng);
         fuse_reply_err(req, cbfs_plain_heard(h, true, err));
         return;
@@ -578,7 +586,7 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
     struct cbfs_handle *const h = cbfs_fi_handle(fi);
     (void)ino;
     if (!h->file) {
-        const int err = cbfs_inode_plain_sync(h->inode, h->fd, datasync, false);
+        const int err = cbfs_inode_plain_sync(h->inode, h->fd, &h->plain_synced, datasync, false);
         if (err) cbfs_engine_count_write_error(cbfs_req_fs(req)->opt.eng);
         fuse_reply_err(req, cbfs_plain_heard(h, false, err));
         return;
