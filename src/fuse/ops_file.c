@@ -570,7 +570,7 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (!h->file) {
         /* A writer's close of a PLAIN file is an fdatasync, as a compressed
          * file's is (what a close acknowledged survives a power cut:
-         * docs/OPERATIONS.md), unless nothing changed since the file's last
+         * docs/OPERATIONS.md), unless nothing changed since its handle's last
          * sync. It also reports what the store keeps for close (NFS's write
          * errors), with no fd of its own to take. */
         const int err = cbfs_inode_plain_sync(h->inode, h->fd, &h->plain_synced, true, true);
