@@ -101,7 +101,9 @@ static int cbfs_export_reconnect(struct cbfs_fs *fs, fuse_ino_t nodeid, struct c
     struct cbfs_inode *inode = cbfs_inode_find_nodeid(fs, nodeid);
     int fd, err;
     if (inode) {
-        err = cbfs_inode_stat(fs, inode, st); /* ESTALE if its object is gone */
+        /* ESTALE if its object is gone, unless the engine still holds it
+         * open (an unlinked file being written: stat'ed through its fds) */
+        err = cbfs_inode_stat(fs, inode, st);
         if (err) {
             cbfs_inode_unref(fs, inode, 1);
             return err;

@@ -44,6 +44,15 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
         fuse_reply_err(req, err); /* before anything changed */
         return;
     }
+    /* A compressed file's ZERO_RANGE to a size it cannot reach fails before
+     * anything changes (set-id bits included): the extend refused it after
+     * the punch had zeroed the file's bytes from the offset on (helper-55). */
+    if (h->file && (mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE &&
+        !(mode & FALLOC_FL_KEEP_SIZE) &&
+        !cbfs_size_fits((uint64_t)offset + (uint64_t)length, cbfs_file_block_size(h->file))) {
+        fuse_reply_err(req, EFBIG);
+        return;
+    }
     /* Under KILLPRIV_V2 the kernel leaves killing set-id bits on fallocate
      * to the daemon without a flag to say the caller lacks CAP_FSETID; the
      * caller's uid is the nearest sign of it (root keeps them, as on ext4). */
@@ -70,13 +79,6 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
         e = cbfs_file_punch(h->file, off, len);
         break;
     case FALLOC_FL_ZERO_RANGE:
-        /* a size the file cannot reach fails before any byte is zeroed: the
-         * extend below refused it after the punch had zeroed the file's bytes
-         * from off on (helper-55) */
-        if (!keep && (off + len < off || !cbfs_size_fits(off + len, cbfs_file_block_size(h->file)))) {
-            fuse_reply_err(req, EFBIG);
-            return;
-        }
         e = cbfs_file_punch(h->file, off, len);
         break;
     default: /* collapse, insert, unshare: not for compressed files */
