@@ -69,4 +69,13 @@ static inline cbfs_err cbfs_errseq_check(struct cbfs_errseq *es, uint64_t *seen)
     return e;
 }
 
+/* What a handle's close (close) or fsync reports, the one rule for both:
+ * cbfs_errseq_peek or cbfs_errseq_check, and some handle has heard it. */
+static inline cbfs_err cbfs_errseq_hear(struct cbfs_errseq *es, uint64_t *seen, bool close)
+{
+    const cbfs_err e = close ? cbfs_errseq_peek(es, *seen) : cbfs_errseq_check(es, seen);
+    cbfs_errseq_told(es, e);
+    return e;
+}
+
 #endif

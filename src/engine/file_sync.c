@@ -356,7 +356,7 @@ cbfs_err cbfs_file_sync(struct cbfs_file *f, uint64_t *seen, bool peek, bool met
         /* A handle hears every failure since it last heard, found here or not
          * (after it was told ENOMEM, at its next flush); a close hears it and
          * leaves it for the fsync. */
-        found = peek ? cbfs_errseq_peek(&f->errs, *seen) : cbfs_errseq_check(&f->errs, seen);
+        found = cbfs_errseq_hear(&f->errs, seen, peek);
     }
     cbfs_errseq_told(&f->errs, found);
     cbfs_mutex_unlock(&f->lock);

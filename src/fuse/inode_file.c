@@ -176,15 +176,10 @@ static int cbfs_inode_stat_open(struct cbfs_inode *inode, struct stat *st)
 
 int cbfs_inode_stat_via(struct cbfs_fs *fs, struct cbfs_inode *inode, int hfd, struct stat *st)
 {
-    if (inode->kind == CBFS_KIND_COMPRESSED) {
-        const int err = cbfs_inode_stat_open(inode, st);
-        if (err != -1) return err;
-    } else if (hfd >= 0) {
-        if (fstat(hfd, st) == -1) return errno;
-        cbfs_dir_nlink(fs, hfd, st);
-        return 0;
-    }
-    return cbfs_inode_stat(fs, inode, st);
+    if (inode->kind == CBFS_KIND_COMPRESSED || hfd < 0) return cbfs_inode_stat(fs, inode, st);
+    if (fstat(hfd, st) == -1) return errno;
+    cbfs_dir_nlink(fs, hfd, st);
+    return 0;
 }
 
 int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *st)

@@ -102,23 +102,6 @@ void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
                       (unsigned long long)inode->ino, strerror(err));
 }
 
-/* Truncates/extends a compressed file through its (possibly temporary)
- * engine state. @return 0 or errno. */
-static int cbfs_compressed_truncate(struct cbfs_fs *fs, struct cbfs_inode *inode, uint64_t size)
-{
-    struct cbfs_file *file;
-    int err = cbfs_inode_file_get(fs, inode, &file);
-    if (err) return err;
-    if (inode->ro_errno) {
-        err = inode->ro_errno;
-    } else {
-        const cbfs_err e = cbfs_file_truncate(file, size);
-        if (e) err = cbfs_err_errno(e);
-    }
-    const int cerr = cbfs_inode_file_put(fs, inode);
-    return err ? err : cerr;
-}
-
 /* Before setting times on an open compressed file, write what is pending:
  * otherwise the next flush (close) would bump the mtime that cp -p, tar or
  * rsync just set. (Not with the writeback cache: the kernel may still hold
@@ -255,8 +238,10 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     if (valid & FUSE_SET_ATTR_SIZE) {
         if (inode->type != S_IFREG) {
             err = inode->type == S_IFDIR ? EISDIR : EINVAL;
-        } else if (inode->kind == CBFS_KIND_COMPRESSED) {
-            err = cbfs_compressed_truncate(fs, inode, (uint64_t)attr->st_size);
+        } else if (inode->kind == CBFS_KIND_COMPRESSED) { /* through held_file */
+            const uint64_t size = (uint64_t)attr->st_size;
+            err = inode->ro_errno ? inode->ro_errno
+                                  : cbfs_err_errno(cbfs_file_truncate(held_file, size));
         } else if ((hfd >= 0 ? ftruncate(hfd, attr->st_size)
                              : truncate(path, attr->st_size)) == -1) {
             err = errno;

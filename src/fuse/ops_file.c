@@ -538,7 +538,6 @@ static int cbfs_plain_heard(struct cbfs_handle *h, bool close, int err)
 {
     struct cbfs_inode *const inode = h->inode;
     cbfs_mutex_lock(&inode->lock);
-    cbfs_err e;
     if (close && err && cbfs_plain_store_err(err)) {
         /* The store told this handle's fd of a failed writeback once (its
          * errseq), and the fd is the open file's, which a dup or a fork
@@ -547,12 +546,7 @@ static int cbfs_plain_heard(struct cbfs_handle *h, bool close, int err)
          * fsync hears it, as every handle does (cbfs/errseq.h). */
         cbfs_errseq_count(&inode->plain_errs, cbfs_err_from_errno(err));
     }
-    if (close) {
-        e = cbfs_errseq_peek(&inode->plain_errs, h->err_seen);
-        cbfs_errseq_told(&inode->plain_errs, e);
-    } else {
-        e = cbfs_errseq_check(&inode->plain_errs, &h->err_seen);
-    }
+    const cbfs_err e = cbfs_errseq_hear(&inode->plain_errs, &h->err_seen, close);
     cbfs_mutex_unlock(&inode->lock);
     return err ? err : e ? cbfs_err_errno(e) : 0;
 }
