@@ -11,8 +11,9 @@
 cbfs_tmpfs_store 32m
 cbfs_expect_log_errors 'no space left on the store'
 cbfs_mount "$store" "$mnt" codec=lz4,writeback_cache=off,block_size=64K
-out=$(python3 - "$mnt/f" "$fs" <<'PY'
+out=$(PYTHONPATH=$CBFS_TOOLS python3 - "$mnt/f" "$fs" <<'PY'
 import mmap, os, sys, time
+from errcheck import fill_store
 path, fs = sys.argv[1], sys.argv[2]
 size = (1 << 20) + 100
 durable = os.urandom(size)
@@ -21,9 +22,7 @@ os.pwrite(w, durable, 0)
 os.fsync(w)
 os.close(w)  # the writer below holds none of the file's blocks in memory (a tail block open)
 w = os.open(path, os.O_RDWR)
-st = os.statvfs(fs)
-with open(fs + "/filler", "wb") as f:  # the store's file system full but 256 KiB
-    os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - (256 << 10))
+fill_store(fs, 256 << 10)
 try:  # a rewrite of the first MiB: more than the store has left
     os.pwrite(w, os.urandom(1 << 20), 0)
 except OSError:

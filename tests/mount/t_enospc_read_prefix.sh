@@ -11,16 +11,15 @@
 cbfs_tmpfs_store 32m
 cbfs_expect_log_errors 'no space left on the store'
 cbfs_mount "$store" "$mnt" codec=lz4,writeback_cache=off,block_size=64K
-out=$(python3 - "$mnt/f" "$fs" <<'PY'
+out=$(PYTHONPATH=$CBFS_TOOLS python3 - "$mnt/f" "$fs" <<'PY'
 import mmap, os, sys, time
+from errcheck import fill_store
 path, fs = sys.argv[1], sys.argv[2]
 durable = os.urandom(1 << 20)
 w = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 os.pwrite(w, durable, 0)
 os.fsync(w)
-st = os.statvfs(fs)
-with open(fs + "/filler", "wb") as f:  # the store's file system full but 256 KiB
-    os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize - (256 << 10))
+fill_store(fs, 256 << 10)
 more = os.urandom(600000)  # one WRITE (max_write 1 MiB): no write of its own hears it
 try:  # taken into memory (all or a part), cannot be stored
     os.pwrite(w, more, 1 << 20)

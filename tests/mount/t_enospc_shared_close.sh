@@ -18,8 +18,9 @@ for opts in codec=lz4 codec=none; do
         sync
         avail=$(df -B1 --output=avail "$fs" | tail -n 1)
         fallocate -l $((avail - (1 << 20))) "$fs/filler" || fail "fallocate of the filler"
-        out=$(python3 - "$mnt/f" "$how" <<'PY'
+        out=$(PYTHONPATH=$CBFS_TOOLS python3 - "$mnt/f" "$how" <<'PY'
 import os, subprocess, sys
+from errcheck import outcomes
 path, how = sys.argv[1], sys.argv[2]
 data = os.urandom(3 << 20)  # incompressible, more than the store has left
 w = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -35,14 +36,7 @@ else:
         os.close(os.dup(w))
     except OSError:
         pass  # that close may report it too; the writer's own must as well
-res = []
-for name, fn in (("fsync", lambda: os.fsync(w)), ("close", lambda: os.close(w))):
-    try:
-        fn()
-        res.append(name + " ok")
-    except OSError as e:
-        res.append(name + " " + e.strerror)
-print(", ".join(res))
+print(outcomes((("fsync", lambda: os.fsync(w)), ("close", lambda: os.close(w)))))
 PY
 )
         note "$opts, the other copy closed by $how: $out"

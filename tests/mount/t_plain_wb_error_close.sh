@@ -20,8 +20,9 @@ export CBFS_SYNCFAIL_NAME=f CBFS_SYNCFAIL_TRIGGER=$T/trigger
 LD_PRELOAD=$T/syncfail.so cbfs_mount "$store" "$mnt" codec=none,writeback_cache=off
 for how in ${HOWS:-exec dup other}; do
     rm -f "$mnt/f"
-    out=$(python3 - "$mnt/f" "$how" "$T/trigger" <<'PY'
+    out=$(PYTHONPATH=$CBFS_TOOLS python3 - "$mnt/f" "$how" "$T/trigger" <<'PY'
 import os, subprocess, sys
+from errcheck import outcomes
 path, how, trig = sys.argv[1:4]
 w = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 os.pwrite(w, os.urandom(1 << 20), 0)
@@ -41,16 +42,10 @@ else:  # another open file of it, fsync'd twice: it hears the failure, then 0
         except OSError:
             pass
     os.close(r)
-res = ["store error %s" % ("taken" if not os.path.exists(trig) else "NOT TAKEN")]
+taken = "taken" if not os.path.exists(trig) else "NOT TAKEN"
 fns = (("close", lambda: os.close(w)),) if how == "other" else \
       (("fsync", lambda: os.fsync(w)), ("close", lambda: os.close(w)))
-for name, fn in fns:
-    try:
-        fn()
-        res.append(name + " ok")
-    except OSError as e:
-        res.append(name + " " + e.strerror)
-print(", ".join(res))
+print("store error %s, %s" % (taken, outcomes(fns)))
 PY
 )
     note "the other copy closed by $how: $out"
