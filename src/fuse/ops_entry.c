@@ -172,6 +172,31 @@ static bool cbfs_setattr_gone_may(struct cbfs_fs *fs, const struct cbfs_inode *i
     return err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) && !cbfs_handle_any_open(fs, inode);
 }
 
+/* For a SETATTR of a compressed file other than a size change: makes sure
+ * the stat of its reply needs no new descriptor. A file the engine has open
+ * is held (*file, put by the caller: its stat goes through the engine's
+ * descriptors); another one's sidecar is pinned (*idx: the caller unpins it
+ * under inode->lock), and its stat is taken once, which reads the logical
+ * size if it is not known yet. @return 0 or errno (EMFILE on a daemon out of
+ * descriptors: nothing changed yet). */
+static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode,
+                             struct cbfs_file **file, bool *idx)
+{
+    struct stat st;
+    int ifd, err = 0;
+    cbfs_mutex_lock(&inode->lock);
+    if (inode->file) {
+        *file = inode->file;
+        inode->opens++;
+    } else if (inode->has_idx) {
+        err = cbfs_inode_idx_pin(fs, inode, &ifd);
+        *idx = err == 0;
+    }
+    cbfs_mutex_unlock(&inode->lock);
+    if (!err) err = cbfs_inode_stat(fs, inode, &st);
+    return err;
+}
+
 void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
                      struct fuse_file_info *fi)
 {
@@ -205,6 +230,15 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         fuse_reply_err(req, err);
         return;
     }
+    /* Any other change of a compressed file: the reply's stat wants the
+     * engine's descriptors or the sidecar's (and the logical size, read from
+     * both files when not known), so they are had before the first change
+     * and held to the reply. A chmod, chown or utimes by path on a daemon
+     * out of descriptors was made, then answered EMFILE (helper-51). */
+    bool held_idx = false;
+    if (!held_file && inode->kind == CBFS_KIND_COMPRESSED &&
+        (err = cbfs_setattr_hold(fs, inode, &held_file, &held_idx)) != 0)
+        goto reply;
     cbfs_procfd(path, fd);
     /* the owner the sidecar has until it follows this change */
     struct stat was;
@@ -288,6 +322,11 @@ reply:;
     if (held_file) {
         const int perr = cbfs_inode_file_put(fs, inode); /* the last close stores it */
         if (!err) err = perr;
+    }
+    if (held_idx) {
+        cbfs_mutex_lock(&inode->lock);
+        cbfs_inode_idx_unpin(fs, inode);
+        cbfs_mutex_unlock(&inode->lock);
     }
     cbfs_inode_unpin(fs, inode);
     if (gone)

@@ -1,0 +1,68 @@
+/* openfail: an LD_PRELOAD library that makes the daemon run out of descriptors for one
+ * store object: while the file CBFS_OPENFAIL_TRIGGER exists, an open of a path ending in
+ * CBFS_OPENFAIL_NAME (open64 and openat64, the daemon's open and openat, or
+ * open_by_handle_at, how its fd cache reopens what it evicted) fails with EMFILE, as on
+ * a daemon whose every other descriptor is taken. The open is made, then its descriptor
+ * closed again: a handle names no path before it is opened. Everything else goes through
+ * untouched.
+ * Build: cc -shared -fPIC -o openfail.so openfail.c -ldl */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdpath.h"
+
+static int refused(int fd)
+{
+    const char *const name = getenv("CBFS_OPENFAIL_NAME");
+    const char *const trig = getenv("CBFS_OPENFAIL_TRIGGER");
+    char path[4096];
+    if (fd < 0 || !name || !*name || !trig || access(trig, F_OK) != 0) return 0;
+    if (!fdpath(fd, path, sizeof path)) return 0;
+    const size_t pl = strlen(path), nl = strlen(name);
+    if (pl < nl || strcmp(path + pl - nl, name) != 0) return 0;
+    close(fd);
+    errno = EMFILE;
+    return 1;
+}
+
+int open_by_handle_at(int mount_fd, struct file_handle *fh, int flags)
+{
+    static int (*real)(int, struct file_handle *, int);
+    if (!real) real = (int (*)(int, struct file_handle *, int))dlsym(RTLD_NEXT, "open_by_handle_at");
+    const int fd = real(mount_fd, fh, flags);
+    return refused(fd) ? -1 : fd;
+}
+
+int openat64(int dirfd, const char *path, int flags, ...)
+{
+    static int (*real)(int, const char *, int, ...);
+    if (!real) real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat64");
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, mode_t);
+        va_end(ap);
+    }
+    const int fd = real(dirfd, path, flags, mode);
+    return refused(fd) ? -1 : fd;
+}
+
+int open64(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, mode_t);
+        va_end(ap);
+    }
+    return openat64(AT_FDCWD, path, flags, mode);
+}
