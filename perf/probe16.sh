@@ -42,10 +42,15 @@
 #      and 16 workers side by side, and 16 writers of mixed record sizes through one mount,
 #      compared byte for byte warm, then after a remount cold, then `cbfs verify` and stock
 #      `zstd -d` of each data file. About 4 minutes.
+#   K: target 4: a trace of the scheduler's switches (perf record -a -g -e
+#      sched:sched_switch) around one workers=1 point each of lz4 and zstd:1 (1 writer,
+#      1 MiB writes), summed by perf/switches.py: where the one worker is off its CPU (a
+#      mutex, the pool's empty queue, I/O, preempted), by tenth of the point; then the
+#      codecs in memory with one thread, the reference. About 1 minute.
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
-step=${1:?usage: perf/probe16.sh A|B|C|D|E|F|G|H|I|J}
+step=${1:?usage: perf/probe16.sh A|B|C|D|E|F|G|H|I|J|K}
 size=${PROBE_SIZE:-2G} # C: 4G
 repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=$repo/perf/kit
@@ -278,6 +283,22 @@ J)  # 3b against bdi.max_bytes between the kernel's 1 % and 100 %; 16-core corre
         --system "$(mb 4G 4294967296)"
     tsan_
     mixcheck_ 2>&1 | tee "$res/mixcheck.txt"
+    ;;
+K)  # target 4: where the one worker of workers=1 is off its CPU; the in-memory reference
+    for c in lz4 zstd:1; do
+        n=w1-${c/:/}
+        ((($(left)) > 90)) || { echo "probe16: no time left for $n"; break; }
+        LD_LIBRARY_PATH=$kit/lib timeout 150 perf record -a -g -e sched:sched_switch \
+            -o /tmp/$n.data -- env OUT= bash "$kit/run.sh" --reps 1 --sizes 1M --writers 1 \
+            --size $size --system "$n=codec=$c,workers=1" --csv "$res/$n.csv" >"$res/$n.md" 2>&1
+        LD_LIBRARY_PATH=$kit/lib perf script -i /tmp/$n.data -F comm,tid,time,event,trace,ip,sym \
+            2>/dev/null | python3 "$repo/perf/switches.py" >"$res/switches-$n.txt"
+        rm -f /tmp/$n.data
+        echo "== $n: $(grep -E '^\| .* \| write \|' "$res/$n.md" | head -1)"
+        head -n 26 "$res/switches-$n.txt"
+    done
+    dd_ codec1 20 --size $size --reps ${PROBE_REPS:-3} --codec-threads 1 --system nullfs --sizes 1M
+    grep -E '^\| codec' "$res/codec1.md"
     ;;
 *) echo "probe16: unknown step $step" >&2; exit 2 ;;
 esac
