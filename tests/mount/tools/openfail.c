@@ -18,6 +18,18 @@
 
 #include "fdpath.h"
 
+/* The mode argument of an open that creates, in a function whose last named
+ * parameter is flags. */
+#define MODE_ARG(flags, mode)                                                               \
+    do {                                                                                    \
+        if ((flags) & (O_CREAT | O_TMPFILE)) {                                              \
+            va_list ap;                                                                     \
+            va_start(ap, flags);                                                            \
+            (mode) = va_arg(ap, mode_t);                                                    \
+            va_end(ap);                                                                     \
+        }                                                                                   \
+    } while (0)
+
 static int refused(int fd)
 {
     const char *const name = getenv("CBFS_OPENFAIL_NAME");
@@ -45,12 +57,7 @@ int openat64(int dirfd, const char *path, int flags, ...)
     static int (*real)(int, const char *, int, ...);
     if (!real) real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat64");
     mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
-    }
+    MODE_ARG(flags, mode);
     const int fd = real(dirfd, path, flags, mode);
     return refused(fd) ? -1 : fd;
 }
@@ -58,11 +65,6 @@ int openat64(int dirfd, const char *path, int flags, ...)
 int open64(const char *path, int flags, ...)
 {
     mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = va_arg(ap, mode_t);
-        va_end(ap);
-    }
+    MODE_ARG(flags, mode);
     return openat64(AT_FDCWD, path, flags, mode);
 }
