@@ -33,7 +33,7 @@ static const char tool_bench_help[] =
     "  --levels       default: each codec's default level\n"
     "  --block-sizes  default: the mount's default block_size\n"
     "  --disk-mbps N  disk speed to keep up with (default 500)\n"
-    "  --workers N    threads, 1 to 1024 (default: online CPUs)\n"
+    "  --workers N    threads, 1 to " TOOL_STR(TOOL_WORKERS_MAX) " (default: online CPUs)\n"
     "  --plot FILE    PNG scatter of ratio vs compress MB/s (needs gnuplot)\n"
     "exit status: 0 ok, 2 usage or I/O error\n";
 

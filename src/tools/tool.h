@@ -21,8 +21,12 @@ struct cbfs_pool;
 
 /* Exit codes of every subcommand except fsck (which mirrors e2fsck). */
 enum { TOOL_EXIT_OK = 0, TOOL_EXIT_PROBLEMS = 1, TOOL_EXIT_USAGE = 2 };
-/* --workers of bench and verify: threads of the tool's own pool. */
+/* --workers of bench and verify: threads of the tool's own pool. A plain
+ * number: the help texts spell it with TOOL_STR. */
 #define TOOL_WORKERS_MAX 1024
+/* A macro's value as a string literal, for help texts. */
+#define TOOL_STR_(x) #x
+#define TOOL_STR(x) TOOL_STR_(x)
 /* fsck's, as e2fsck's. */
 enum { FSCK_CLEAN = 0, FSCK_CORRECTED = 1, FSCK_UNCORRECTED = 4, FSCK_ERROR = 8 };
 
@@ -208,7 +212,7 @@ enum tool_load { TOOL_LOAD_FULL, TOOL_LOAD_FAST };
  * loads the index without repairing anything. A missing sidecar is not an
  * error (rep.sidecar_missing; its rebuild takes store->bs as the hint).
  * @return open/stat errors only (CBFS_E_INVAL: not a regular file); format
- * problems land in tf->load_err (CBFS_E_BLOCK_SIZE: see tool_hint_block_size). */
+ * problems land in tf->load_err (CBFS_E_BLOCK_SIZE: see tool_file_load_advice). */
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf);
 /* Opens path in dirfd (a name, or a sidecar path: cbfs_store_openat) with

@@ -20,7 +20,7 @@ static const char tool_verify_help[] =
     "checksums, decoded blocks against their XXH3, and the sidecar against the frames.\n"
     "Each problem is printed as 'FILE: offset N: what' (N: byte offset in FILE).\n"
     "  --json        one JSON document on stdout\n"
-    "  --workers N   threads, 1 to 1024 (default: online CPUs)\n"
+    "  --workers N   threads, 1 to " TOOL_STR(TOOL_WORKERS_MAX) " (default: online CPUs)\n"
     "exit status: 0 no problem, 1 problems found, 2 usage or I/O error\n";
 
 struct tool_verify {

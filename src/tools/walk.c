@@ -892,7 +892,10 @@ bool tool_block_size_arg(const char *sub, const char *arg, struct cbfs_bs_hint *
         *bs = (struct cbfs_bs_hint){.size = (uint32_t)v, .asserted = true};
         return true;
     }
-    tool_err(sub, "--block-size wants a power of two from 4K to 16M, not '%s'", arg);
+    char lo[24], hi[24];
+    tool_err(sub, "--block-size wants a power of two from %s to %s, not '%s'",
+             cbfs_format_size(CBFS_BLOCK_MIN, lo, sizeof lo),
+             cbfs_format_size(CBFS_BLOCK_MAX, hi, sizeof hi), arg);
     return false;
 }
 
