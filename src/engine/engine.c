@@ -23,7 +23,7 @@ static void cbfs_engine_buf_release(void *arg, void *data, size_t cap)
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out)
 {
     uint32_t bs = cfg->block_size;
-    if (bs < CBFS_BLOCK_MIN || bs > CBFS_BLOCK_MAX || (bs & (bs - 1))) return CBFS_E_INVAL;
+    if (!cbfs_block_size_valid(bs)) return CBFS_E_INVAL;
     struct cbfs_engine *eng = calloc(1, sizeof *eng);
     if (!eng) return CBFS_E_NOMEM;
     eng->cfg = *cfg;
