@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "cbfs/mutex.h"
 #include "engine/cache.h"
 
 /* Unread read-ahead goes stale once this many bounds' worth of blocks have
@@ -26,7 +27,7 @@ struct cbfs_cache_list {
 };
 
 struct cbfs_cache {
-    pthread_mutex_t lock;
+    struct cbfs_mutex lock;          /* "Lock held" below is cbfs_assert_held(&c->lock) */
     pthread_cond_t loaded;           /* broadcast when any LOADING entry completes */
     struct cbfs_cache_ent **buckets; /* lock */
     size_t nbuckets;                 /* immutable, power of two */
@@ -71,7 +72,7 @@ cbfs_err cbfs_cache_create(uint64_t cap_bytes, cbfs_cache_release_fn *release, v
     c->ra_cap = cap_bytes / 2;
     c->release = release;
     c->release_arg = arg;
-    pthread_mutex_init(&c->lock, NULL);
+    cbfs_mutex_init(&c->lock);
     pthread_cond_init(&c->loaded, NULL);
     *out = c;
     return CBFS_OK;
@@ -82,6 +83,7 @@ cbfs_err cbfs_cache_create(uint64_t cap_bytes, cbfs_cache_release_fn *release, v
 static struct cbfs_cache_list *cbfs_cache_list_of(struct cbfs_cache *c,
                                                   const struct cbfs_cache_ent *e)
 {
+    cbfs_assert_held(&c->lock);
     return e->ra_charge ? &c->ahead : &c->used;
 }
 
@@ -115,6 +117,7 @@ static void cbfs_cache_list_push_tail(struct cbfs_cache_list *l, struct cbfs_cac
 /* Takes e off its list and gives its read-ahead charge (if any) back. */
 static void cbfs_cache_detach(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 {
+    cbfs_assert_held(&c->lock);
     cbfs_cache_list_remove(cbfs_cache_list_of(c, e), e);
     c->ra_bytes -= e->ra_charge;
     e->ra_charge = 0;
@@ -125,6 +128,7 @@ static void cbfs_cache_detach(struct cbfs_cache *c, struct cbfs_cache_ent *e)
  * charged unless to_head (then it may be on `used` already: a touch). */
 static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e, bool to_head)
 {
+    cbfs_assert_held(&c->lock);
     cbfs_cache_detach(c, e);
     if (to_head) cbfs_cache_list_push_head(&c->used, e);
     else cbfs_cache_list_push_tail(&c->used, e);
@@ -135,6 +139,7 @@ static void cbfs_cache_uncharge(struct cbfs_cache *c, struct cbfs_cache_ent *e, 
  * and 4 x 2^62 is 0). Lock held. */
 static bool cbfs_cache_stale(const struct cbfs_cache *c, const struct cbfs_cache_ent *e)
 {
+    cbfs_assert_held(&c->lock);
     return (c->filled - e->born) / CBFS_CACHE_STALE_BOUNDS >= c->cap;
 }
 
@@ -145,6 +150,7 @@ static bool cbfs_cache_stale(const struct cbfs_cache *c, const struct cbfs_cache
  * a run at its tail. */
 static void cbfs_cache_age(struct cbfs_cache *c)
 {
+    cbfs_assert_held(&c->lock);
     struct cbfs_cache_ent *newest = NULL;
     for (struct cbfs_cache_ent *e = c->ahead.tail; e && cbfs_cache_stale(c, e); e = e->lprev)
         newest = e;
@@ -157,6 +163,7 @@ static void cbfs_cache_age(struct cbfs_cache *c)
 
 static void cbfs_cache_unlink(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 {
+    cbfs_assert_held(&c->lock);
     struct cbfs_cache_ent **pp = &c->buckets[cbfs_cache_slot(c, e->serial, e->block, e->gen)];
     while (*pp != e) pp = &(*pp)->hnext;
     *pp = e->hnext;
@@ -167,6 +174,7 @@ static void cbfs_cache_unlink(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 /* Drops unreferenced READY/FAILED entries of l from its tail while over cap. */
 static void cbfs_cache_evict_from(struct cbfs_cache *c, struct cbfs_cache_list *l)
 {
+    cbfs_assert_held(&c->lock);
     struct cbfs_cache_ent *e = l->tail;
     while (e && c->bytes > c->cap) {
         struct cbfs_cache_ent *prev = e->lprev;
@@ -183,6 +191,7 @@ static void cbfs_cache_evict_from(struct cbfs_cache *c, struct cbfs_cache_list *
  * decoded again), and that only when nothing else can go. */
 static void cbfs_cache_evict(struct cbfs_cache *c)
 {
+    cbfs_assert_held(&c->lock);
     if (c->bytes <= c->cap) return;
     cbfs_cache_age(c);
     cbfs_cache_evict_from(c, &c->used);
@@ -202,7 +211,7 @@ void cbfs_cache_destroy(struct cbfs_cache *c)
         }
     }
     pthread_cond_destroy(&c->loaded);
-    pthread_mutex_destroy(&c->lock);
+    cbfs_mutex_destroy(&c->lock);
     free(c->buckets);
     free(c);
 }
@@ -210,6 +219,7 @@ void cbfs_cache_destroy(struct cbfs_cache *c)
 static struct cbfs_cache_ent *cbfs_cache_find(struct cbfs_cache *c, uint64_t serial,
                                               uint64_t block, uint64_t gen)
 {
+    cbfs_assert_held(&c->lock);
     struct cbfs_cache_ent *e = c->buckets[cbfs_cache_slot(c, serial, block, gen)];
     while (e && !(e->serial == serial && e->block == block && e->gen == gen)) e = e->hnext;
     return e;
@@ -220,6 +230,7 @@ static struct cbfs_cache_ent *cbfs_cache_find(struct cbfs_cache *c, uint64_t ser
 static struct cbfs_cache_ent *cbfs_cache_insert(struct cbfs_cache *c, uint64_t serial,
                                                 uint64_t block, uint64_t gen, size_t charge)
 {
+    cbfs_assert_held(&c->lock);
     struct cbfs_cache_ent *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->serial = serial;
@@ -242,6 +253,7 @@ static struct cbfs_cache_ent *cbfs_cache_insert(struct cbfs_cache *c, uint64_t s
  * read-ahead. Lock held. */
 static bool cbfs_cache_use(struct cbfs_cache *c, struct cbfs_cache_ent *e)
 {
+    cbfs_assert_held(&c->lock);
     const bool ra = e->ra_charge != 0;
     cbfs_cache_uncharge(c, e, true);
     return ra;
@@ -252,19 +264,19 @@ struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uin
 {
     *must_fill = false;
     *ra_hit = false;
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     for (;;) {
         struct cbfs_cache_ent *e = cbfs_cache_find(c, serial, block, gen);
         if (!e) {
             e = cbfs_cache_insert(c, serial, block, gen, 0);
             if (e) *must_fill = true;
-            pthread_mutex_unlock(&c->lock);
+            cbfs_mutex_unlock(&c->lock);
             return e;
         }
         if (e->state == CBFS_CACHE_READY) {
             e->refs++;
             *ra_hit = cbfs_cache_use(c, e);
-            pthread_mutex_unlock(&c->lock);
+            cbfs_mutex_unlock(&c->lock);
             return e;
         }
         if (e->state == CBFS_CACHE_FAILED && e->refs == 0) {
@@ -275,14 +287,14 @@ struct cbfs_cache_ent *cbfs_cache_get(struct cbfs_cache *c, uint64_t serial, uin
         }
         /* LOADING, or FAILED and still held by its loader: wait for the fill
          * or for the loader's put (which unlinks it; then we load afresh). */
-        pthread_cond_wait(&c->loaded, &c->lock);
+        cbfs_mutex_wait(&c->lock, &c->loaded);
     }
 }
 
 struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, uint64_t block,
                                        uint64_t gen)
 {
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     struct cbfs_cache_ent *e = cbfs_cache_find(c, serial, block, gen);
     if (e && e->state == CBFS_CACHE_READY) {
         e->refs++;
@@ -290,7 +302,7 @@ struct cbfs_cache_ent *cbfs_cache_peek(struct cbfs_cache *c, uint64_t serial, ui
     } else {
         e = NULL;
     }
-    pthread_mutex_unlock(&c->lock);
+    cbfs_mutex_unlock(&c->lock);
     return e;
 }
 
@@ -299,7 +311,7 @@ struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
                                           bool *full)
 {
     assert(charge > 0); /* a charge of 0 would put the entry on `used` */
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     struct cbfs_cache_ent *e = NULL;
     *full = false;
     if (!cbfs_cache_find(c, serial, block, gen)) {
@@ -307,14 +319,14 @@ struct cbfs_cache_ent *cbfs_cache_reserve(struct cbfs_cache *c, uint64_t serial,
         if (c->ra_bytes + charge > c->ra_cap) *full = true;
         else e = cbfs_cache_insert(c, serial, block, gen, charge);
     }
-    pthread_mutex_unlock(&c->lock);
+    cbfs_mutex_unlock(&c->lock);
     return e;
 }
 
 void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned char *data,
                      uint32_t len, size_t cap, bool ok)
 {
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     if (ok) {
         ent->data = data;
         ent->len = len;
@@ -328,12 +340,12 @@ void cbfs_cache_fill(struct cbfs_cache *c, struct cbfs_cache_ent *ent, unsigned 
         if (ent->ra_charge) cbfs_cache_uncharge(c, ent, false);
     }
     pthread_cond_broadcast(&c->loaded);
-    pthread_mutex_unlock(&c->lock);
+    cbfs_mutex_unlock(&c->lock);
 }
 
 void cbfs_cache_put(struct cbfs_cache *c, struct cbfs_cache_ent *ent)
 {
-    pthread_mutex_lock(&c->lock);
+    cbfs_mutex_lock(&c->lock);
     if (--ent->refs == 0) {
         if (ent->state == CBFS_CACHE_FAILED) {
             cbfs_cache_unlink(c, ent);
@@ -343,5 +355,5 @@ void cbfs_cache_put(struct cbfs_cache *c, struct cbfs_cache_ent *ent)
             cbfs_cache_evict(c);
         }
     }
-    pthread_mutex_unlock(&c->lock);
+    cbfs_mutex_unlock(&c->lock);
 }

@@ -9,13 +9,14 @@
  *      is the sync role (f->syncing: the sidecar's tail). A sync that fails
  *      waits, holding the sync role, for the committer role to be free
  *      (cbfs_file_revert); the committer never waits for the sync role.
- *   2. The cache lock (cache.c): buckets, LRU list, bytes, entry state,
- *      refs and readahead (cache.h). Under it only eng->lock, which the
- *      release hook takes to give an evicted block's buffer back
+ *   2. The cache lock (cache.c; a struct cbfs_mutex too): buckets, the
+ *      two lists (used, ahead), bytes, ra_bytes and filled; each entry's
+ *      state, refs, ra_charge and links (cache.h). Under it only eng->lock,
+ *      which the release hook takes to give an evicted block's buffer back
  *      (cbfs_engine_buf_put).
  *   3. Leaves, taken under the above or alone; no other lock is taken under
  *      them (they wait only on their own condition variables):
- *      eng->lock (below): inflight, next_serial, bufs;
+ *      eng->lock (below): inflight, budget_waiters, next_serial, bufs;
  *      the pool lock (pool.c): the job queue and the shutdown flag.
  * Waits: holding f->lock, never wait for in-flight budget
  * (cbfs_engine_budget_wait), for another cache loader (cbfs_cache_get) or
