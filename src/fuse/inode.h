@@ -336,6 +336,7 @@ int cbfs_inode_kill_suidgid(struct cbfs_fs *fs, struct cbfs_inode *inode, bool *
  * is resolved now); restore puts them back on the store file after the
  * engine wrote (flush, fsync, last close). @return 0 or errno. */
 void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[2]);
+int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
 /* A PLAIN file's change that a writer's close must make durable: a write,
  * truncate or fallocate of the store file that succeeded. */
@@ -350,7 +351,6 @@ void cbfs_inode_plain_changed(struct cbfs_inode *inode);
  * errseq), so only fd's own sync has heard fd's. @return 0 or errno. */
 int cbfs_inode_plain_sync(struct cbfs_inode *inode, int fd, _Atomic uint64_t *fd_synced,
                           bool datasync, bool if_changed);
-int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode);
 
 /* Takes an open reference on the engine state of a COMPRESSED inode, opening
  * it on first use (O_RDWR, or read-only if the store/mount is). *file is valid
