@@ -211,8 +211,9 @@ enum tool_load { TOOL_LOAD_FULL, TOOL_LOAD_FAST };
  * vs cbfs (a sidecar, or a data file that starts with a cbfs frame) and
  * loads the index without repairing anything. A missing sidecar is not an
  * error (rep.sidecar_missing; its rebuild takes store->bs as the hint).
- * @return open/stat errors only (CBFS_E_INVAL: not a regular file); format
- * problems land in tf->load_err (CBFS_E_BLOCK_SIZE: see tool_file_load_advice). */
+ * @return open/stat errors only (CBFS_E_NOT_REGULAR: not a regular file, see
+ * tool_open_regular; tf->side_failed says which); format problems land in
+ * tf->load_err (CBFS_E_BLOCK_SIZE: see tool_file_load_advice). */
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf);
 /* Opens path in dirfd (a name, or a sidecar path: cbfs_store_openat) with
@@ -221,8 +222,6 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
  * CBFS_OK, CBFS_E_NOT_REGULAR, or the error of the open (CBFS_E_NOENT: no
  * such name); *fd is -1 on failure. */
 cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd);
-/* tool_file_open for a walk callback: on failure prints
- * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
 /* Ends a summary line of verify or fsck: says how many errors left things
  * unchecked (never a clean summary where something could not be read), then
  * the newline. */
@@ -237,6 +236,8 @@ void tool_layout_refusal(const char *sub, const struct cbfs_store_layout *lay, c
  * sidecar where that is what failed. */
 void tool_file_open_err(const char *sub, const struct tool_store *store, const char *display,
                         const struct tool_file *tf, cbfs_err e);
+/* tool_file_open for a walk callback: on failure prints
+ * "cbfs SUB: DISPLAY: error" and counts it in *errors. @return true if open. */
 bool tool_file_open_walked(const struct tool_store *store, int dirfd, const char *name,
                            enum tool_load load,
                            const char *display, const char *sub,
