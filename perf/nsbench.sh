@@ -3,8 +3,9 @@
 # machine's noise hits all alike: per point, a fresh store under /var/tmp with N
 # compressed 4 KiB files (lz4), then after a remount and drop_caches the wall time
 # of stat(2) of every file (lookups: data file and sidecar found) and of a rename
-# of every file to a new name (data file and sidecar moved). Prints one line per
-# point; compare medians.
+# of every file to a new name (data file and sidecar moved), then of a chmod and a
+# utime of every file (SETATTR by path: the reply's stat). Prints one line per point;
+# compare medians.
 #
 #   perf/nsbench.sh [-n REPS] [-f FILES] BIN...
 # Example (the eighth session's figures in docs/PERF.md):
@@ -51,7 +52,15 @@ for i in range(int(sys.argv[2])): os.stat('%s/f%d' % (sys.argv[1], i))" "$w/m" "
         python3 -c "import os,sys
 for i in range(int(sys.argv[2])): os.rename('%s/f%d' % (sys.argv[1], i), '%s/g%d' % (sys.argv[1], i))" "$w/m" "$files"
         t2=$(now)
+        python3 -c "import os,sys
+for i in range(int(sys.argv[2])): os.chmod('%s/g%d' % (sys.argv[1], i), 0o600)" "$w/m" "$files"
+        t3=$(now)
+        python3 -c "import os,sys
+for i in range(int(sys.argv[2])): os.utime('%s/g%d' % (sys.argv[1], i), (1e9, 1e9))" "$w/m" "$files"
+        t4=$(now)
         umount_
-        printf '%s stat%d %.3f s rename%d %.3f s\n' "$bin" "$files" "$(bc <<<"$t1 - $t0")" "$files" "$(bc <<<"$t2 - $t1")"
+        printf '%s stat%d %.3f s rename%d %.3f s chmod%d %.3f s utime%d %.3f s\n' "$bin" \
+            "$files" "$(bc <<<"$t1 - $t0")" "$files" "$(bc <<<"$t2 - $t1")" \
+            "$files" "$(bc <<<"$t3 - $t2")" "$files" "$(bc <<<"$t4 - $t3")"
     done
 done

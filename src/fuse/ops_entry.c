@@ -176,9 +176,9 @@ static bool cbfs_setattr_gone_may(struct cbfs_fs *fs, const struct cbfs_inode *i
  * the stat of its reply needs no new descriptor. A file the engine has open
  * is held (*file, put by the caller: its stat goes through the engine's
  * descriptors); another one's sidecar is pinned (*idx: the caller unpins it
- * under inode->lock), and its stat is taken once, which reads the logical
- * size if it is not known yet. @return 0 or errno (EMFILE on a daemon out of
- * descriptors: nothing changed yet). */
+ * under inode->lock), and where its logical size is not known yet (it is
+ * after a lookup) its stat is taken now, which reads it. @return 0 or errno
+ * (EMFILE on a daemon out of descriptors: nothing changed yet). */
 static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode,
                              struct cbfs_file **file, bool *idx)
 {
@@ -192,8 +192,9 @@ static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode,
         err = cbfs_inode_idx_pin(fs, inode, &ifd);
         *idx = err == 0;
     }
+    const bool known = inode->file || inode->size_valid;
     cbfs_mutex_unlock(&inode->lock);
-    if (!err) err = cbfs_inode_stat(fs, inode, &st);
+    if (!err && !known) err = cbfs_inode_stat(fs, inode, &st);
     return err;
 }
 
