@@ -60,7 +60,8 @@ struct cbfs_settings {
     double attr_timeout;     /* seconds */
     bool writeback_cache;
     /* The FUSE channel (tuning for many cores; docs/PERF.md). */
-    unsigned fuse_threads;   /* most threads serving requests; 0 = automatic (main.c) */
+    unsigned fuse_threads;   /* most threads serving requests; 0 = automatic
+                                (cbfs_settings_fuse_threads) */
     bool clone_fd;           /* one /dev/fuse queue per thread */
     unsigned max_background; /* kernel's queue of async requests (writeback); 0 = its own */
     uint64_t fuse_readahead; /* bytes the kernel reads ahead (read_ahead_kb); 0 = its own */
@@ -68,6 +69,16 @@ struct cbfs_settings {
     unsigned given;   /* bit (1u << enum cbfs_setting_id): set by cbfs_settings_set */
     int level_wanted; /* level=N until it is checked against its codec */
 };
+
+/* fuse_threads=0: twice the online CPUs, within these (measured on 2 cores:
+ * 4 serving threads instead of libfuse's 10 gave 1 MiB writes +14 % and
+ * 8 KiB writes +15 %, docs/PERF.md; more only contend for the file locks). */
+#define CBFS_FUSE_THREADS_AUTO_MIN 4
+#define CBFS_FUSE_THREADS_AUTO_MAX 10
+
+/* The serving threads for fuse_threads=set: set itself, or for 0 twice the
+ * online CPUs within [CBFS_FUSE_THREADS_AUTO_MIN, CBFS_FUSE_THREADS_AUTO_MAX]. */
+unsigned cbfs_settings_fuse_threads(unsigned set);
 
 /* Fills s with the built-in defaults (the ones --help shows); nothing given. */
 void cbfs_settings_init(struct cbfs_settings *s);

@@ -496,14 +496,7 @@ int main(int argc, char *argv[])
         cbfs_main_error("out of memory creating the FUSE loop");
         goto out;
     }
-    /* More serving threads than work for them only contend for the file
-     * locks: measured on 2 cores, 4 threads instead of libfuse's 10 gave
-     * 1 MiB writes +14% and 8 KiB writes +15% (docs/PERF.md). */
-    unsigned threads = o.set.fuse_threads;
-    if (threads == 0) {
-        const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cpus < 2 ? 4 : cpus > 5 ? 10 : (unsigned)(2 * cpus);
-    }
+    const unsigned threads = cbfs_settings_fuse_threads(o.set.fuse_threads);
     fuse_loop_cfg_set_clone_fd(lcfg, o.set.clone_fd);
     fuse_loop_cfg_set_max_threads(lcfg, threads);
     fuse_loop_cfg_set_idle_threads(lcfg, CBFS_MAX_IDLE_THREADS < threads ? CBFS_MAX_IDLE_THREADS

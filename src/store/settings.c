@@ -5,11 +5,15 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cbfs/format.h"
 #include "cbfs/settings.h"
 #include "cbfs/store.h"
 #include "cbfs/util.h"
+
+#define CBFS_SETTINGS_STR_(x) #x
+#define CBFS_SETTINGS_STR(x) CBFS_SETTINGS_STR_(x) /* a number in a help text */
 
 #define CBFS_SCOPE_BOTH (CBFS_SCOPE_STORE | CBFS_SCOPE_MOUNT)
 
@@ -86,7 +90,8 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
     [CBFS_SET_FUSE_THREADS] = {"fuse_threads", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
                                CBFS_F_(fuse_threads), 0, 256, 0,
                                "most threads serving FUSE requests, 0 = twice the online "
-                               "CPUs, 4 to 10"},
+                               "CPUs, " CBFS_SETTINGS_STR(CBFS_FUSE_THREADS_AUTO_MIN) " to "
+                               CBFS_SETTINGS_STR(CBFS_FUSE_THREADS_AUTO_MAX)},
     [CBFS_SET_CLONE_FD] = {"clone_fd", "[=on|off]", CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
                            CBFS_F_(clone_fd), 0, 0, 0,
                            "one /dev/fuse queue per serving thread"},
@@ -405,4 +410,14 @@ void cbfs_settings_names(unsigned scope, char *buf, size_t cap)
         if (w < 0) break;
         n += (size_t)w;
     }
+}
+
+unsigned cbfs_settings_fuse_threads(unsigned set)
+{
+    if (set) return set;
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const long t = 2 * (cpus > 0 ? cpus : 1);
+    return t < CBFS_FUSE_THREADS_AUTO_MIN   ? CBFS_FUSE_THREADS_AUTO_MIN
+           : t > CBFS_FUSE_THREADS_AUTO_MAX ? CBFS_FUSE_THREADS_AUTO_MAX
+                                            : (unsigned)t;
 }

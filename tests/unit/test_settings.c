@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "cbfs/engine.h"
 #include "cbfs/format.h"
@@ -68,6 +69,15 @@ Test(settings, cache_default_is_the_engines)
 }
 
 /* The one strict whole-number parser (settings, bench, verify). */
+Test(settings, fuse_threads_automatic)
+{
+    cr_assert_eq(cbfs_settings_fuse_threads(7), 7);
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const unsigned want = cpus < 2 ? 4 : cpus > 5 ? 10 : (unsigned)(2 * cpus);
+    cr_assert_eq(cbfs_settings_fuse_threads(0), want, "%u for %ld CPUs",
+                 cbfs_settings_fuse_threads(0), cpus);
+}
+
 Test(settings, parse_long_is_strict)
 {
     long v;
