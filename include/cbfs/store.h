@@ -66,6 +66,12 @@
  * - A sidecar has its data file's owner, mode and access ACL
  *   (cbfs_store_sidecar_match). */
 
+/* A cbfs mount's file system type in /proc/mounts is "fuse." subtype; the
+ * daemon sets this subtype unless told another (-o subtype=), and the tools
+ * find a mount's store by the type. */
+#define CBFS_FS_SUBTYPE "cbfs"
+#define CBFS_FS_TYPE "fuse." CBFS_FS_SUBTYPE
+
 #define CBFS_LAYOUT_SUFFIX 1u   /* NAME.cbfsidx beside NAME */
 #define CBFS_LAYOUT_INDEXDIR 2u /* .cbfsidx/NAME: per-directory index directory */
 #define CBFS_LAYOUT_NEWEST CBFS_LAYOUT_INDEXDIR /* what new stores get */

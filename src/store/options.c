@@ -207,9 +207,10 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
         case 'v': break;
         case 't': /* mount(8) passes -t type.subtype only for such types, e.g. as
                    * /sbin/mount.fuse.cbfs for fstab type fuse.cbfs */
-            if (strcmp(optarg, "cbfs") != 0 && strncmp(optarg, "cbfs.", 5) != 0 &&
-                strcmp(optarg, "fuse.cbfs") != 0) {
-                snprintf(msg, msg_cap, "-t %s: this helper mounts only types cbfs and fuse.cbfs",
+            if (strcmp(optarg, CBFS_FS_SUBTYPE) != 0 &&
+                strncmp(optarg, CBFS_FS_SUBTYPE ".", sizeof CBFS_FS_SUBTYPE) != 0 &&
+                strcmp(optarg, CBFS_FS_TYPE) != 0) {
+                snprintf(msg, msg_cap, "-t %s: this helper mounts only types " CBFS_FS_SUBTYPE " and " CBFS_FS_TYPE,
                          optarg);
                 e = CBFS_E_INVAL;
                 goto out;
@@ -316,7 +317,7 @@ cbfs_err cbfs_options_fuse_list(const struct cbfs_options *o, const char *store_
 {
     char *list = NULL;
     cbfs_err e = cbfs_options_append(&list, "default_permissions");
-    if (!e && !o->subtype_set) e = cbfs_options_append(&list, "subtype=cbfs");
+    if (!e && !o->subtype_set) e = cbfs_options_append(&list, "subtype=" CBFS_FS_SUBTYPE);
     if (!e && !o->fsname_set) {
         char *fsname = malloc(strlen(store_path) + sizeof "fsname=");
         if (!fsname) {
@@ -375,7 +376,7 @@ void cbfs_options_usage(FILE *out, const char *prog)
             "  -d, --debug      debug logging and FUSE request tracing (implies -f); also\n"
             "                   -o debug\n"
             "  -s, -n, -v       accepted from mount(8) and ignored\n"
-            "  -t TYPE          passed by mount(8): cbfs, cbfs.SUBTYPE or fuse.cbfs only\n"
+            "  -t TYPE          passed by mount(8): " CBFS_FS_SUBTYPE ", " CBFS_FS_SUBTYPE ".SUBTYPE or " CBFS_FS_TYPE " only\n"
             "  -o remount,...   change the flags of a running mount (mount -o remount,ro)\n"
             "  -h, --help       this text;  -V, --version  the version\n"
             "\n"

@@ -42,7 +42,7 @@ static bool tool_find_mount(const char *abs, char **store, const char **rest)
         char *const src = strtok_r(line, " ", &save);
         char *const mnt = strtok_r(NULL, " ", &save);
         const char *const type = strtok_r(NULL, " ", &save);
-        if (!src || !mnt || !type || strcmp(type, "fuse.cbfs") != 0) continue;
+        if (!src || !mnt || !type || strcmp(type, CBFS_FS_TYPE) != 0) continue;
         cbfs_mounts_unescape(src);
         cbfs_mounts_unescape(mnt);
         const size_t n = tool_under(abs, mnt);
