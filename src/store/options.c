@@ -210,7 +210,9 @@ cbfs_err cbfs_options_parse(int argc, char *const argv[], struct cbfs_options *o
             if (strcmp(optarg, CBFS_FS_SUBTYPE) != 0 &&
                 strncmp(optarg, CBFS_FS_SUBTYPE ".", sizeof CBFS_FS_SUBTYPE) != 0 &&
                 strcmp(optarg, CBFS_FS_TYPE) != 0) {
-                snprintf(msg, msg_cap, "-t %s: this helper mounts only types " CBFS_FS_SUBTYPE " and " CBFS_FS_TYPE,
+                snprintf(msg, msg_cap,
+                         "-t %s: this helper mounts only types " CBFS_FS_SUBTYPE
+                         " and " CBFS_FS_TYPE,
                          optarg);
                 e = CBFS_E_INVAL;
                 goto out;
@@ -376,7 +378,8 @@ void cbfs_options_usage(FILE *out, const char *prog)
             "  -d, --debug      debug logging and FUSE request tracing (implies -f); also\n"
             "                   -o debug\n"
             "  -s, -n, -v       accepted from mount(8) and ignored\n"
-            "  -t TYPE          passed by mount(8): " CBFS_FS_SUBTYPE ", " CBFS_FS_SUBTYPE ".SUBTYPE or " CBFS_FS_TYPE " only\n"
+            "  -t TYPE          passed by mount(8): " CBFS_FS_SUBTYPE ", " CBFS_FS_SUBTYPE
+            ".SUBTYPE or " CBFS_FS_TYPE " only\n"
             "  -o remount,...   change the flags of a running mount (mount -o remount,ro)\n"
             "  -h, --help       this text;  -V, --version  the version\n"
             "\n"
