@@ -179,17 +179,19 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name);
 /* For a store with no store.conf, which a mount would take for a new one (of
  * the newest layout): does the tree below root_fd hold a sidecar of layout 1
  * (a regular file NAME.cbfsidx beside NAME)? A store of layout 1 that lost
- * its .cbfs/ (a copy made with cp -a STORE/(star) skips it) would then be served as layout 2:
- * every compressed file EIO, its sidecars shown as files. Looks at
- * CBFS_STORE_PROBE_MAX entries at most (a tree of plain files made a store
- * is walked no further), and, where root_fd is not a store root itself,
- * none inside a store below it (cbfs_store_nested_root: its sidecars are its
- * own store's, not the tree's). index_dir (NULL: not wanted): whether the same walk
- * met a directory CBFS_INDEX_DIR (where *found, only up to the sidecar), so
- * that a reader who wants both facts walks the tree once.
+ * its .cbfs/ (a copy made with cp -a STORE/(star) skips it) would then be
+ * served as layout 2: every compressed file EIO, its sidecars shown as
+ * files. Looks at CBFS_STORE_PROBE_MAX entries at most (a tree of plain
+ * files made a store is walked no further), CBFS_STORE_PROBE_DEPTH
+ * directories deep, and, where root_fd is not a store root itself, none
+ * inside a store below it (cbfs_store_nested_root: its sidecars are its own
+ * store's, not the tree's). index_dir (NULL: not wanted): whether the same
+ * walk met a directory CBFS_INDEX_DIR (where *found, only up to the
+ * sidecar), so that a reader who wants both facts walks the tree once.
  * @return CBFS_OK with *found (and the store-relative path of one in
  * example), or an I/O error. */
 #define CBFS_STORE_PROBE_MAX 10000u
+#define CBFS_STORE_PROBE_DEPTH 64u
 
 /* Directories below its start a walk of a store's whole tree goes into at
  * most (the tools' walk, fsck --upgrade): a deeper tree is an error, not a

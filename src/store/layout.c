@@ -308,7 +308,7 @@ static cbfs_err cbfs_store_probe_in(struct cbfs_store_probe *p, int at, const ch
                        fstatat(dirfd(d), data, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                        S_ISREG(st.st_mode) &&
                        cbfs_store_fstatat(dirfd(d), l2, &st, AT_SYMLINK_NOFOLLOW) != 0;
-        } else if (S_ISDIR(st.st_mode) && depth < 64 && !is_index_dir) {
+        } else if (S_ISDIR(st.st_mode) && depth < CBFS_STORE_PROBE_DEPTH && !is_index_dir) {
             const int sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) continue; /* not ours to judge */
             if (cbfs_store_nested_root(p->outside, sub)) { /* its store.conf says */
