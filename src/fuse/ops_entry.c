@@ -321,8 +321,11 @@ reply:;
                       fstatat(fd, "", &held, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
                       held.st_nlink == 0;
     if (held_file) {
-        const int perr = cbfs_inode_file_put(fs, inode); /* the last close stores it */
-        if (!err) err = perr;
+        /* the last close stores what the truncate did; held only for the
+         * stat, a close's failure is the writes' (logged there), not this
+         * change's, which stands */
+        const int perr = cbfs_inode_file_put(fs, inode);
+        if (!err && (valid & FUSE_SET_ATTR_SIZE)) err = perr;
     }
     if (held_idx) {
         cbfs_mutex_lock(&inode->lock);
