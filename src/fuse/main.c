@@ -361,6 +361,11 @@ int main(int argc, char *argv[])
     }
 
     cbfs_main_raise_nofile();
+    /* A store write past RLIMIT_FSIZE (a shell's ulimit -f) raises SIGXFSZ,
+     * whose default action kills the daemon with every open file unflushed
+     * and the mount left dead; ignored, the write fails with EFBIG, which
+     * reaches the writer like any failed store. */
+    signal(SIGXFSZ, SIG_IGN);
     /* Both directories must exist and be directories before anything else. */
     struct stat store_sb, mnt_sb;
     store_path = cbfs_main_dir(o.store, "store", &store_sb);

@@ -8,6 +8,7 @@
 #
 # Environment: CBFS_MOUNT_BIN  daemon to test (default: <repo>/build/mount.cbfs)
 #              CBFS_DAEMON_NOFILE=N  run every daemon under an fd limit of N (soft and hard)
+#              CBFS_DAEMON_FSIZE=N  run every daemon under a file size limit of N bytes
 #              CBFS_TEST_KEEP=1  keep the temp dir (not the mounts) for inspection
 #              CBFS_TEST_VERBOSE=1  trace the test (set -x)
 
@@ -293,7 +294,10 @@ cbfs_mount() {
     # (prlimit execs it, so $! is still the daemon)
     local -a run=("$CBFS_MOUNT_BIN")
     [[ -n ${CBFS_DAEMON_NOFILE:-} ]] &&
-        run=(prlimit --nofile="$CBFS_DAEMON_NOFILE:$CBFS_DAEMON_NOFILE" -- "$CBFS_MOUNT_BIN")
+        run=(prlimit --nofile="$CBFS_DAEMON_NOFILE:$CBFS_DAEMON_NOFILE" -- "${run[@]}")
+    # CBFS_DAEMON_FSIZE=N: soft and hard RLIMIT_FSIZE of N bytes (a shell's ulimit -f)
+    [[ -n ${CBFS_DAEMON_FSIZE:-} ]] &&
+        run=(prlimit --fsize="$CBFS_DAEMON_FSIZE:$CBFS_DAEMON_FSIZE" -- "${run[@]}")
     echo "+ ${run[*]} ${args[*]}" >"$log"
     "${run[@]}" "${args[@]}" </dev/null >>"$log" 2>&1 &
     local pid=$! rmnt
