@@ -187,9 +187,18 @@ static int cbfs_main_store(struct cbfs_store *st, const char *path, struct cbfs_
         return -1;
     }
     if (e == CBFS_E_ROFS) {
-        cbfs_main_error("store %s is read-only and was never mounted (no %s/); mount it "
-                        "read-write once",
-                        path, CBFS_STORE_DIR);
+        /* Both a store that never had its .cbfs/ (which needs one read-write
+         * mount) and a read-write mount of a read-only store (an ext4 that
+         * went read-only after an error, say) end here; telling the second
+         * that it was never mounted sent its admin after the wrong fault. */
+        if (faccessat(cbfs_store_fd(st), CBFS_STORE_DIR, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+            cbfs_main_error("store %s is read-only; mount it with -o ro to read it, or make its "
+                            "file system writable again",
+                            path);
+        else
+            cbfs_main_error("store %s is read-only and was never mounted (no %s/); mount it "
+                            "read-write once",
+                            path, CBFS_STORE_DIR);
         return -1;
     }
     if (e == CBFS_E_INVAL) {
