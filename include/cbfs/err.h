@@ -49,7 +49,10 @@
     X(PLAIN_FRAMED, EINVAL,                                                             \
       "a plain (codec=none) file cannot start with a cbfs frame header: it would read "  \
       "back as a compressed file")                                                       \
-    X(CHANGED, EIO, "the block changed while it was read (internal: look again)")
+    X(CHANGED, EIO, "the block changed while it was read (internal: look again)")          \
+    X(THREADS, EAGAIN,                                                                  \
+      "cannot start a thread (a limit on processes or threads: ulimit -u, the service's " \
+      "TasksMax, a cgroup's pids.max)")
 
 typedef enum cbfs_err {
 #define CBFS_ERR_ENUM_(name, eno, msg) CBFS_E_##name,

@@ -15,8 +15,8 @@ struct cbfs_pool_job {
     struct cbfs_pool_job *next; /* pool-private: protected by the pool mutex */
 };
 
-/* @return CBFS_E_INVAL for 0 threads, CBFS_E_NOMEM / CBFS_E_IO if threads
- * cannot be created (any started ones are stopped again). */
+/* @return CBFS_E_INVAL for 0 threads, CBFS_E_NOMEM, or CBFS_E_THREADS if
+ * threads cannot be created (any started ones are stopped again). */
 cbfs_err cbfs_pool_create(unsigned threads, struct cbfs_pool **out);
 void cbfs_pool_submit(struct cbfs_pool *pool, struct cbfs_pool_job *job);
 unsigned cbfs_pool_threads(const struct cbfs_pool *pool);

@@ -48,9 +48,11 @@ cbfs_err cbfs_pool_create(unsigned threads, struct cbfs_pool **out)
     pthread_cond_init(&pool->wake, NULL);
     for (unsigned i = 0; i < threads; i++) {
         if (pthread_create(&pool->threads[i], NULL, cbfs_pool_main, pool) != 0) {
+            /* EAGAIN (a thread or process limit) or ENOMEM for the stack:
+             * not the store's I/O error this used to say */
             pool->nthreads = i;
             cbfs_pool_destroy(pool);
-            return CBFS_E_IO;
+            return CBFS_E_THREADS;
         }
     }
     pool->nthreads = threads;
