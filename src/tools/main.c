@@ -3,6 +3,7 @@
  * and returns its exit code (0 ok, 1 problems found, 2 usage or I/O error;
  * fsck uses e2fsck's codes). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,6 +56,10 @@ static int tool_main_flushed(const char *sub, int rc)
 int main(int argc, char **argv)
 {
     cbfs_log_setup("cbfs", false, CBFS_LOG_WARN);
+    /* Under a file size limit (ulimit -f), a write past it raises SIGXFSZ,
+     * which killed fsck --repair in the middle of a sidecar with no word of
+     * which file; ignored, the write fails with EFBIG and is reported. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) return tool_main_usage(stderr, TOOL_EXIT_USAGE);
     if (tool_is_help(argv[1]) || strcmp(argv[1], "help") == 0)
         return tool_main_usage(stdout, TOOL_EXIT_OK);

@@ -5,7 +5,9 @@
 # fail with EFBIG instead, seen by the writer (write, fsync or close), what
 # was stored reads back as a prefix of what was written, the same mount goes
 # on serving, and the daemon exits 0. Plain files (codec=none) and compressed
-# ones, with and without the writeback cache.
+# ones, with and without the writeback cache. The cbfs tool likewise: fsck
+# --repair of a lost sidecar larger than the limit was killed mid-write (153)
+# with no word of which file; it must report the failed repair (exit 4).
 . "$(dirname "$0")/lib.sh"
 
 LIMIT=$((4 << 20))
@@ -38,4 +40,22 @@ for v in codec=none codec=lz4 codec=zstd,writeback_cache=off codec=none,writebac
     cbfs_umount "$T/mnt"
     note "$v: dd: $(head -n 1 "$T/last.err"); $psize bytes kept"
 done
+
+cbfs_tool
+store=$T/s.tool
+mkdir -p "$store"
+python3 "$CBFS_TOOLS/gendata.py" csv 2M "$T/two" 8
+cbfs_mount "$store" "$T/mnt" codec=lz4,block_size=64K
+cp "$T/two" "$T/mnt/two"
+cbfs_umount "$T/mnt"
+rm "$store/.cbfsidx/two" # its rebuild needs 64 + 32 * 64 bytes
+rc=0
+prlimit --fsize=1024:1024 -- "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
+note "fsck --repair under a 1 KiB limit: status $rc: $(grep -m1 'repair failed' "$T/fsck.out")"
+check_eq 4 "$rc" "exit status of cbfs fsck --repair under a file size limit ($(tail -n 2 "$T/fsck.out" | tr '\n' '|'))"
+grep -q 'two: repair failed: file too large' "$T/fsck.out" || fail "fsck --repair: $(cat "$T/fsck.out")"
+fsck_rc 1 --repair "$store"
+cbfs_mount "$store" "$T/mnt" codec=lz4,block_size=64K
+same_file "$T/two" "$T/mnt/two"
+cbfs_umount "$T/mnt"
 pass
