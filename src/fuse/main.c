@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,10 @@
 #define CBFS_MAX_IDLE_THREADS 10
 
 /* true while stderr still reaches the user (foreground, or a background
- * daemon before its mount succeeded); afterwards errors go to the log. */
-static bool cbfs_main_attached = true;
+ * daemon before its mount answered INIT); afterwards errors go to the log.
+ * Atomic: a serving thread detaches (cbfs_main_after_init) while others may
+ * log through libfuse (cbfs_main_fuse_log). */
+static atomic_bool cbfs_main_attached = true;
 
 static void cbfs_main_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void cbfs_main_error(const char *fmt, ...)
@@ -303,22 +306,34 @@ static void cbfs_main_detach(int notify_fd)
         dup2(nullfd, STDERR_FILENO);
         if (nullfd > STDERR_FILENO) close(nullfd);
     }
-    cbfs_main_attached = false;
+    atomic_store(&cbfs_main_attached, false);
 }
 
 /* What cbfs_main_after_init needs; in main's frame for as long as the loop runs. */
 struct cbfs_main_init {
     const char *mnt;     /* realpath of the mount point */
     uint64_t read_ahead; /* fuse_readahead: bytes, 0 = the kernel's */
+    int notify_fd;       /* background daemon: the parent's status pipe, -1 once
+                          * released (by the serving thread that answered INIT;
+                          * main reads it after the loop joined that thread) */
 };
 
-/* After INIT (cbfs_chan_attach's hook): INIT caps the mount's read-ahead at
- * what the kernel offered in it (its default, 128K), so raising it must come
- * after, and before the first reader opens a file (an open file keeps the
- * read-ahead it opened with). */
+/* After INIT (cbfs_chan_attach's hook). A background daemon releases its
+ * parent with status 0 only here, once a serving thread has answered the
+ * kernel: released at the mount, before the loop, a daemon that could not
+ * start its first serving thread (a thread limit: ulimit -u, TasksMax,
+ * pids.max) exited 1 after its mount command had returned 0, and the backup
+ * meant for the store went to the directory below the mount point. INIT
+ * also caps the mount's read-ahead at what the kernel offered in it (its
+ * default, 128K), so raising it must come after, and before the first
+ * reader opens a file (an open file keeps the read-ahead it opened with). */
 static void cbfs_main_after_init(void *arg)
 {
-    const struct cbfs_main_init *in = arg;
+    struct cbfs_main_init *in = arg;
+    if (in->notify_fd >= 0) {
+        cbfs_main_detach(in->notify_fd);
+        in->notify_fd = -1;
+    }
     if (!in->read_ahead) return;
     char sz[24];
     cbfs_format_size(in->read_ahead, sz, sizeof sz);
@@ -490,24 +505,24 @@ int main(int argc, char *argv[])
         goto out;
     }
     mounted = true;
-    const struct cbfs_main_init init = {.mnt = mnt_path, .read_ahead = o.set.fuse_readahead};
-    const int cerr = cbfs_chan_attach(se, cbfs_main_after_init, (void *)&init);
+    struct cbfs_main_init init = {
+        .mnt = mnt_path, .read_ahead = o.set.fuse_readahead, .notify_fd = notify_fd};
+    notify_fd = -1; /* init's from here: released after INIT, or closed below */
+    const int cerr = cbfs_chan_attach(se, cbfs_main_after_init, &init);
     if (cerr) {
         cbfs_main_error("cannot hook the FUSE channel: %s", strerror(cerr));
+        notify_fd = init.notify_fd;
         goto out;
     }
     cbfs_log_info("mounted %s on %s%s (codec %s level %d, block size %u)", store_path, mnt_path,
                   in_place ? " in place" : "", o.set.codec->name, o.set.level, o.set.block_size);
     if (chdir("/") < 0) { /* keep no directory busy; paths are absolute */
     }
-    if (notify_fd >= 0) {
-        cbfs_main_detach(notify_fd);
-        notify_fd = -1;
-    }
 
     struct fuse_loop_config *lcfg = fuse_loop_cfg_create();
     if (!lcfg) {
         cbfs_main_error("out of memory creating the FUSE loop");
+        notify_fd = init.notify_fd;
         goto out;
     }
     const unsigned threads = cbfs_settings_fuse_threads(o.set.fuse_threads);
@@ -521,13 +536,18 @@ int main(int argc, char *argv[])
                       "once, losing what the kernel still holds for open files",
                       strerror(serr));
     const int ret = fuse_session_loop_mt(se, lcfg);
+    notify_fd = init.notify_fd; /* -1 once released; else closed below: the parent exits 1 */
     const bool forced = cbfs_stop_finish();
     fuse_loop_cfg_destroy(lcfg);
     /* 0: unmounted (also after a signal: stop.h); > 0: the signal that ended
      * the loop at once (libfuse's handler, where stop.h's did not go in). */
     struct stat mst;
-    if (ret < 0) {
-        cbfs_log_err("FUSE loop failed: %s", strerror(-ret));
+    if (ret == -1) {
+        /* libfuse's own -1 (not -EPERM): its first serving thread could not
+         * start, and its line before this one says why */
+        cbfs_main_error("FUSE loop failed: cannot start a thread to serve %s", mnt_path);
+    } else if (ret < 0) {
+        cbfs_main_error("FUSE loop failed: %s", strerror(-ret));
     } else if (forced) {
         cbfs_log_err("stopped at once by a second signal: what the kernel still held for files "
                      "open on %s (written, not yet sent to the daemon) is lost",
