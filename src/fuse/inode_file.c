@@ -390,12 +390,17 @@ retry:
     /* dfd and ifd belong to the engine from here on, also on failure */
     const cbfs_err e = cbfs_file_open(fs->opt.eng, dfd, ifd, false, writable, codec, level, &f);
     cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
-    if (e && writable && (e == CBFS_E_NOSPC || e == CBFS_E_DQUOT)) {
+    if (e && writable &&
+        (e == CBFS_E_NOSPC || e == CBFS_E_DQUOT || e == CBFS_E_FBIG || e == CBFS_E_IO ||
+         e == CBFS_E_ROFS)) {
         /* the repair a writable open does (a torn tail cut, records the
-         * sidecar lacks) found no room: a full store must not make its
-         * files unreadable, so load it read-only, repairing nothing */
-        cbfs_log_warn("'%s': no room on the store to repair its index (%s): read-only until "
-                      "it is reopened with space free",
+         * sidecar lacks) was refused by the store: a full store, and one
+         * that still reads but fails writes (a failing disk, a thin pool out
+         * of room, an ext4 going read-only mid-repair), must not make its
+         * files unreadable, so load it read-only, repairing nothing. A read
+         * error fails that load again, and is answered as before. */
+        cbfs_log_warn("'%s': the store refused the repair of its index (%s): read-only until it "
+                      "is reopened with the store writable and space free",
                       logname, cbfs_err_str(e));
         ro_errno = cbfs_err_errno(e);
         writable = false;
