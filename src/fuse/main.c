@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -31,6 +33,7 @@
 
 #define CBFS_PROG "mount.cbfs"
 #define CBFS_MAX_IDLE_THREADS 10
+#define CBFS_FUSE_LOG_QUIET_S 10 /* cbfs_main_fuse_log */
 
 /* true while stderr still reaches the user (foreground, or a background
  * daemon before its mount answered INIT); afterwards errors go to the log.
@@ -52,16 +55,45 @@ static void cbfs_main_error(const char *fmt, ...)
         cbfs_log_err("%s", line);
 }
 
-/* libfuse's own messages: on stderr while the user can see them (as libfuse
- * would print them), through cbfs_log (syslog) once the daemon detached,
- * where libfuse's default would write them to /dev/null. */
+/* Prints one of libfuse's lines: on stderr while the user can see it (as
+ * libfuse would print it), through cbfs_log (syslog) once the daemon
+ * detached, where libfuse's default would write it to /dev/null. */
+static void cbfs_main_fuse_line(enum cbfs_log_level l, const char *line)
+{
+    if (cbfs_main_attached)
+        fprintf(stderr, "%s\n", line);
+    else
+        cbfs_log(l, "%s%s", strncmp(line, "fuse:", 5) == 0 ? "" : "fuse: ", line);
+}
+
+/* libfuse's own messages (cbfs_main_fuse_line). The same line again within
+ * CBFS_FUSE_LOG_QUIET_S of the last one printed is counted, not printed:
+ * libfuse says "error creating thread" on every request while a thread
+ * limit holds (333 lines in 8 s, helper-58), which buried everything else.
+ * The count goes out with the next line printed, or when the loop ends
+ * (cbfs_main_fuse_log_flush). */
+static struct {
+    pthread_mutex_t mu;
+    char last[1024];              /* mu */
+    struct timespec last_at;      /* mu */
+    unsigned long quiet;          /* mu: lines equal to last not printed */
+    enum cbfs_log_level quiet_at; /* mu: their level */
+} cbfs_main_fuse_said = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Prints how many lines were not. cbfs_main_fuse_said.mu held. */
+static void cbfs_main_fuse_quiet_end(void)
+{
+    if (!cbfs_main_fuse_said.quiet) return;
+    char said[sizeof cbfs_main_fuse_said.last + 64];
+    snprintf(said, sizeof said, "(\"%s\" %lu more time(s))", cbfs_main_fuse_said.last,
+             cbfs_main_fuse_said.quiet);
+    cbfs_main_fuse_line(cbfs_main_fuse_said.quiet_at, said);
+    cbfs_main_fuse_said.quiet = 0;
+}
+
 static void cbfs_main_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
 {
-    if (cbfs_main_attached) {
-        vfprintf(stderr, fmt, ap);
-        return;
-    }
-    char line[1024];
+    char line[sizeof cbfs_main_fuse_said.last];
     vsnprintf(line, sizeof line, fmt, ap);
     const size_t n = strlen(line);
     if (n && line[n - 1] == '\n') line[n - 1] = '\0';
@@ -69,7 +101,28 @@ static void cbfs_main_fuse_log(enum fuse_log_level level, const char *fmt, va_li
                                   : level == FUSE_LOG_WARNING ? CBFS_LOG_WARN
                                   : level == FUSE_LOG_DEBUG   ? CBFS_LOG_DEBUG
                                                               : CBFS_LOG_INFO;
-    cbfs_log(l, "fuse: %s", line);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&cbfs_main_fuse_said.mu);
+    if (strcmp(line, cbfs_main_fuse_said.last) == 0 &&
+        now.tv_sec - cbfs_main_fuse_said.last_at.tv_sec < CBFS_FUSE_LOG_QUIET_S) {
+        cbfs_main_fuse_said.quiet++;
+        cbfs_main_fuse_said.quiet_at = l;
+    } else {
+        cbfs_main_fuse_quiet_end();
+        memcpy(cbfs_main_fuse_said.last, line, sizeof line);
+        cbfs_main_fuse_said.last_at = now;
+        cbfs_main_fuse_line(l, line);
+    }
+    pthread_mutex_unlock(&cbfs_main_fuse_said.mu);
+}
+
+/* After the loop: the count of lines not printed, if any. */
+static void cbfs_main_fuse_log_flush(void)
+{
+    pthread_mutex_lock(&cbfs_main_fuse_said.mu);
+    cbfs_main_fuse_quiet_end();
+    pthread_mutex_unlock(&cbfs_main_fuse_said.mu);
 }
 
 /* The soft fd limit goes up to the hard one: a systemd service starts at 1024
@@ -536,6 +589,7 @@ int main(int argc, char *argv[])
                       "once, losing what the kernel still holds for open files",
                       strerror(serr));
     const int ret = fuse_session_loop_mt(se, lcfg);
+    cbfs_main_fuse_log_flush();
     notify_fd = init.notify_fd; /* -1 once released; else closed below: the parent exits 1 */
     const bool forced = cbfs_stop_finish();
     fuse_loop_cfg_destroy(lcfg);

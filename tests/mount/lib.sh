@@ -269,6 +269,25 @@ cbfs_tmpfs_store() {
     mkdir "$store"
 }
 
+# cbfs_pids_cgroup: a pids cgroup of the test's own (cgroup v2, whose root must hand out
+# pids, or v1's pids hierarchy) for a daemon under a task limit; sets cg (and
+# CBFS_CGROUP, which the EXIT trap empties and removes). Root only; where there is no
+# pids controller the test passes at once, with nothing checked.
+cbfs_pids_cgroup() {
+    [[ $(id -u) == 0 ]] || pass "not root: no cgroup of our own, nothing checked"
+    cg=
+    if [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw pids /sys/fs/cgroup/cgroup.controllers; then
+        grep -qw pids /sys/fs/cgroup/cgroup.subtree_control ||
+            echo +pids >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+        grep -qw pids /sys/fs/cgroup/cgroup.subtree_control && cg=/sys/fs/cgroup/cbfs-$TEST_NAME.$$
+    elif [[ -d /sys/fs/cgroup/pids ]]; then
+        cg=/sys/fs/cgroup/pids/cbfs-$TEST_NAME.$$
+    fi
+    [[ -n $cg ]] || pass "no pids cgroup controller here, nothing checked"
+    mkdir "$cg" || fail "cannot make the cgroup $cg"
+    CBFS_CGROUP=$cg
+}
+
 # ---------------------------------------------------------------- mounting
 
 # cbfs_expect_log_errors [ERE]: this test provokes warning/error lines; with ERE only
@@ -391,6 +410,15 @@ cbfs_cleanup() {
     for p in $(awk -v t="$T" 'index($2, t) == 1 {print $2}' /proc/mounts); do
         fusermount3 -uz "$p" 2>/dev/null || umount -l "$p" 2>/dev/null
     done
+    if [[ -n ${CBFS_CGROUP:-} && -d $CBFS_CGROUP ]]; then # cbfs_pids_cgroup's, emptied first
+        local i
+        for ((i = 0; i < 50; i++)); do
+            [[ -s $CBFS_CGROUP/cgroup.procs ]] || break
+            xargs -r kill -9 <"$CBFS_CGROUP/cgroup.procs" 2>/dev/null
+            sleep 0.1
+        done
+        rmdir "$CBFS_CGROUP" 2>/dev/null || echo "  NOT removed: the cgroup $CBFS_CGROUP"
+    fi
     if ((!CBFS_DONE)); then
         CBFS_DONE=1
         [[ -s $T/subshell.fail ]] && CBFS_ERR_WHERE=$(head -n 1 "$T/subshell.fail")

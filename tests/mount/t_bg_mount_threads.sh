@@ -10,25 +10,13 @@
 # it never succeeds with nothing mounted. Root only (cgroups).
 . "$(dirname "$0")/lib.sh"
 
-[[ $(id -u) == 0 ]] || pass "not root: no cgroup of our own, nothing checked"
-# a pids cgroup of our own: cgroup v2 (its root must hand out pids) or v1's pids hierarchy
-cg=
-if [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw pids /sys/fs/cgroup/cgroup.controllers; then
-    grep -qw pids /sys/fs/cgroup/cgroup.subtree_control ||
-        echo +pids >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
-    grep -qw pids /sys/fs/cgroup/cgroup.subtree_control && cg=/sys/fs/cgroup/cbfs-$TEST_NAME.$$
-elif [[ -d /sys/fs/cgroup/pids ]]; then
-    cg=/sys/fs/cgroup/pids/cbfs-$TEST_NAME.$$
-fi
-[[ -n $cg ]] || pass "no pids cgroup controller here, nothing checked"
-mkdir "$cg" || fail "cannot make the cgroup $cg"
+cbfs_pids_cgroup
 dpid=
-cg_cleanup() {
+cg_cleanup() { # the background daemon is not the harness's: its mount goes first
     if [[ -n $dpid ]]; then
         fusermount3 -uz "$mnt" 2>/dev/null
         for _ in $(seq 100); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
     fi
-    rmdir "$cg" 2>/dev/null || true
 }
 trap 'rc=$?; cg_cleanup; (exit $rc); cbfs_cleanup' EXIT
 
