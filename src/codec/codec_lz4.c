@@ -67,6 +67,7 @@ static cbfs_err lz4_compress(void *p, int level, const void *src, size_t src_len
     if (LZ4F_isError(r)) {
         /* LZ4F refuses any dst_cap below its bound, even if the data would fit. */
         if (LZ4F_getErrorCode(r) == LZ4F_ERROR_dstMaxSize_tooSmall) return CBFS_E_DST_SMALL;
+        if (LZ4F_getErrorCode(r) == LZ4F_ERROR_allocation_failed) return CBFS_E_NOMEM;
         return CBFS_E_CODEC_FAIL;
     }
     *dst_len = r;
@@ -87,7 +88,14 @@ static cbfs_err lz4_decompress(void *p, const void *src, size_t src_len, void *d
         size_t in_n = src_len - in_pos, out_n = dst_len - out_pos;
         const size_t r = LZ4F_decompress(ctx->dctx, out ? out + out_pos : NULL, &out_n,
                                          in ? in + in_pos : NULL, &in_n, NULL);
-        if (LZ4F_isError(r)) return CBFS_E_CORRUPT;
+        /* LZ4F allocates its buffers in the first call that reads a frame
+         * header (and again for a larger block size): that failure is no
+         * damage. Taken for one, a read logged the block as unreadable and
+         * cbfs verify reported it corrupt, and a load's rescan past lost
+         * records took the frame for a torn write (helper-57). */
+        if (LZ4F_isError(r))
+            return LZ4F_getErrorCode(r) == LZ4F_ERROR_allocation_failed ? CBFS_E_NOMEM
+                                                                          : CBFS_E_CORRUPT;
         in_pos += in_n;
         out_pos += out_n;
         if (r == 0) break; /* frame complete (and its content size matched) */

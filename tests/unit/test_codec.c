@@ -5,8 +5,11 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cbfs/codec.h"
 #include "testdata.h"
@@ -309,6 +312,58 @@ Test(codec, dst_too_small)
         guarded_check(dst, cap, c->name);
     }
     free(dst);
+    free(src);
+}
+
+/* The address space this process has mapped, in bytes (0 if unknown). */
+static size_t vm_size(void)
+{
+    unsigned long pages = 0;
+    FILE *const f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1) pages = 0;
+        fclose(f);
+    }
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A decode that cannot get the codec's own memory is CBFS_E_NOMEM, never
+ * CBFS_E_CORRUPT: "corrupt" is logged as damage, reported by cbfs verify,
+ * and taken by a load's rescan for a torn frame. Each codec's first decode
+ * in this process (a test is a process of its own) is made with the address
+ * space capped just above what is mapped: whatever the library allocates
+ * for a 4 MiB block (LZ4F: its block buffers) fails. (helper-57: LZ4F's
+ * allocation failure was CBFS_E_CORRUPT.) */
+Test(codec, decode_without_memory_is_not_damage, .timeout = 120)
+{
+    const size_t len = 4 * MIB;
+    unsigned char *src = malloc(len), *out = malloc(len);
+    cr_assert(src && out);
+    cbfs_td_rows(src, len, 11);
+    for (unsigned id = 0; id <= CBFS_CODEC_MAX_ID; id++) {
+        const struct cbfs_codec_ops *c = cbfs_codec_by_id(id);
+        if (!c) continue;
+        size_t plen;
+        unsigned char *p = payload_make(c, c->default_level, src, len, &plen);
+        struct rlimit old, low;
+        cr_assert_eq(getrlimit(RLIMIT_AS, &old), 0);
+        const size_t vm = vm_size();
+        cr_assert(vm > 0, "cannot read /proc/self/statm");
+        low = old;
+        low.rlim_cur = vm + MIB;
+        cr_assert_eq(setrlimit(RLIMIT_AS, &low), 0);
+        memset(out, 0, len);
+        const cbfs_err e = cbfs_codec_decompress(c, p, plen, out, len);
+        cr_assert_eq(setrlimit(RLIMIT_AS, &old), 0);
+        cr_assert(e == CBFS_OK || e == CBFS_E_NOMEM,
+                  "%s: a decode without memory returned %s", c->name, cbfs_err_str(e));
+        if (e == CBFS_OK) cr_assert(memcmp(out, src, len) == 0, "%s: wrong bytes", c->name);
+        /* the context stays usable once memory is back */
+        cr_assert_eq(cbfs_codec_decompress(c, p, plen, out, len), CBFS_OK, "%s", c->name);
+        cr_assert(memcmp(out, src, len) == 0, "%s: wrong bytes after", c->name);
+        free(p);
+    }
+    free(out);
     free(src);
 }
 
