@@ -40,8 +40,18 @@ static void tool_check_vadd(struct tool_check *chk, const char *where, uint64_t 
     chk->n++;
     return;
 nomem:
-    /* Out of memory while reporting: at least say something. */
-    fprintf(stderr, "%s: offset %" PRIu64 ": %s\n", where, offset, what);
+    /* Out of memory while reporting: say it now, and count it, or the
+     * summary said 0 problem(s) and verify exited 0 (helper-57). */
+    if (offset == UINT64_MAX)
+        fprintf(stderr, "%s: %s\n", where, what);
+    else
+        fprintf(stderr, "%s: offset %" PRIu64 ": %s\n", where, offset, what);
+    chk->unlisted++;
+}
+
+size_t tool_check_count(const struct tool_check *chk)
+{
+    return chk->n + chk->unlisted;
 }
 
 void tool_check_add(struct tool_check *chk, const char *where, uint64_t offset, const char *fmt,
@@ -334,6 +344,7 @@ static void tool_check_rollback(struct tool_check *chk, const struct tool_check 
         free(chk->v[i].what);
     }
     chk->n = before->n;
+    chk->unlisted = before->unlisted;
     chk->unrepairable = before->unrepairable;
     chk->blocks = before->blocks;
     chk->logical_bytes = before->logical_bytes;
@@ -348,7 +359,7 @@ cbfs_err tool_check_file_live(struct cbfs_pool *pool, const char *display, struc
     for (;;) {
         const struct tool_check before = *chk; /* counters and n only: v may move */
         const cbfs_err e = tool_check_file(pool, display, tf, chk, progress, tick, tick_arg);
-        if (e || chk->n == before.n) return e;
+        if (e || tool_check_count(chk) == tool_check_count(&before)) return e;
         switch (tool_file_look_again(tf, &looks, NULL)) {
         case TOOL_LOOK_AGAIN: /* the check counts only from a load that saw it as it is */
             tool_check_rollback(chk, &before);

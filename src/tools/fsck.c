@@ -203,7 +203,7 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
         f->errors++;
     }
     tool_check_print(&chk, stdout);
-    f->problems += chk.n;
+    f->problems += tool_check_count(&chk);
     if (tf.is_cbfs && !tool_fsck_index_clean(&tf)) {
         const bool can = tool_fsck_repairable(&tf);
         if (tf.load_err == CBFS_E_BLOCK_SIZE && tf.store.bs.otherwise)

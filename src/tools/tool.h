@@ -318,6 +318,8 @@ struct tool_problem {
 struct tool_check {
     struct tool_problem *v;
     size_t n, cap;
+    size_t unlisted;      /* problems printed at once, with no memory to keep them in v:
+                             counted all the same (tool_check_count) */
     bool unrepairable;    /* a block's payload is corrupt: only a backup helps */
     bool unindexed_ok;    /* set by the caller (verify): frames past the sidecar's records
                              that decode are not a problem. A writer's frames wait for their
@@ -325,6 +327,9 @@ struct tool_check {
                              are indexed by the next open; fsck, which indexes them, lists them */
     uint64_t blocks, logical_bytes, frame_bytes; /* what was read */
 };
+
+/* Problems found: those in v and those printed at once (unlisted). */
+size_t tool_check_count(const struct tool_check *chk);
 
 /* Checks tf (opened without repair): the load report (sidecar missing or
  * behind the frames, torn records, tail garbage — pinpointing the first bad
