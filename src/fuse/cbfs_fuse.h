@@ -41,6 +41,13 @@ const struct fuse_lowlevel_ops *cbfs_fs_ops(bool readonly);
  * are copied. @return NULL on allocation failure. */
 struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt);
 
+/* A page the kernel wrote back through handle fh (a WRITE's fh) at off was
+ * answered with error err without the write op storing it (libfuse answered
+ * it, cbfs_chan_on_lost_write): counted as the op counts its own failed
+ * pages, for the file's writers to hear at their close or fsync. fs: the
+ * filesystem (void *: the channel's hook). */
+void cbfs_fs_lost_write(void *fs, uint64_t fh, uint64_t off, int err);
+
 /* Called after fuse_session_loop_mt returns: closes every file the kernel did
  * not release (flushing it, so nothing written is lost) and frees the table.
  * @return 0, or -1 if some flush failed (already logged). NULL-safe. */

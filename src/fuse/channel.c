@@ -34,6 +34,20 @@ static void *cbfs_chan_after_init_arg;
 
 static _Atomic bool cbfs_chan_aborted; /* a read saw ECONNABORTED */
 
+/* The kernel's writeback WRITE (FUSE_WRITE_CACHE) this thread read last,
+ * until its reply: libfuse answers some requests itself, in this thread,
+ * before any op sees them (no memory for the request: "fuse: failed to
+ * allocate request"), and such an error reply to a page written back stays
+ * with the kernel for whichever descriptor of the file flushes first: a
+ * reader's close took it, and the writer's close returned 0 with the page not
+ * stored (helper-57). So the error is handed to the daemon (cbfs_chan_lost),
+ * which counts it for the file's writers as it counts its own failed pages. */
+static _Thread_local struct {
+    uint64_t unique, fh, off;
+} cbfs_chan_wb;
+static void (*cbfs_chan_lost)(void *arg, uint64_t fh, uint64_t off, int err);
+static void *cbfs_chan_lost_arg; /* both set before the loop */
+
 bool cbfs_chan_kill_requested(uint32_t opcode, const void *arg, size_t alen)
 {
     switch (opcode) {
@@ -61,6 +75,7 @@ static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
     (void)userdata;
     const ssize_t n = read(fd, buf, len);
     cbfs_chan_kill = false;
+    cbfs_chan_wb.unique = 0;
     if (n == -1 && errno == ECONNABORTED) {
         /* The connection is gone, as with ENODEV, but libfuse ends its loop
          * cleanly only on ENODEV and calls anything else a failure. This
@@ -82,6 +97,16 @@ static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
             cbfs_chan_init_unique = in->unique;
             cbfs_chan_init_v2 = (ii->flags & FUSE_HANDLE_KILLPRIV_V2) != 0;
         }
+        break;
+    case FUSE_WRITE:
+        if (alen >= sizeof(struct fuse_write_in) &&
+            (((const struct fuse_write_in *)arg)->write_flags & FUSE_WRITE_CACHE)) {
+            const struct fuse_write_in *wi = (const void *)arg;
+            cbfs_chan_wb.unique = in->unique;
+            cbfs_chan_wb.fh = wi->fh;
+            cbfs_chan_wb.off = wi->offset;
+        }
+        cbfs_chan_kill = cbfs_chan_kill_requested(in->opcode, arg, alen);
         break;
     default:
         cbfs_chan_kill = cbfs_chan_kill_requested(in->opcode, arg, alen);
@@ -109,6 +134,16 @@ static ssize_t cbfs_chan_writev(int fd, struct iovec *iov, int count, void *user
             init = true;
         }
     }
+    if (cbfs_chan_wb.unique && count >= 1 && iov[0].iov_len >= sizeof(struct fuse_out_header)) {
+        const struct fuse_out_header *out = iov[0].iov_base;
+        if (out->unique == cbfs_chan_wb.unique) {
+            cbfs_chan_wb.unique = 0;
+            /* the fh is still the daemon's: the kernel holds the file open
+             * until this WRITE is answered */
+            if (out->error && cbfs_chan_lost)
+                cbfs_chan_lost(cbfs_chan_lost_arg, cbfs_chan_wb.fh, cbfs_chan_wb.off, -out->error);
+        }
+    }
     const ssize_t n = writev(fd, iov, count);
     /* The kernel handles the INIT reply inside this writev (process_init_reply),
      * before it lets any other request through. */
@@ -124,6 +159,12 @@ int cbfs_chan_attach(struct fuse_session *se, void (*after_init)(void *), void *
     const int r = fuse_session_custom_io(se, &io, fuse_session_fd(se));
     if (r == 0) cbfs_chan_se = se;
     return r < 0 ? -r : 0;
+}
+
+void cbfs_chan_on_lost_write(void (*fn)(void *arg, uint64_t fh, uint64_t off, int err), void *arg)
+{
+    cbfs_chan_lost = fn;
+    cbfs_chan_lost_arg = arg;
 }
 
 void cbfs_chan_inval_attr(fuse_ino_t ino)

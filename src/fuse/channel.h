@@ -28,6 +28,11 @@ bool cbfs_chan_take_kill(void);
  * fuse_in_header) asks to kill suid/sgid: what cbfs_chan_take_kill reports
  * for it. A too short argument asks nothing. */
 bool cbfs_chan_kill_requested(uint32_t opcode, const void *arg, size_t alen);
+/* fn(arg, fh, off, err) is called, in the serving thread, when a page the
+ * kernel writes back (a WRITE with FUSE_WRITE_CACHE) is answered with error
+ * err, by libfuse itself or by an op: fh and off are the request's. Set
+ * before the loop. */
+void cbfs_chan_on_lost_write(void (*fn)(void *arg, uint64_t fh, uint64_t off, int err), void *arg);
 /* true if the channel ended with ECONNABORTED, which the loop was told as
  * ENODEV (an unmount): the caller decides whether the mount is really gone. */
 bool cbfs_chan_was_aborted(void);

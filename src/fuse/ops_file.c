@@ -465,6 +465,11 @@ static void cbfs_write_lost(struct cbfs_fs *fs, const struct cbfs_handle *h, off
     }
 }
 
+void cbfs_fs_lost_write(void *fs, uint64_t fh, uint64_t off, int err)
+{
+    cbfs_write_lost(fs, (const struct cbfs_handle *)(uintptr_t)fh, (off_t)off, err);
+}
+
 void cbfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                    struct fuse_file_info *fi)
 {
