@@ -52,7 +52,7 @@
     X(CHANGED, EIO, "the block changed while it was read (internal: look again)")          \
     X(THREADS, EAGAIN,                                                                  \
       "cannot start a thread (a limit on processes or threads: ulimit -u, the service's " \
-      "TasksMax, a cgroup's pids.max)")
+      "TasksMax, a cgroup's pids.max; or no memory for its stack)")
 
 typedef enum cbfs_err {
 #define CBFS_ERR_ENUM_(name, eno, msg) CBFS_E_##name,

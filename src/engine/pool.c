@@ -1,6 +1,7 @@
 /* The worker pool: one FIFO, one mutex, one condition variable, a shutdown
  * flag (zstd's lib/common/pool.c, minus the bounded ring: cbfs bounds work by
  * bytes in flight, see engine.h). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -47,12 +48,14 @@ cbfs_err cbfs_pool_create(unsigned threads, struct cbfs_pool **out)
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     for (unsigned i = 0; i < threads; i++) {
-        if (pthread_create(&pool->threads[i], NULL, cbfs_pool_main, pool) != 0) {
-            /* EAGAIN (a thread or process limit) or ENOMEM for the stack:
-             * not the store's I/O error this used to say */
+        const int rc = pthread_create(&pool->threads[i], NULL, cbfs_pool_main, pool);
+        if (rc != 0) {
+            /* EAGAIN: a thread or process limit, or no memory for the
+             * stack (helper-57, helper-58); not the store's I/O error this
+             * used to say, which sent an admin to the disks */
             pool->nthreads = i;
             cbfs_pool_destroy(pool);
-            return CBFS_E_THREADS;
+            return rc == EAGAIN ? CBFS_E_THREADS : cbfs_err_from_errno(rc);
         }
     }
     pool->nthreads = threads;
