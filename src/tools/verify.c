@@ -160,7 +160,8 @@ int tool_verify_main(int argc, char **argv)
         printf("verified %" PRIu64 " file(s) (%" PRIu64 " plain), %" PRIu64
                " block(s), %s logical in %.2f s (%.0f MB/s): %zu problem(s)",
                v.files, v.plain, v.chk.blocks, tool_fmt_bytes(v.chk.logical_bytes, lb, sizeof lb),
-               secs, secs > 0 ? (double)v.chk.logical_bytes / 1e6 / secs : 0.0, tool_check_count(&v.chk));
+               secs, secs > 0 ? (double)v.chk.logical_bytes / 1e6 / secs : 0.0,
+               tool_check_count(&v.chk));
         tool_summary_end(v.errors);
     }
     const int rc = v.errors                   ? TOOL_EXIT_USAGE

@@ -47,7 +47,8 @@ static int refused(int fd)
 int open_by_handle_at(int mount_fd, struct file_handle *fh, int flags)
 {
     static int (*real)(int, struct file_handle *, int);
-    if (!real) real = (int (*)(int, struct file_handle *, int))dlsym(RTLD_NEXT, "open_by_handle_at");
+    if (!real)
+        real = (int (*)(int, struct file_handle *, int))dlsym(RTLD_NEXT, "open_by_handle_at");
     const int fd = real(mount_fd, fh, flags);
     return refused(fd) ? -1 : fd;
 }

@@ -31,7 +31,8 @@ void *calloc(size_t n, size_t size)
     if (!busy) {
         busy = 1;
         const char *const trig = getenv("CBFS_REQFAIL_TRIGGER");
-        const int fail = trig && access(trig, F_OK) == 0 && from_libfuse(__builtin_return_address(0));
+        const int fail =
+            trig && access(trig, F_OK) == 0 && from_libfuse(__builtin_return_address(0));
         busy = 0;
         if (fail) {
             errno = ENOMEM;
