@@ -271,6 +271,12 @@ enum tool_look tool_file_look_again(struct tool_file *tf, unsigned *looks,
 #define TOOL_LOOKS 3
 #define TOOL_SETTLE_MS 100
 #define TOOL_RECENT_S 2
+/* Was st changed (its ctime, which no user can set: a write, a rename, a
+ * link count) in the last TOOL_RECENT_S seconds? (walk.c; the look again of
+ * a file, file.c, and of an orphan sidecar, walk.c) */
+bool tool_recent(const struct stat *st);
+/* The pause before a tool looks again at what a writer may be changing. */
+void tool_settle(void);
 /* What the user can do about tf->load_err, as a clause to end a message
  * with ("" when there is nothing to add). */
 const char *tool_file_load_advice(const struct tool_file *tf);
