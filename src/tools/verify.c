@@ -89,11 +89,15 @@ static int tool_verify_one(void *arg, const struct tool_store *store, int dirfd,
 
 static void tool_verify_json(const struct tool_verify *v, double secs)
 {
+    /* problems_unlisted: found, but with no memory to keep them for this
+     * list (printed on stderr at once); the exit status counts them too */
     printf("{\"files\":%" PRIu64 ",\"plain\":%" PRIu64 ",\"blocks\":%" PRIu64
            ",\"logical_bytes\":%" PRIu64 ",\"frame_bytes\":%" PRIu64
-           ",\"seconds\":%.3f,\"mb_per_s\":%.1f,\"errors\":%u,\"problems\":[",
+           ",\"seconds\":%.3f,\"mb_per_s\":%.1f,\"errors\":%u,\"problems_unlisted\":%zu"
+           ",\"problems\":[",
            v->files, v->plain, v->chk.blocks, v->chk.logical_bytes, v->chk.frame_bytes, secs,
-           secs > 0 ? (double)v->chk.logical_bytes / 1e6 / secs : 0.0, v->errors);
+           secs > 0 ? (double)v->chk.logical_bytes / 1e6 / secs : 0.0, v->errors,
+           v->chk.unlisted);
     for (size_t i = 0; i < v->chk.n; i++) {
         const struct tool_problem *const p = &v->chk.v[i];
         printf("%s\n  {\"file\":", i ? "," : "");

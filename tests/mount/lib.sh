@@ -272,13 +272,16 @@ cbfs_tmpfs_store() {
 # cbfs_pids_cgroup: a pids cgroup of the test's own (cgroup v2, whose root must hand out
 # pids, or v1's pids hierarchy) for a daemon under a task limit; sets cg (and
 # CBFS_CGROUP, which the EXIT trap empties and removes). Root only; where there is no
-# pids controller the test passes at once, with nothing checked.
+# pids controller the test passes at once, with nothing checked. Where the v2 root did
+# not hand out pids, it does for the test and stops at its exit.
 cbfs_pids_cgroup() {
     [[ $(id -u) == 0 ]] || pass "not root: no cgroup of our own, nothing checked"
     cg=
     if [[ -f /sys/fs/cgroup/cgroup.controllers ]] && grep -qw pids /sys/fs/cgroup/cgroup.controllers; then
-        grep -qw pids /sys/fs/cgroup/cgroup.subtree_control ||
-            echo +pids >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+        if ! grep -qw pids /sys/fs/cgroup/cgroup.subtree_control &&
+            { echo +pids >/sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null; then
+            CBFS_CGROUP_ROOT_PIDS=1 # handed out for this test: taken back at exit
+        fi
         grep -qw pids /sys/fs/cgroup/cgroup.subtree_control && cg=/sys/fs/cgroup/cbfs-$TEST_NAME.$$
     elif [[ -d /sys/fs/cgroup/pids ]]; then
         cg=/sys/fs/cgroup/pids/cbfs-$TEST_NAME.$$
@@ -418,6 +421,8 @@ cbfs_cleanup() {
             sleep 0.1
         done
         rmdir "$CBFS_CGROUP" 2>/dev/null || echo "  NOT removed: the cgroup $CBFS_CGROUP"
+        [[ -n ${CBFS_CGROUP_ROOT_PIDS:-} ]] &&
+            { echo -pids >/sys/fs/cgroup/cgroup.subtree_control; } 2>/dev/null
     fi
     if ((!CBFS_DONE)); then
         CBFS_DONE=1

@@ -31,8 +31,10 @@ for _ in $(seq 8); do
 done
 cbfs_umount "$mnt"
 log=$(cbfs_log_of "$mnt")
-lines=$(grep -c 'error creating thread' "$log" || true)
-note "pids.max $(cat "$cg/pids.max"): $lines line(s) of 'error creating thread'; $(grep -c 'more time' "$log" || true) of counts"
+lines=$(grep 'error creating thread' "$log" | grep -vc 'more time' || true)
+counts=$(grep -c 'more time' "$log" || true)
+note "pids.max $(cat "$cg/pids.max"): $lines line(s) of 'error creating thread', $counts of counts"
 ((lines > 0)) || fail "the limit made no serving thread fail: nothing checked"
-((lines <= 2)) || fail "$lines lines of the same libfuse error"
-pass "$lines line(s)"
+# one line per 10 s, and the run takes about one second (a loaded machine: a few)
+((lines <= 3 && counts <= 3)) || fail "$lines lines of the same libfuse error, $counts counts"
+pass "$lines line(s), $counts count(s)"
