@@ -35,22 +35,24 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
         fuse_reply_err(req, EINVAL);
         return;
     }
-    const int err = h->file && (mode & ~FALLOC_FL_KEEP_SIZE) == 0
-                        ? cbfs_space_check(cbfs_req_fs(req), h->inode,
-                                           (uint64_t)offset + (uint64_t)length,
-                                           cbfs_file_size(h->file))
-                        : 0;
-    if (err) {
-        fuse_reply_err(req, err); /* before anything changed */
-        return;
+    const uint64_t off = (uint64_t)offset, len = (uint64_t)length;
+    const bool keep = mode & FALLOC_FL_KEEP_SIZE;
+    const int how = mode & ~FALLOC_FL_KEEP_SIZE;
+    /* What a compressed file's preallocation or zero range would be refused
+     * is refused before anything changes, set-id bits included: a size past
+     * what it can reach (cbfs_file_extend's rule; a ZERO_RANGE's punch had
+     * zeroed the file from the offset on before the extend refused it,
+     * helper-55), and a preallocation the store has no room for. */
+    int err = 0;
+    if (h->file && (how == 0 || how == FALLOC_FL_ZERO_RANGE)) {
+        if (!keep && !cbfs_size_fits(off + len, cbfs_file_block_size(h->file)))
+            err = EFBIG;
+        else if (how == 0)
+            err = cbfs_space_check(cbfs_req_fs(req), h->inode, off + len,
+                                   cbfs_file_size(h->file));
     }
-    /* A compressed file's ZERO_RANGE to a size it cannot reach fails before
-     * anything changes (set-id bits included): the extend refused it after
-     * the punch had zeroed the file's bytes from the offset on (helper-55). */
-    if (h->file && (mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE &&
-        !(mode & FALLOC_FL_KEEP_SIZE) &&
-        !cbfs_size_fits((uint64_t)offset + (uint64_t)length, cbfs_file_block_size(h->file))) {
-        fuse_reply_err(req, EFBIG);
+    if (err) {
+        fuse_reply_err(req, err);
         return;
     }
     /* Under KILLPRIV_V2 the kernel leaves killing set-id bits on fallocate
@@ -65,10 +67,8 @@ void cbfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, o
         fuse_reply_err(req, ferr);
         return;
     }
-    const uint64_t off = (uint64_t)offset, len = (uint64_t)length;
-    const bool keep = mode & FALLOC_FL_KEEP_SIZE;
     cbfs_err e = CBFS_OK;
-    switch (mode & ~FALLOC_FL_KEEP_SIZE) {
+    switch (how) {
     case 0: /* preallocate: checked above; extend unless KEEP_SIZE */
         break;
     case FALLOC_FL_PUNCH_HOLE:
