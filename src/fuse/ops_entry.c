@@ -172,18 +172,24 @@ static bool cbfs_setattr_gone_may(struct cbfs_fs *fs, const struct cbfs_inode *i
     return err == ESTALE && !(valid & ~CBFS_SETATTR_TIMES) && !cbfs_handle_any_open(fs, inode);
 }
 
-/* For a SETATTR of a compressed file other than a size change: makes sure
- * the stat of its reply needs no new descriptor. A file the engine has open
- * is held (*file, put by the caller: its stat goes through the engine's
- * descriptors); another one's sidecar is pinned (*idx: the caller unpins it
- * under inode->lock), and where its logical size is not known yet (it is
- * after a lookup) its stat is taken now, which reads it. @return 0 or errno
- * (EMFILE on a daemon out of descriptors: nothing changed yet). */
-static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode,
+/* What a SETATTR of a compressed file holds from before its first change to
+ * after its reply's stat, so that a daemon out of descriptors refuses it
+ * before it changes anything (helper-51: a truncate it had made answered
+ * EMFILE, and the kernel's cached size then put a later append past the cut,
+ * zeros where the program's bytes were; a chmod, chown or utimes was made,
+ * then answered EMFILE). A size change goes through the engine, which *file
+ * opens if need be, and the stat then reads it there. Any other change: a
+ * file the engine has open is held all the same (its stat goes through the
+ * engine's descriptors); another one's sidecar is pinned (*idx: the caller
+ * unpins it under inode->lock), and where its logical size is not known yet
+ * (it is after a lookup) its stat is taken now, which reads it. *file: put
+ * by the caller. @return 0 or errno, nothing held. */
+static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode, bool size,
                              struct cbfs_file **file, bool *idx)
 {
     struct stat st;
     int ifd, err = 0;
+    if (size) return cbfs_inode_file_get(fs, inode, file);
     cbfs_mutex_lock(&inode->lock);
     if (inode->file) {
         *file = inode->file;
@@ -218,27 +224,11 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         fuse_reply_err(req, err);
         return;
     }
-    /* A compressed file's size is changed through the engine, and the reply's
-     * stat then reads it there: the file is held open from before the first
-     * change to after that stat, so that a daemon out of descriptors refuses
-     * the request before it changes anything (it answered EMFILE to a
-     * truncate it had made, and the kernel's cached size then put a later
-     * append past the cut: zeros where the program's bytes were, helper-51). */
     struct cbfs_file *held_file = NULL;
-    if ((valid & FUSE_SET_ATTR_SIZE) && inode->kind == CBFS_KIND_COMPRESSED &&
-        (err = cbfs_inode_file_get(fs, inode, &held_file)) != 0) {
-        cbfs_inode_unpin(fs, inode);
-        fuse_reply_err(req, err);
-        return;
-    }
-    /* Any other change of a compressed file: the reply's stat wants the
-     * engine's descriptors or the sidecar's (and the logical size, read from
-     * both files when not known), so they are had before the first change
-     * and held to the reply. A chmod, chown or utimes by path on a daemon
-     * out of descriptors was made, then answered EMFILE (helper-51). */
     bool held_idx = false;
-    if (!held_file && inode->kind == CBFS_KIND_COMPRESSED &&
-        (err = cbfs_setattr_hold(fs, inode, &held_file, &held_idx)) != 0)
+    if (inode->kind == CBFS_KIND_COMPRESSED &&
+        (err = cbfs_setattr_hold(fs, inode, valid & FUSE_SET_ATTR_SIZE, &held_file,
+                                 &held_idx)) != 0)
         goto reply;
     cbfs_procfd(path, fd);
     /* the owner the sidecar has until it follows this change */
@@ -310,9 +300,8 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     err = cbfs_inode_stat_via(fs, inode, hfd, &st);
 reply:;
     /* The data file's fd can still be cached when its sidecar's is not: then
-     * the pin above succeeds, the times are set on the unlinked data file,
-     * and the sidecar's ESTALE (the stat of a compressed file, or a settle)
-     * is all that is left: the object is gone as much as above (helper-45:
+     * the pin above succeeds, and the sidecar's ESTALE (its pin in the hold,
+     * or a settle) is all that is left: the object is gone as much as above (helper-45:
      * syncfs failed with ESTALE after unlinks in a subdirectory). Only where
      * the data file has no name left (an NFS store's ESTALE can come from a
      * live file, whose error must stay). */
