@@ -46,7 +46,8 @@
 #      sched:sched_switch) around one workers=1 point each of lz4 and zstd:1 (1 writer,
 #      1 MiB writes), summed by perf/switches.py: where the one worker is off its CPU (a
 #      mutex, the pool's empty queue, I/O, preempted), by tenth of the point; then the
-#      codecs in memory with one thread, the reference. About 1 minute.
+#      codecs in memory with one thread, the reference. About 1 minute (estimated:
+#      6 s here at 128M on 2 cores; not yet run there).
 # PROBE_SIZE (2G; C 4G) and PROBE_REPS (A 3, B 2, C 2) shrink a step for a smoke test here.
 # Back here: tar xzf probe-STEP.tgz; perf/ddbench --report *.csv
 set -uo pipefail
