@@ -46,7 +46,7 @@ struct cbfs_fs *cbfs_fs_new(const struct cbfs_fs_options *opt);
  * it, cbfs_chan_on_lost_write): counted as the op counts its own failed
  * pages, for the file's writers to hear at their close or fsync. fs: the
  * filesystem (void *: the channel's hook). */
-void cbfs_fs_lost_write(void *fs, uint64_t fh, uint64_t off, int err);
+void cbfs_op_lost_write(void *fs, uint64_t fh, uint64_t off, int err);
 
 /* Called after fuse_session_loop_mt returns: closes every file the kernel did
  * not release (flushing it, so nothing written is lost) and frees the table.

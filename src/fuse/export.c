@@ -120,7 +120,7 @@ static int cbfs_export_reconnect(struct cbfs_fs *fs, fuse_ino_t nodeid, struct c
         err = ESTALE; /* not the store's filesystem after all */
     } else {
         err = cbfs_export_check_hidden(fs, fd, st);
-        cbfs_dir_nlink(fs, fd, st);
+        cbfs_inode_dir_nlink(fs, fd, st);
     }
     if (err) {
         close(fd);
@@ -153,7 +153,7 @@ static int cbfs_export_parent(struct cbfs_fs *fs, struct cbfs_inode *dir, struct
             close(fd);
             return err;
         }
-        cbfs_dir_nlink(fs, fd, st);
+        cbfs_inode_dir_nlink(fs, fd, st);
         if (st->st_dev != root->dev || st->st_ino != root->ino)
             return cbfs_inode_adopt(fs, fd, st, out);
         close(fd);

@@ -51,7 +51,7 @@ void cbfs_op_init(void *userdata, struct fuse_conn_info *conn)
      * default_permissions on), the store keeps them as its own xattrs and
      * applies a directory's default ACL to what the daemon creates there.
      * The kernel then leaves the umask to the daemon (DONT_MASK, else it
-     * would mask the mode before the default ACL could): see cbfs_new_mode. */
+     * would mask the mode before the default ACL could): see cbfs_reply_new_mode. */
     const unsigned acl = FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
     if ((conn->capable & acl) == acl && cbfs_fs_store_acl(fs)) conn->want |= acl;
     fs->posix_acl = (conn->want & acl) == acl;

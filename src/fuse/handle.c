@@ -73,7 +73,7 @@ int cbfs_handle_new(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags, int
     return 0;
 }
 
-int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
+int cbfs_handle_close_file(struct cbfs_fs *fs, struct cbfs_handle *h)
 {
     int err = 0;
     cbfs_handle_unlink(fs, h);
@@ -84,7 +84,7 @@ int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
     return err;
 }
 
-void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h)
+void cbfs_handle_close_dir(struct cbfs_fs *fs, struct cbfs_handle *h)
 {
     cbfs_handle_unlink(fs, h);
     closedir(h->dp);
@@ -99,8 +99,8 @@ int cbfs_handle_close_all(struct cbfs_fs *fs)
     while (fs->handles) {
         struct cbfs_handle *const h = fs->handles;
         if (cbfs_handle_is_dir(h)) {
-            cbfs_dir_handle_close(fs, h);
-        } else if (cbfs_file_handle_close(fs, h) != 0) {
+            cbfs_handle_close_dir(fs, h);
+        } else if (cbfs_handle_close_file(fs, h) != 0) {
             ret = -1;
         }
     }

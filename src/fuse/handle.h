@@ -55,9 +55,9 @@ static inline bool cbfs_handle_is_dir(const struct cbfs_handle *h)
 
 /* Closes a file handle (release, cbfs_fs_free). @return 0 or the errno of a
  * failed final close of the engine state (already logged). */
-int cbfs_file_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
+int cbfs_handle_close_file(struct cbfs_fs *fs, struct cbfs_handle *h);
 /* Closes a directory handle (releasedir, cbfs_fs_free). */
-void cbfs_dir_handle_close(struct cbfs_fs *fs, struct cbfs_handle *h);
+void cbfs_handle_close_dir(struct cbfs_fs *fs, struct cbfs_handle *h);
 
 /* After the session loop: closes every handle the kernel never released
  * (aborted connection), flushing compressed files so nothing written is

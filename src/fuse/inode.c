@@ -17,20 +17,21 @@
 #include "cbfs/util.h"
 #include "fuse/inode.h"
 
-bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name)
+bool cbfs_inode_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir,
+                            const char *name)
 {
     return cbfs_store_name_hidden(fs->opt.layout, name, dir == fs->root);
 }
 
-void cbfs_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st)
+void cbfs_inode_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st)
 {
     if (!S_ISDIR(st->st_mode)) return;
     const bool root = st->st_dev == fs->root->dev && st->st_ino == fs->root->ino;
     st->st_nlink = cbfs_store_dir_nlink(fs->opt.layout, fd, root, st->st_nlink);
 }
 
-int cbfs_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
-                    const char *op)
+int cbfs_inode_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir,
+                          const char *name, const char *op)
 {
     const cbfs_err e = cbfs_store_name_check(fs->opt.layout, name, dir == fs->root, op != NULL);
     if (e == CBFS_E_PERM)
@@ -40,12 +41,12 @@ int cbfs_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, cons
     return cbfs_err_errno(e);
 }
 
-int cbfs_sidecar_path(const struct cbfs_fs *fs, const char *name, char *buf, size_t cap)
+int cbfs_inode_sidecar_path(const struct cbfs_fs *fs, const char *name, char *buf, size_t cap)
 {
     return cbfs_err_errno(cbfs_store_sidecar_path(fs->opt.layout, name, buf, cap));
 }
 
-int cbfs_sidecar_dir(const struct cbfs_fs *fs, int dirfd)
+int cbfs_inode_sidecar_dir(const struct cbfs_fs *fs, int dirfd)
 {
     return cbfs_err_errno(cbfs_store_sidecar_dir(fs->opt.layout, dirfd));
 }
@@ -532,7 +533,7 @@ static int cbfs_inode_detect(struct cbfs_fs *fs, int dirfd, const char *name, in
         return 0;
     }
     /* a name too long for a sidecar cannot have one */
-    if (name && cbfs_sidecar_path(fs, name, sc, sizeof sc) == 0) {
+    if (name && cbfs_inode_sidecar_path(fs, name, sc, sizeof sc) == 0) {
         const int ifd = cbfs_fs_openat(fs, dirfd, sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
         if (ifd == -1 && errno != ENOENT) return errno;
         if (ifd >= 0) {
@@ -639,7 +640,8 @@ static int cbfs_inode_attach_idx(struct cbfs_fs *fs, struct cbfs_inode *inode, i
     char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     struct stat st;
     int err = 0;
-    if (inode->kind != CBFS_KIND_COMPRESSED || cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0)
+    if (inode->kind != CBFS_KIND_COMPRESSED ||
+        cbfs_inode_sidecar_path(fs, name, sc, sizeof sc) != 0)
         return 0;
     cbfs_mutex_lock(&inode->lock);
     if (!inode->has_idx) {
@@ -672,7 +674,7 @@ int cbfs_inode_lookup(struct cbfs_fs *fs, struct cbfs_inode *dir, const char *na
         err = errno;
         close(fd);
     } else {
-        cbfs_dir_nlink(fs, fd, st);
+        cbfs_inode_dir_nlink(fs, fd, st);
         if ((err = cbfs_inode_intern(fs, dirfd, name, fd, st, &inode)) == 0 &&
             (err = cbfs_inode_attach_idx(fs, inode, dirfd, name)) != 0)
             cbfs_inode_unref(fs, inode, 1);

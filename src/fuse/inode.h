@@ -368,23 +368,24 @@ void cbfs_inode_file_install(struct cbfs_inode *inode, struct cbfs_file *file);
 
 /* true for names the mount hides (cbfs_store_name_hidden for the store's
  * layout): ".cbfs" in the root, the sidecar names or index directory anywhere. */
-bool cbfs_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name);
+bool cbfs_inode_name_hidden(const struct cbfs_fs *fs, const struct cbfs_inode *dir,
+                            const char *name);
 /* Makes st, the store's attributes of the object on fd, show the link count
  * the mount has for a directory: without its hidden subdirectories
  * (cbfs_store_dir_nlink). Other types are left as they are. */
-void cbfs_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st);
+void cbfs_inode_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st);
 /* The check of every name an operation receives (cbfs_store_name_check):
  * op NULL for a name that must exist (hidden: ENOENT), else the operation
  * creating it, for the log line of a refused reserved name (EPERM).
  * @return 0, ENAMETOOLONG, ENOENT or EPERM. */
-int cbfs_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
-                    const char *op);
+int cbfs_inode_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir,
+                          const char *name, const char *op);
 /* Writes the path of name's sidecar relative to its directory
  * (cbfs_store_sidecar_path); cap: CBFS_STORE_SIDECAR_PATH_MAX. @return 0 or
  * ENAMETOOLONG (the name cannot have a sidecar). */
-int cbfs_sidecar_path(const struct cbfs_fs *fs, const char *name, char *buf, size_t cap);
+int cbfs_inode_sidecar_path(const struct cbfs_fs *fs, const char *name, char *buf, size_t cap);
 /* Makes sure a sidecar can be created in dirfd (cbfs_store_sidecar_dir).
  * @return 0 or errno. */
-int cbfs_sidecar_dir(const struct cbfs_fs *fs, int dirfd);
+int cbfs_inode_sidecar_dir(const struct cbfs_fs *fs, int dirfd);
 
 #endif

@@ -178,7 +178,7 @@ int cbfs_inode_stat_via(struct cbfs_fs *fs, struct cbfs_inode *inode, int hfd, s
 {
     if (inode->kind == CBFS_KIND_COMPRESSED || hfd < 0) return cbfs_inode_stat(fs, inode, st);
     if (fstat(hfd, st) == -1) return errno;
-    cbfs_dir_nlink(fs, hfd, st);
+    cbfs_inode_dir_nlink(fs, hfd, st);
     return 0;
 }
 
@@ -195,7 +195,7 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
     else if (inode->kind == CBFS_KIND_COMPRESSED)
         err = cbfs_inode_stat_compressed(fs, inode, fd, st);
     else
-        cbfs_dir_nlink(fs, fd, st);
+        cbfs_inode_dir_nlink(fs, fd, st);
     cbfs_inode_unpin(fs, inode);
     return err;
 }
@@ -272,11 +272,11 @@ static int cbfs_inode_open_sidecar(struct cbfs_fs *fs, struct cbfs_inode *inode,
         cbfs_mutex_unlock(&fs->names_lock);
         return err;
     }
-    err = cbfs_sidecar_path(fs, name, sc, sizeof sc);
+    err = cbfs_inode_sidecar_path(fs, name, sc, sizeof sc);
     if (err) goto out;
     err = cbfs_inode_pin(fs, dir, &dirfd);
     if (err) goto out;
-    err = cbfs_sidecar_dir(fs, dirfd);
+    err = cbfs_inode_sidecar_dir(fs, dirfd);
     if (err) goto out_unpin;
     /* O_EXCL: what is at the sidecar's name (a sidecar that appeared since
      * the lookup, or a directory, FIFO, symlink put there in the store) is

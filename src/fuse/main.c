@@ -561,7 +561,7 @@ int main(int argc, char *argv[])
     struct cbfs_main_init init = {
         .mnt = mnt_path, .read_ahead = o.set.fuse_readahead, .notify_fd = notify_fd};
     notify_fd = -1; /* init's from here: released after INIT, or closed below */
-    cbfs_chan_on_lost_write(cbfs_fs_lost_write, fs);
+    cbfs_chan_on_lost_write(cbfs_op_lost_write, fs);
     const int cerr = cbfs_chan_attach(se, cbfs_main_after_init, &init);
     if (cerr) {
         cbfs_main_error("cannot hook the FUSE channel: %s", strerror(cerr));

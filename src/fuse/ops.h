@@ -98,7 +98,7 @@ void cbfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 /* ops_stats.c: the read-only xattr CBFS_XATTR_STATS on the mount root. */
 /* Formats the daemon's counters as "key=value\n" lines into buf.
  * @return the length (may exceed cap: then buf holds a truncated prefix). */
-size_t cbfs_stats_format(const struct cbfs_fs *fs, char *buf, size_t cap);
+size_t cbfs_ops_stats_format(const struct cbfs_fs *fs, char *buf, size_t cap);
 
 /* ops_xattr.c */
 void cbfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,

@@ -30,7 +30,7 @@ void cbfs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     err = cbfs_handle_new(fs, inode, fi->flags, -1, NULL, dp, &h);
     if (err) goto fail;
     fi->fh = (uint64_t)(uintptr_t)h;
-    if (fuse_reply_open(req, fi) != 0) cbfs_dir_handle_close(fs, h); /* interrupted */
+    if (fuse_reply_open(req, fi) != 0) cbfs_handle_close_dir(fs, h); /* interrupted */
     return;
 fail:
     fuse_reply_err(req, err);
@@ -96,7 +96,7 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
         const char *const name = h->entry->d_name;
         const off_t next = h->entry->d_off;
         size_t len;
-        if (cbfs_name_hidden(fs, dir, name)) {
+        if (cbfs_inode_name_hidden(fs, dir, name)) {
             h->entry = NULL;
             h->offset = next;
             continue;
@@ -122,7 +122,7 @@ static void cbfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size, off
                 e.attr.st_mode = (mode_t)h->entry->d_type << 12;
                 inode = NULL;
             } else {
-                cbfs_fill_entry(fs, inode, &st, &e);
+                cbfs_reply_fill_entry(fs, inode, &st, &e);
             }
             len = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, next);
             if (len > size - used) {
@@ -166,7 +166,7 @@ void cbfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void cbfs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
-    cbfs_dir_handle_close(cbfs_req_fs(req), cbfs_fi_handle(fi));
+    cbfs_handle_close_dir(cbfs_req_fs(req), cbfs_fi_handle(fi));
     fuse_reply_err(req, 0);
 }
 

@@ -31,7 +31,7 @@ void cbfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         err = cbfs_export_lookup(fs, parent, name, &inode, &st);
     } else {
         struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-        err = cbfs_name_check(fs, dir, name, NULL);
+        err = cbfs_inode_name_check(fs, dir, name, NULL);
         if (err == 0) err = cbfs_inode_lookup(fs, dir, name, &inode, &st);
     }
     if (err) {
@@ -337,7 +337,7 @@ void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* Common tail of mknod/mkdir/symlink (dirfd: dir's pinned fd): owner and
- * mode of the new name (mode, inherit: as cbfs_own_new takes them), then its
+ * mode of the new name (mode, inherit: as cbfs_reply_own_new takes them), then its
  * inode (*out, referenced for the entry reply) and attributes. On failure the
  * new name is removed again. Replies nothing: the op replies once it has
  * unpinned dir (cbfs_reply_new). @return 0 or errno. */
@@ -350,7 +350,7 @@ static int cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode
     if (err) goto fail;
     err = cbfs_inode_pin(fs, inode, &fd);
     if (err == 0) {
-        err = cbfs_own_new(req, dirfd, fd, mode, inherit);
+        err = cbfs_reply_own_new(req, dirfd, fd, mode, inherit);
         cbfs_inode_unpin(fs, inode);
     }
     if (err == 0) err = cbfs_inode_stat(fs, inode, st);
@@ -391,7 +391,7 @@ bool cbfs_pin_dir(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, in
 static bool cbfs_pin_dir_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir,
                              const char *name, const char *op, int *dirfd)
 {
-    const int err = cbfs_name_check(fs, dir, name, op);
+    const int err = cbfs_inode_name_check(fs, dir, name, op);
     if (err) {
         fuse_reply_err(req, err);
         return false;
@@ -414,7 +414,7 @@ static int cbfs_mknod_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_in
     if (err) {
         /* the close that failed may not have written the sidecar, and the
          * caller hears mknod failed: the name goes, as when create fails */
-        (void)cbfs_unlink_at(fs, dir, dirfd, name);
+        (void)cbfs_sidecar_unlink(fs, dir, dirfd, name);
         cbfs_inode_unref(fs, inode, 1);
         return err;
     }
@@ -434,7 +434,7 @@ void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     if (S_ISREG(mode)) {
         err = cbfs_mknod_regular(req, fs, dir, dirfd, name, mode, &inode, &st);
     } else {
-        mode = cbfs_new_mode(req, dirfd, mode, &inherit);
+        mode = cbfs_reply_new_mode(req, dirfd, mode, &inherit);
         err = mknodat(dirfd, name, mode, rdev) == -1
                   ? errno
                   : cbfs_finish_new(req, fs, dir, dirfd, name, mode, inherit, &inode, &st);
@@ -469,7 +469,7 @@ void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     int dirfd, err;
     bool inherit;
     if (!cbfs_pin_dir_new(req, fs, dir, name, "mkdir", &dirfd)) return;
-    mode = cbfs_new_mode(req, dirfd, mode & 07777, &inherit);
+    mode = cbfs_reply_new_mode(req, dirfd, mode & 07777, &inherit);
     if (mkdirat(dirfd, name, mode) == -1)
         err = errno;
     else if ((err = cbfs_mkdir_inherit(dirfd, name)) == 0)
@@ -535,8 +535,8 @@ static int cbfs_link_at(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, in
     char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     int err, ifd;
     const bool compressed = inode->kind == CBFS_KIND_COMPRESSED;
-    if (compressed && ((err = cbfs_sidecar_path(fs, newname, sc, sizeof sc)) != 0 ||
-                       (err = cbfs_sidecar_dir(fs, dirfd)) != 0 ||
+    if (compressed && ((err = cbfs_inode_sidecar_path(fs, newname, sc, sizeof sc)) != 0 ||
+                       (err = cbfs_inode_sidecar_dir(fs, dirfd)) != 0 ||
                        (err = cbfs_link_find_sidecar(fs, inode)) != 0))
         return err;
     if (!compressed && inode->type == S_IFREG && (err = cbfs_sidecar_clear(fs, dirfd, newname)) != 0)
@@ -572,7 +572,7 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
         /* the caller hears link failed (no fd to spare, an index that cannot
          * be read): the new name goes again, as a failed mknod's does */
         if (err == 0 && (err = cbfs_inode_stat(fs, inode, &st)) != 0)
-            (void)cbfs_unlink_at(fs, dir, dirfd, newname);
+            (void)cbfs_sidecar_unlink(fs, dir, dirfd, newname);
     }
     cbfs_inode_unpin(fs, dir);
     if (err) {
@@ -589,7 +589,7 @@ static void cbfs_remove_name(fuse_req_t req, fuse_ino_t parent, const char *name
 {
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const dir = cbfs_inode_get(fs, parent);
-    int dirfd, err = cbfs_name_check(fs, dir, name, NULL);
+    int dirfd, err = cbfs_inode_name_check(fs, dir, name, NULL);
 
     if (err) {
         fuse_reply_err(req, err);
@@ -597,7 +597,7 @@ static void cbfs_remove_name(fuse_req_t req, fuse_ino_t parent, const char *name
     }
     if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
     err = is_dir ? cbfs_err_errno(cbfs_store_rmdir(fs->opt.layout, dirfd, name))
-                 : cbfs_unlink_at(fs, dir, dirfd, name);
+                 : cbfs_sidecar_unlink(fs, dir, dirfd, name);
     cbfs_inode_unpin(fs, dir);
     fuse_reply_err(req, err);
 }

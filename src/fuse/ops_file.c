@@ -93,18 +93,18 @@ int cbfs_create_regular(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *d
         return err; /* which codec the directory asks for cannot be read */
     }
     const bool compressed = codec && codec->id != CBFS_CODEC_NONE;
-    if (compressed && ((err = cbfs_sidecar_path(fs, name, sc, sizeof sc)) != 0 ||
-                       (err = cbfs_sidecar_dir(fs, dirfd)) != 0))
+    if (compressed && ((err = cbfs_inode_sidecar_path(fs, name, sc, sizeof sc)) != 0 ||
+                       (err = cbfs_inode_sidecar_dir(fs, dirfd)) != 0))
         return err;
     if (!compressed && (err = cbfs_sidecar_clear(fs, dirfd, name)) != 0) return err;
 
     const int oflags = compressed ? O_RDWR : store_flags & ~O_TRUNC;
     bool inherit, made_sc = false;
-    mode = cbfs_new_mode(req, dirfd, mode, &inherit);
+    mode = cbfs_reply_new_mode(req, dirfd, mode, &inherit);
     int fd = cbfs_fs_openat(fs, dirfd, name, oflags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                             mode & 07777);
     if (fd == -1) return errno;
-    err = cbfs_own_new(req, dirfd, fd, mode, inherit);
+    err = cbfs_reply_own_new(req, dirfd, fd, mode, inherit);
     if (err) goto fail;
     if (compressed) {
         /* We own the name now (O_EXCL), so any sidecar there is a stale
@@ -206,7 +206,7 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     /* a CREATE only makes a new file (EEXIST below): no set-id bits to
      * kill, but the channel's flag is this request's and must be cleared */
     (void)cbfs_chan_take_kill();
-    int dirfd, err = cbfs_name_check(fs, dir, name, "create");
+    int dirfd, err = cbfs_inode_name_check(fs, dir, name, "create");
     if (err) {
         fuse_reply_err(req, err);
         return;
@@ -225,20 +225,20 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
         struct cbfs_file *const file = inode->kind == CBFS_KIND_COMPRESSED ? inode->file : NULL;
         err = cbfs_handle_new(fs, inode, fi->flags, fd, file, NULL, &h);
         /* the caller hears create failed: what it made goes again */
-        if (err) (void)cbfs_unlink_at(fs, dir, dirfd, name);
+        if (err) (void)cbfs_sidecar_unlink(fs, dir, dirfd, name);
     }
     cbfs_inode_unpin(fs, dir);
     if (err) goto reply_err;
     fi->fh = (uint64_t)(uintptr_t)h;
-    cbfs_fill_entry(fs, inode, &st, &e);
+    cbfs_reply_fill_entry(fs, inode, &st, &e);
     if (fuse_reply_create(req, &e, fi) != 0) {
         /* interrupted: the kernel has neither the entry nor the handle */
-        (void)cbfs_file_handle_close(fs, h);
+        (void)cbfs_handle_close_file(fs, h);
         cbfs_inode_unref(fs, inode, 1);
     }
     return;
 reply_err:
-    if (h) (void)cbfs_file_handle_close(fs, h);
+    if (h) (void)cbfs_handle_close_file(fs, h);
     cbfs_inode_unref(fs, inode, 1);
     fuse_reply_err(req, err);
 }
@@ -257,14 +257,14 @@ void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     bool changed = false;
     int err = cbfs_handle_open(fs, inode, fi->flags, &h);
     if (err == 0 && kill && (err = cbfs_inode_kill_suidgid(fs, inode, &changed)) != 0)
-        (void)cbfs_file_handle_close(fs, h);
+        (void)cbfs_handle_close_file(fs, h);
     if (err) {
         fuse_reply_err(req, err);
         return;
     }
     if (changed) cbfs_chan_inval_attr(ino);
     fi->fh = (uint64_t)(uintptr_t)h;
-    if (fuse_reply_open(req, fi) != 0) (void)cbfs_file_handle_close(fs, h);
+    if (fuse_reply_open(req, fi) != 0) (void)cbfs_handle_close_file(fs, h);
 }
 
 /* Replies with the n pieces' got bytes copied into one buffer: for reads of
@@ -465,7 +465,7 @@ static void cbfs_write_lost(struct cbfs_fs *fs, const struct cbfs_handle *h, off
     }
 }
 
-void cbfs_fs_lost_write(void *fs, uint64_t fh, uint64_t off, int err)
+void cbfs_op_lost_write(void *fs, uint64_t fh, uint64_t off, int err)
 {
     cbfs_write_lost(fs, (const struct cbfs_handle *)(uintptr_t)fh, (off_t)off, err);
 }
@@ -597,6 +597,6 @@ void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
     /* errors of the final close are logged there; release cannot report */
-    (void)cbfs_file_handle_close(cbfs_req_fs(req), cbfs_fi_handle(fi));
+    (void)cbfs_handle_close_file(cbfs_req_fs(req), cbfs_fi_handle(fi));
     fuse_reply_err(req, 0);
 }

@@ -30,7 +30,7 @@ static int cbfs_rename_probe(struct cbfs_fs *fs, struct cbfs_rename_side *s)
     if (!s->exists && errno != ENOENT) return errno;
     s->reg = s->exists && S_ISREG(s->st.st_mode);
     /* a name too long for a sidecar leaves sc empty: it cannot have one */
-    if (cbfs_sidecar_path(fs, s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
+    if (cbfs_inode_sidecar_path(fs, s->name, s->sc, sizeof s->sc) != 0) s->sc[0] = '\0';
     s->has_sc = false;
     if (s->reg && s->sc[0]) {
         if (cbfs_fs_fstatat(fs, s->fd, s->sc, &sst) == 0)
@@ -133,8 +133,8 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     if ((a->has_sc && !b->sc[0]) || ((flags & RENAME_EXCHANGE) && b->has_sc && !a->sc[0]))
         return ENAMETOOLONG;
     /* the sidecars' new homes exist before the data files move */
-    if ((a->has_sc && (err = cbfs_sidecar_dir(fs, b->fd)) != 0) ||
-        ((flags & RENAME_EXCHANGE) && b->has_sc && (err = cbfs_sidecar_dir(fs, a->fd)) != 0))
+    if ((a->has_sc && (err = cbfs_inode_sidecar_dir(fs, b->fd)) != 0) ||
+        ((flags & RENAME_EXCHANGE) && b->has_sc && (err = cbfs_inode_sidecar_dir(fs, a->fd)) != 0))
         return err;
     /* Same file under both names: rename(2) does nothing, and neither may we. */
     const bool same = b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
@@ -235,8 +235,8 @@ void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_in
         fuse_reply_err(req, EINVAL);
         return;
     }
-    if ((err = cbfs_name_check(fs, a.dir, name, "rename")) != 0 ||
-        (err = cbfs_name_check(fs, b.dir, newname, "rename to")) != 0) {
+    if ((err = cbfs_inode_name_check(fs, a.dir, name, "rename")) != 0 ||
+        (err = cbfs_inode_name_check(fs, b.dir, newname, "rename to")) != 0) {
         fuse_reply_err(req, err);
         return;
     }

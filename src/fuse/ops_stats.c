@@ -7,7 +7,7 @@
 #include "cbfs/util.h"
 #include "fuse/ops.h"
 
-size_t cbfs_stats_format(const struct cbfs_fs *fs, char *buf, size_t cap)
+size_t cbfs_ops_stats_format(const struct cbfs_fs *fs, char *buf, size_t cap)
 {
     struct cbfs_stats s;
     struct cbfs_engine_config cfg;

@@ -259,7 +259,7 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
 
     if (cbfs_xattr_is_stats(ino, name)) {
         char text[4096];
-        const size_t n = cbfs_stats_format(fs, text, sizeof text);
+        const size_t n = cbfs_ops_stats_format(fs, text, sizeof text);
         if (size == 0)
             fuse_reply_xattr(req, n);
         else if (size < n || n >= sizeof text)

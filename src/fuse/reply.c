@@ -19,8 +19,8 @@ static void cbfs_reply_shown(struct cbfs_inode *inode, const struct stat *st)
     atomic_store_explicit(&inode->shown_gid, st->st_gid, memory_order_relaxed);
 }
 
-void cbfs_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode, const struct stat *st,
-                     struct fuse_entry_param *e)
+void cbfs_reply_fill_entry(const struct cbfs_fs *fs, struct cbfs_inode *inode,
+                           const struct stat *st, struct fuse_entry_param *e)
 {
     cbfs_reply_shown(inode, st);
     memset(e, 0, sizeof *e);
@@ -44,11 +44,11 @@ void cbfs_reply_entry(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *ino
                       const struct stat *st)
 {
     struct fuse_entry_param e;
-    cbfs_fill_entry(fs, inode, st, &e);
+    cbfs_reply_fill_entry(fs, inode, st, &e);
     if (fuse_reply_entry(req, &e) != 0) cbfs_inode_unref(fs, inode, 1);
 }
 
-mode_t cbfs_new_mode(fuse_req_t req, int dirfd, mode_t mode, bool *inherit)
+mode_t cbfs_reply_new_mode(fuse_req_t req, int dirfd, mode_t mode, bool *inherit)
 {
     char path[CBFS_PROCFD_MAX];
     const struct cbfs_fs *const fs = fuse_req_userdata(req);
@@ -59,7 +59,7 @@ mode_t cbfs_new_mode(fuse_req_t req, int dirfd, mode_t mode, bool *inherit)
     return *inherit ? mode : mode & ~fuse_req_ctx(req)->umask;
 }
 
-int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode, bool inherit)
+int cbfs_reply_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode, bool inherit)
 {
     struct stat st, dst;
     char path[CBFS_PROCFD_MAX];
@@ -78,7 +78,7 @@ int cbfs_own_new(fuse_req_t req, int dirfd, int fd, mode_t mode, bool inherit)
     if (S_ISLNK(st.st_mode)) return 0;
     /* chown cleared set-id bits and the daemon's umask may have taken
      * permission bits away: set exactly what was asked for (umask applied,
-     * cbfs_new_mode), keeping an inherited setgid on dirs. A default ACL
+     * cbfs_reply_new_mode), keeping an inherited setgid on dirs. A default ACL
      * made the bits (the daemon's umask played no part): a chmod to other
      * bits would rewrite the inherited ACL's mask, owner and other entries. */
     const mode_t perm = inherit ? (st.st_mode & 0777) : (mode & 0777);

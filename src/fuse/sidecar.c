@@ -2,7 +2,7 @@
  * when a name goes (unlink, the sidecar first; rename's aside, restore and
  * drop), is cleared before a plain file takes a name, and takes the data
  * file's owner, mode and ACL. Where a sidecar lives and its name are the
- * inode table's (cbfs_sidecar_path, cbfs_sidecar_dir in inode.h).
+ * inode table's (cbfs_inode_sidecar_path, cbfs_inode_sidecar_dir in inode.h).
  *
  * Dependencies: ops_* -> sidecar -> inode -> fdcache. */
 #include <errno.h>
@@ -39,7 +39,7 @@ int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name, bool *r
 {
     char sc[CBFS_STORE_SIDECAR_PATH_MAX];
     if (removed) *removed = false;
-    if (cbfs_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
+    if (cbfs_inode_sidecar_path(fs, name, sc, sizeof sc) != 0) return 0; /* cannot exist */
     if (cbfs_fs_unlinkat(fs, dirfd, sc) == -1) return errno == ENOENT ? 0 : errno;
     if (removed) *removed = true;
     return 0;
@@ -99,7 +99,7 @@ void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
  * immutable data file) puts it back: removed, a file its frames alone cannot
  * index lost its index. Where the store's root is another filesystem (EXDEV)
  * it is removed, as before. @return 0 or errno. */
-int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
+int cbfs_sidecar_unlink(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name)
 {
     struct stat st;
     char sc[CBFS_STORE_SIDECAR_PATH_MAX], aside_path[CBFS_STORE_ASIDE_MAX];
@@ -110,7 +110,7 @@ int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const 
         err = errno;
         goto out;
     }
-    if (S_ISREG(st.st_mode) && cbfs_sidecar_path(fs, name, sc, sizeof sc) == 0) {
+    if (S_ISREG(st.st_mode) && cbfs_inode_sidecar_path(fs, name, sc, sizeof sc) == 0) {
         err = cbfs_sidecar_aside(fs, dirfd, sc, aside_path, &aside);
         if (err == EXDEV) err = cbfs_sidecar_remove(fs, dirfd, name, &had_sc);
         if (err) {

@@ -1,7 +1,7 @@
 /* A compressed file's sidecar from the FUSE layer (sidecar.c): it follows
  * its data file when a name goes, is cleared before a plain file takes a
  * name, and takes the data file's owner, mode and ACL. Where a sidecar lives
- * and its name are the inode table's (cbfs_sidecar_path, cbfs_sidecar_dir).
+ * and its name are the inode table's (cbfs_inode_sidecar_path, cbfs_inode_sidecar_dir).
  *
  * Dependencies: ops_* -> sidecar -> inode -> fdcache. */
 #ifndef CBFS_FUSE_SIDECAR_H
@@ -32,7 +32,7 @@ int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name);
 /* unlink of name in dir (dirfd: pinned), its sidecar first; takes
  * fs->names_lock. Also what takes back a name an op made before it failed
  * (mknod, link, create). @return 0 or errno. */
-int cbfs_unlink_at(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name);
+int cbfs_sidecar_unlink(struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd, const char *name);
 
 /* Removes the sidecar of name in dirfd if there is one; *removed (if not
  * NULL) says whether there was. @return 0 or errno (not ENOENT). */

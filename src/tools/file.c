@@ -1,6 +1,6 @@
 /* A data file as the cbfs command opens it: the file with its sidecar and
  * loaded index, opened by name without following symlinks or blocking on a
- * FIFO (tool_open_regular, tool_file_open); looked at again where a daemon
+ * FIFO (tool_file_open_regular, tool_file_open); looked at again where a daemon
  * may be changing it (tool_file_look_again, the one rule in tools/tool.h);
  * and what the tools say of it. The tree it is found in: walk.c. */
 #include <assert.h>
@@ -15,7 +15,7 @@
 #include "cbfs/util.h"
 #include "tools/tool.h"
 
-cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd)
+cbfs_err tool_file_open_regular(int dirfd, const char *path, int flags, int *fd)
 {
     /* O_PATH opens nothing: a FIFO at the name would block an open(2) for
      * reading until a writer comes (the store's user decides when), and a
@@ -131,7 +131,8 @@ static int tool_file_side_now(const struct tool_file *tf)
     int fd;
     if (cbfs_store_sidecar_path(tf->store.layout, tf->name, side, sizeof side) != CBFS_OK)
         return TOOL_SIDE_KEEP;
-    const cbfs_err e = tool_open_regular(tf->dirfd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, &fd);
+    const cbfs_err e =
+        tool_file_open_regular(tf->dirfd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, &fd);
     if (e == CBFS_E_NOENT) return tf->idx_fd >= 0 ? -1 : TOOL_SIDE_KEEP;
     if (e) return TOOL_SIDE_KEEP;
     struct stat a, b;
@@ -243,13 +244,13 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
     cbfs_err e = cbfs_store_sidecar_path(store->layout, name, side, sizeof side);
     if (e) return e;
     const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC;
-    if ((e = tool_open_regular(dirfd, name, flags, &tf->data_fd)) != CBFS_OK) return e;
+    if ((e = tool_file_open_regular(dirfd, name, flags, &tf->data_fd)) != CBFS_OK) return e;
     if (fstat(tf->data_fd, &tf->data_st) != 0) {
         e = cbfs_err_from_errno(errno);
         goto fail;
     }
     at_side = true;
-    e = tool_open_regular(dirfd, side, flags, &tf->idx_fd);
+    e = tool_file_open_regular(dirfd, side, flags, &tf->idx_fd);
     if (e == CBFS_E_NOENT) e = CBFS_OK;
     if (e) goto fail;
     if (tf->idx_fd >= 0 && fstat(tf->idx_fd, &tf->idx_st) != 0) {

@@ -80,7 +80,7 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
     if (e == CBFS_OK) e = cbfs_store_sidecar_dir(tf->store.layout, dirfd);
     if (e) return e;
     int data_fd;
-    if ((e = tool_open_regular(dirfd, name, O_RDWR, &data_fd)) != CBFS_OK) return e;
+    if ((e = tool_file_open_regular(dirfd, name, O_RDWR, &data_fd)) != CBFS_OK) return e;
     if (tf->load_err == CBFS_E_WRONG_FILE) {
         e = cbfs_index_load(data_fd, -1, false, &tf->store.bs, &idx, &rep);
         if (e) goto out;
@@ -90,7 +90,7 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
             goto out;
         }
     }
-    e = tool_open_regular(dirfd, side, O_RDWR, &idx_fd);
+    e = tool_file_open_regular(dirfd, side, O_RDWR, &idx_fd);
     if (e == CBFS_OK) {
         e = cbfs_store_sidecar_owned(data_fd, idx_fd); /* only this file's index is written */
     } else if (e == CBFS_E_NOENT) {

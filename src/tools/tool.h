@@ -212,7 +212,7 @@ enum tool_load { TOOL_LOAD_FULL, TOOL_LOAD_FAST };
  * loads the index without repairing anything. A missing sidecar is not an
  * error (rep.sidecar_missing; its rebuild takes store->bs as the hint).
  * @return open/stat errors only (CBFS_E_NOT_REGULAR: not a regular file, see
- * tool_open_regular; tf->side_failed says which); format problems land in
+ * tool_file_open_regular; tf->side_failed says which); format problems land in
  * tf->load_err (CBFS_E_BLOCK_SIZE: see tool_file_load_advice). */
 cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *name,
                         enum tool_load load, struct tool_file *tf);
@@ -221,7 +221,7 @@ cbfs_err tool_file_open(const struct tool_store *store, int dirfd, const char *n
  * never opening anything else (a FIFO there would block the open). @return
  * CBFS_OK, CBFS_E_NOT_REGULAR, or the error of the open (CBFS_E_NOENT: no
  * such name); *fd is -1 on failure. */
-cbfs_err tool_open_regular(int dirfd, const char *path, int flags, int *fd);
+cbfs_err tool_file_open_regular(int dirfd, const char *path, int flags, int *fd);
 /* Ends a summary line of verify or fsck: says how many errors left things
  * unchecked (never a clean summary where something could not be read), then
  * the newline. */
