@@ -340,7 +340,7 @@ void cbfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
  * mode of the new name (mode, inherit: as cbfs_reply_own_new takes them), then its
  * inode (*out, referenced for the entry reply) and attributes. On failure the
  * new name is removed again. Replies nothing: the op replies once it has
- * unpinned dir (cbfs_reply_new). @return 0 or errno. */
+ * unpinned dir (cbfs_new_reply). @return 0 or errno. */
 static int cbfs_finish_new(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *dir, int dirfd,
                            const char *name, mode_t mode, bool inherit, struct cbfs_inode **out,
                            struct stat *st)
@@ -369,7 +369,7 @@ fail:
  * parent: once the kernel has its answer it may forget the parent, and
  * nothing of it may be touched then. err 0: inode (referenced) and st as
  * cbfs_finish_new gave them. */
-static void cbfs_reply_new(fuse_req_t req, struct cbfs_fs *fs, int err, struct cbfs_inode *inode,
+static void cbfs_new_reply(fuse_req_t req, struct cbfs_fs *fs, int err, struct cbfs_inode *inode,
                            const struct stat *st)
 {
     if (err)
@@ -440,7 +440,7 @@ void cbfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
                   : cbfs_finish_new(req, fs, dir, dirfd, name, mode, inherit, &inode, &st);
     }
     cbfs_inode_unpin(fs, dir);
-    cbfs_reply_new(req, fs, err, inode, &st);
+    cbfs_new_reply(req, fs, err, inode, &st);
 }
 
 /* The codec override applies to the whole subtree: mkdir passes it down.
@@ -475,7 +475,7 @@ void cbfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t m
     else if ((err = cbfs_mkdir_inherit(dirfd, name)) == 0)
         err = cbfs_finish_new(req, fs, dir, dirfd, name, S_IFDIR | mode, inherit, &inode, &st);
     cbfs_inode_unpin(fs, dir);
-    cbfs_reply_new(req, fs, err, inode, &st);
+    cbfs_new_reply(req, fs, err, inode, &st);
 }
 
 void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -491,7 +491,7 @@ void cbfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const 
     else
         err = cbfs_finish_new(req, fs, dir, dirfd, name, S_IFLNK | 0777, false, &inode, &st);
     cbfs_inode_unpin(fs, dir);
-    cbfs_reply_new(req, fs, err, inode, &st);
+    cbfs_new_reply(req, fs, err, inode, &st);
 }
 
 /* Before a compressed file gets another name: its sidecar must be known, so

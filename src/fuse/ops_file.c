@@ -19,7 +19,7 @@
  * but never passed on (the page cache of the store is ours to use), creation
  * flags are ours to choose. With the writeback cache the kernel reads on
  * write-only handles and does appends itself. */
-static int cbfs_store_flags(const struct cbfs_fs *fs, int flags)
+static int cbfs_open_store_flags(const struct cbfs_fs *fs, int flags)
 {
     int f = flags & (O_ACCMODE | O_APPEND | O_TRUNC | O_SYNC | O_DSYNC);
     if (fs->writeback) {
@@ -30,7 +30,7 @@ static int cbfs_store_flags(const struct cbfs_fs *fs, int flags)
 }
 
 /* Opens an existing regular file for a handle. @return 0 or errno. */
-static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags,
+static int cbfs_open_handle(struct cbfs_fs *fs, struct cbfs_inode *inode, int flags,
                             struct cbfs_handle **out)
 {
     char path[CBFS_PROCFD_MAX];
@@ -42,7 +42,8 @@ static int cbfs_handle_open(struct cbfs_fs *fs, struct cbfs_inode *inode, int fl
         err = cbfs_inode_pin(fs, inode, &pfd);
         if (err) return err;
         cbfs_procfd(path, pfd);
-        const int fd = cbfs_fs_openat(fs, AT_FDCWD, path, cbfs_store_flags(fs, flags) | O_CLOEXEC, 0);
+        const int fd =
+            cbfs_fs_openat(fs, AT_FDCWD, path, cbfs_open_store_flags(fs, flags) | O_CLOEXEC, 0);
         err = errno;
         cbfs_inode_unpin(fs, inode);
         if (fd == -1) return err;
@@ -213,7 +214,7 @@ void cbfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
     }
     err = cbfs_inode_pin(fs, dir, &dirfd);
     if (err) goto reply_err;
-    err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, cbfs_store_flags(fs, fi->flags),
+    err = cbfs_create_regular(req, fs, dir, dirfd, name, mode, cbfs_open_store_flags(fs, fi->flags),
                               &inode, &st, &fd);
     /* EEXIST: the kernel sends CREATE only for a name it found missing,
      * with the directory locked against every other creator through the
@@ -255,7 +256,7 @@ void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         return;
     }
     bool changed = false;
-    int err = cbfs_handle_open(fs, inode, fi->flags, &h);
+    int err = cbfs_open_handle(fs, inode, fi->flags, &h);
     if (err == 0 && kill && (err = cbfs_inode_kill_suidgid(fs, inode, &changed)) != 0)
         (void)cbfs_handle_close_file(fs, h);
     if (err) {
@@ -269,7 +270,7 @@ void cbfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* Replies with the n pieces' got bytes copied into one buffer: for reads of
  * more pieces than writev takes (tiny blocks, huge reads). */
-static void cbfs_reply_iov_copy(fuse_req_t req, const struct iovec *iov, unsigned n, size_t got)
+static void cbfs_read_reply_copy(fuse_req_t req, const struct iovec *iov, unsigned n, size_t got)
 {
     char *const buf = malloc(got ? got : 1);
     if (!buf) {
@@ -322,7 +323,7 @@ void cbfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     else if (v.n < IOV_MAX) /* libfuse adds the header's iovec */
         fuse_reply_iov(req, v.iov, (int)v.n);
     else
-        cbfs_reply_iov_copy(req, v.iov, v.n, got);
+        cbfs_read_reply_copy(req, v.iov, v.n, got);
     cbfs_read_vec_free(&v);
 }
 
@@ -393,7 +394,7 @@ out:
 }
 
 /* A PLAIN file's write. O_APPEND reaches the store's fd only without the
- * writeback cache (cbfs_store_flags), and writes at the end wherever off
+ * writeback cache (cbfs_open_store_flags), and writes at the end wherever off
  * says; a shared mapping's page that the kernel writes back through such a
  * handle (writepage) belongs at off, so it gets a descriptor of its own
  * without O_APPEND. @return the bytes written, or -1 with *err set. */
@@ -527,7 +528,7 @@ static cbfs_err cbfs_flush_settle(void *arg)
  * power cut could bring back the old mode. Every handle hears of a failure
  * once at its fsync (cbfs_file_flush), the one that wrote or not, and at
  * every close (close: a FLUSH) until then. @return 0 or errno. */
-static int cbfs_handle_flush(struct cbfs_fs *fs, struct cbfs_handle *h, bool close, bool meta)
+static int cbfs_flush_handle(struct cbfs_fs *fs, struct cbfs_handle *h, bool close, bool meta)
 {
     struct cbfs_flush_settle s = {.fs = fs, .inode = h->inode};
     const cbfs_err e =
@@ -577,7 +578,7 @@ void cbfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, cbfs_plain_heard(h, true, err));
         return;
     }
-    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, true, false));
+    fuse_reply_err(req, cbfs_flush_handle(cbfs_req_fs(req), h, true, false));
 }
 
 void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -590,7 +591,7 @@ void cbfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_fil
         fuse_reply_err(req, cbfs_plain_heard(h, false, err));
         return;
     }
-    fuse_reply_err(req, cbfs_handle_flush(cbfs_req_fs(req), h, false, !datasync));
+    fuse_reply_err(req, cbfs_flush_handle(cbfs_req_fs(req), h, false, !datasync));
 }
 
 void cbfs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -121,7 +121,7 @@ static ssize_t cbfs_xattr_list(fuse_req_t req, const char *path, char *buf, size
 /* Replies to getxattr (name set) or listxattr (name NULL) on inode the FUSE
  * way: size 0 asks for the length, otherwise the value in a size-byte buffer
  * (ERANGE from the store when it does not fit). */
-static void cbfs_reply_xattr_call(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
+static void cbfs_xattr_reply_call(fuse_req_t req, struct cbfs_fs *fs, struct cbfs_inode *inode,
                                   size_t size, const char *name)
 {
     char path[CBFS_PROCFD_MAX];
@@ -268,7 +268,7 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
             fuse_reply_buf(req, text, n);
         return;
     }
-    cbfs_reply_xattr_call(req, fs, inode, size, name);
+    cbfs_xattr_reply_call(req, fs, inode, size, name);
 }
 
 void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -276,7 +276,7 @@ void cbfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
     struct cbfs_fs *const fs = cbfs_req_fs(req);
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
 
-    cbfs_reply_xattr_call(req, fs, inode, size, NULL);
+    cbfs_xattr_reply_call(req, fs, inode, size, NULL);
 }
 
 void cbfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)

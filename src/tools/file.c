@@ -62,7 +62,7 @@ static cbfs_err tool_file_load(const struct tool_file *tf, int idx_fd, enum tool
                : cbfs_index_open(tf->data_fd, idx_fd, false, &tf->store.bs, idx, rep);
 }
 
-static bool tool_stat_same(const struct stat *a, const struct stat *b)
+static bool tool_file_stat_same(const struct stat *a, const struct stat *b)
 {
     return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
            a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
@@ -73,8 +73,9 @@ static bool tool_stat_same(const struct stat *a, const struct stat *b)
 static bool tool_file_changed(const struct tool_file *tf)
 {
     struct stat st;
-    if (fstat(tf->data_fd, &st) != 0 || !tool_stat_same(&st, &tf->data_st)) return true;
-    return tf->idx_fd >= 0 && (fstat(tf->idx_fd, &st) != 0 || !tool_stat_same(&st, &tf->idx_st));
+    if (fstat(tf->data_fd, &st) != 0 || !tool_file_stat_same(&st, &tf->data_st)) return true;
+    return tf->idx_fd >= 0 &&
+           (fstat(tf->idx_fd, &st) != 0 || !tool_file_stat_same(&st, &tf->idx_st));
 }
 
 #define TOOL_SIDE_KEEP (-2) /* tool_file_reload: tf's own sidecar fd */
