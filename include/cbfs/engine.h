@@ -23,7 +23,8 @@ struct cbfs_file;
 struct cbfs_engine_config {
     uint32_t block_size;     /* power of two, CBFS_BLOCK_MIN..CBFS_BLOCK_MAX */
     unsigned workers;        /* compression/decompression threads; 0 = online CPUs */
-    uint64_t cache_bytes;    /* decompressed-block LRU, bytes of buffers; 0 = default (64 MiB) */
+    uint64_t cache_bytes;    /* decompressed-block LRU, bytes of buffers; not 0 (the
+                                daemon's default is the settings table's cache_size) */
     unsigned readahead;      /* max blocks decoded ahead of a sequential reader; 0 = off */
     uint64_t inflight_bytes; /* uncompressed bytes queued or compressing, all files;
                                 0 = default: CBFS_INFLIGHT_PER_WORKER per worker, at most
@@ -42,7 +43,7 @@ struct cbfs_engine_config {
 #define CBFS_SYNC_LAG (64ull << 20)
 #define CBFS_SYNC_LAG_PER_REC 4096u
 
-/* Starts the worker pool. @return CBFS_E_INVAL for a bad block size. */
+/* Starts the worker pool. @return CBFS_E_INVAL for a bad block size or no cache. */
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out);
 /* Stops the pool. Every file must already be closed. NULL is a no-op. */
 void cbfs_engine_destroy(struct cbfs_engine *eng);

@@ -53,8 +53,8 @@ struct cbfs_settings {
     uint32_t block_size;                /* block size of new files */
     /* The daemon's tuning (CBFS_SCOPE_MOUNT only). */
     unsigned workers;        /* compression threads; 0 = online CPUs */
-    uint64_t cache_bytes;    /* decompressed-block cache; never 0 (cache_size=0 is refused),
-                                the default the engine's own (test_settings.c) */
+    uint64_t cache_bytes;    /* decompressed-block cache; never 0 (cache_size=0 is refused);
+                                the settings table's default is the only one */
     unsigned readahead;      /* blocks; 0 = off */
     uint64_t inflight_bytes; /* 0 = automatic (the engine's default) */
     double attr_timeout;     /* seconds */

@@ -23,7 +23,10 @@ static void cbfs_engine_buf_release(void *arg, void *data, size_t cap)
 cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_engine **out)
 {
     uint32_t bs = cfg->block_size;
-    if (!cbfs_block_size_valid(bs)) return CBFS_E_INVAL;
+    /* No cache size of its own: the settings table's cache_size is the one
+     * default (src/store/settings.c), and a store beside the engine cannot be
+     * included from here (ENGINE.md, Layers). */
+    if (!cbfs_block_size_valid(bs) || !cfg->cache_bytes) return CBFS_E_INVAL;
     struct cbfs_engine *eng = calloc(1, sizeof *eng);
     if (!eng) return CBFS_E_NOMEM;
     eng->cfg = *cfg;
@@ -31,7 +34,6 @@ cbfs_err cbfs_engine_create(const struct cbfs_engine_config *cfg, struct cbfs_en
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         eng->cfg.workers = n > 0 ? (unsigned)n : 1;
     }
-    if (!eng->cfg.cache_bytes) eng->cfg.cache_bytes = 64ull << 20;
     if (!eng->cfg.sync_lag_bytes) eng->cfg.sync_lag_bytes = CBFS_SYNC_LAG;
     /* The budget must cover what the workers compress plus what waits behind
      * the per-file committers (store writes, write-behind) and in the reorder

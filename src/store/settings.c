@@ -61,10 +61,8 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
                              "block size of new files"}, /* range: cbfs_block_size_valid */
     [CBFS_SET_WORKERS] = {"workers", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT, CBFS_F_(workers), 0,
                           256, 0, "compression threads, 0 = one per online CPU"},
-    /* 64M is also the engine's own default for cache_bytes 0 (test_settings.c
-     * checks that they agree). */
-    /* Not 0: there is no mount without a cache, and 0 would read as "none"
-     * (the engine takes 0 as its default). */
+    /* The one default of the cache's size: the engine has none of its own
+     * (it refuses 0). Not 0: there is no mount without a cache. */
     [CBFS_SET_CACHE_SIZE] = {"cache_size", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
                              CBFS_F_(cache_bytes), 1, 0, 64u << 20,
                              "decompressed-block cache"},

@@ -415,7 +415,7 @@ Test(engine, peek_gives_the_files_own_block_size)
     cr_assert_eq(cbfs_file_close(f), CBFS_OK);
 
     struct cbfs_engine *other;
-    struct cbfs_engine_config cfg = {.block_size = 16 << 10, .workers = 1};
+    struct cbfs_engine_config cfg = {.block_size = 16 << 10, .workers = 1, .cache_bytes = 1 << 20};
     cr_assert_eq(cbfs_engine_create(&cfg, &other), CBFS_OK);
     char p[128], q[140];
     snprintf(p, sizeof p, "%s/peek", eng_dir);
@@ -459,6 +459,16 @@ Test(engine, extend_never_shrinks)
     free(data);
 }
 
+/* No engine without a cache: 0 is refused, not taken as some default of the
+ * engine's own (the settings table's cache_size is the one default). */
+Test(engine_config, no_cache_is_refused)
+{
+    struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 1};
+    struct cbfs_engine *e = NULL;
+    cr_assert_eq(cbfs_engine_create(&cfg, &e), CBFS_E_INVAL);
+    cr_assert_null(e);
+}
+
 /* The default in-flight budget (inflight_bytes 0): 16 MiB per worker, at most
  * 1 GiB, never less than four blocks per worker. */
 Test(engine_config, default_inflight_budget)
@@ -473,7 +483,8 @@ Test(engine_config, default_inflight_budget)
         {64, 16 << 20, 4ull << 30},   {1, 4 << 10, 16ull << 20},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct cbfs_engine_config cfg = {.block_size = cases[i].block, .workers = cases[i].workers};
+        struct cbfs_engine_config cfg = {.block_size = cases[i].block, .workers = cases[i].workers,
+                                         .cache_bytes = 1 << 20};
         struct cbfs_engine *e;
         cr_assert_eq(cbfs_engine_create(&cfg, &e), CBFS_OK);
         cbfs_engine_get_config(e, &cfg);

@@ -10,7 +10,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "cbfs/engine.h"
 #include "cbfs/format.h"
 #include "cbfs/options.h"
 #include "cbfs/settings.h"
@@ -52,20 +51,6 @@ Test(settings, builtin_defaults)
     cr_assert(s.writeback_cache); /* on by default: docs/PERF.md */
     cr_assert_eq(s.fuse_readahead, 2u << 20);
     cr_assert_eq(s.given, 0);
-}
-
-/* The cache default is also the engine's own for cache_bytes 0: they agree. */
-Test(settings, cache_default_is_the_engines)
-{
-    struct cbfs_settings s;
-    cbfs_settings_init(&s);
-    const struct cbfs_engine_config cfg = {.block_size = s.block_size, .workers = 1};
-    struct cbfs_engine *eng;
-    cr_assert_eq(cbfs_engine_create(&cfg, &eng), CBFS_OK);
-    struct cbfs_engine_config got;
-    cbfs_engine_get_config(eng, &got);
-    cbfs_engine_destroy(eng);
-    cr_assert_eq(got.cache_bytes, s.cache_bytes);
 }
 
 /* The one strict whole-number parser (settings, bench, verify). */
@@ -164,7 +149,7 @@ Test(settings, invalid_values_name_the_option_and_range)
         {"workers", "4x", CBFS_E_INVAL, "workers=4x"},
         {"readahead", "4097", CBFS_E_INVAL, "readahead=4097: give a whole number from 0 to 4096"},
         {"cache_size", "lots", CBFS_E_INVAL, "cache_size=lots: give a size"},
-        /* no mount is without a cache; the engine would take 0 as 64M */
+        /* no mount is without a cache (the engine refuses 0) */
         {"cache_size", "0", CBFS_E_INVAL, "cache_size=0: give a size such as 64M or 1G, not 0"},
         {"inflight", "-1M", CBFS_E_INVAL, "inflight=-1M"},
         {"fuse_readahead", "1K", CBFS_E_INVAL, "fuse_readahead=1K: give 0 or a multiple of 4K up to 1G"},
