@@ -20,6 +20,9 @@
 #define CBFS_STATS_DAEMON(X)                                                            \
     X(uptime_ns, U64) X(workers, U64) X(codec, STR) X(level, I64) X(block_size, U64)
 #define CBFS_STATS_STR_MAX 32
+/* Room for the whole text and its NUL, every field at its longest
+ * (test_stats.c): the daemon's reply buffer and the tool's read buffer. */
+#define CBFS_STATS_TEXT_MAX 4096
 
 #define CBFS_STATS_FIELD_U64_(key) uint64_t key;
 #define CBFS_STATS_FIELD_I64_(key) int64_t key;

@@ -258,7 +258,7 @@ void cbfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t s
     struct cbfs_inode *const inode = cbfs_inode_get(fs, ino);
 
     if (cbfs_xattr_is_stats(ino, name)) {
-        char text[4096];
+        char text[CBFS_STATS_TEXT_MAX];
         const size_t n = cbfs_ops_stats_format(fs, text, sizeof text);
         if (size == 0)
             fuse_reply_xattr(req, n);

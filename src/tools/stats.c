@@ -33,7 +33,7 @@ static const char tool_stats_help[] =
 static cbfs_err tool_stats_read(const char *mnt, const char *input, struct cbfs_stats *s,
                                 char *msg, size_t msg_cap)
 {
-    char buf[8192];
+    char buf[CBFS_STATS_TEXT_MAX];
     ssize_t n = 0;
     cbfs_err e = CBFS_OK;
     if (input) {

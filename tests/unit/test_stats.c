@@ -71,6 +71,23 @@ Test(stats, roundtrip)
     }
 }
 
+/* The longest text there can be, every number at its most digits and the
+ * codec name at its longest, fits in CBFS_STATS_TEXT_MAX with its NUL. */
+Test(stats, longest_text_fits)
+{
+    struct cbfs_stats s;
+    memset(&s, 0, sizeof s);
+#define ST_MAX_(name) s.st.name = UINT64_MAX;
+    CBFS_ENGINE_STATS(ST_MAX_)
+#undef ST_MAX_
+    s.uptime_ns = s.workers = s.block_size = UINT64_MAX;
+    s.level = INT64_MIN;
+    memset(s.codec, 'z', sizeof s.codec - 1);
+    char buf[CBFS_STATS_TEXT_MAX];
+    size_t n = 0;
+    cr_assert_eq(cbfs_stats_encode(&s, buf, sizeof buf, &n), CBFS_OK, "%zu bytes", n);
+}
+
 Test(stats, encode_reports_short_buffer)
 {
     struct cbfs_stats s;
