@@ -2,7 +2,8 @@
  * running daemon makes it refuse) — every data file against its sidecar and
  * every live block — and with --repair rebuilds missing or damaged sidecars
  * from the frames, cuts torn data tails and removes orphan and leftover
- * sidecars (docs/FORMAT.md, "Leftover sidecars"). Damaged
+ * sidecars (docs/FORMAT.md, "Leftover sidecars"; an orphan whose file a
+ * crash renamed is moved to it instead). Damaged
  * payloads and damaged frames in the middle of a file cannot be repaired
  * without losing data: they are reported and left alone. Exit codes as
  * e2fsck: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8 usage or
@@ -16,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cbfs/format.h"
 #include "cbfs/pool.h"
 #include "cbfs/store.h"
 #include "cbfs/util.h"
@@ -28,8 +31,9 @@ static const char tool_fsck_help[] =
     "       cbfs fsck --upgrade STORE\n"
     "Checks every data file of an unmounted store against its sidecar and reads every\n"
     "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"
-    "torn tails, removes orphan sidecars and leftover sidecars (a sidecar of a lost file\n"
-    "that shows nothing of it in the data file beside it). Damaged payloads are\n"
+    "torn tails, removes orphan sidecars (or moves one to the file of its directory whose\n"
+    "frames carry its file id: a rename cut short) and leftover sidecars (a sidecar of a\n"
+    "lost file that shows nothing of it in the data file beside it). Damaged payloads are\n"
     "reported, never 'fixed'. A lost sidecar is rebuilt only when the frames prove the\n"
     "block size or back store.conf's; else give the size the files were written with:\n"
     "--block-size SIZE (taken only for files whose frames tell no size of their own).\n"
@@ -171,14 +175,106 @@ static bool tool_fsck_leftover(struct tool_fsck *f, int dirfd, const char *name,
     return true;
 }
 
+/* The file id in the header record of sidecar dirfd/name. @return false if
+ * it has no header that decodes. */
+static bool tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id)
+{
+    uint8_t buf[CBFS_INDEX_REC_SIZE];
+    struct cbfs_index_rec r;
+    int fd;
+    if (tool_file_open_regular(dirfd, name, O_RDONLY, &fd) != CBFS_OK) return false;
+    const bool ok = cbfs_pread_full(fd, buf, sizeof buf, 0) == CBFS_OK &&
+                    cbfs_index_rec_decode(buf, &r) == CBFS_OK && r.type == CBFS_REC_HEADER;
+    close(fd);
+    if (ok) *id = r.file_id;
+    return ok;
+}
+
+/* Is dirfd/name a regular file without a sidecar whose first frame is of
+ * file id? */
+static bool tool_fsck_frames_of(unsigned layout, int dirfd, const char *name, uint64_t id)
+{
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    struct stat st;
+    struct cbfs_frame_hdr fh;
+    int fd;
+    if (cbfs_store_sidecar_path(layout, name, side, sizeof side) != CBFS_OK ||
+        cbfs_store_fstatat(dirfd, side, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+        return false;
+    if (tool_file_open_regular(dirfd, name, O_RDONLY, &fd) != CBFS_OK) return false;
+    const bool ok = cbfs_frame_read_hdr(fd, 0, UINT64_MAX, &fh) == CBFS_OK && fh.file_id == id;
+    close(fd);
+    return ok;
+}
+
+/* An orphan sidecar dirfd/name may be a renamed file's: a crash between a
+ * rename's two steps leaves the data file at the new name and its sidecar
+ * under the old one (docs/OPERATIONS.md says to move it there), and it may
+ * be the only record of the file's block size. Finds the file of its
+ * directory that has no sidecar and whose frames carry its file id, and in
+ * repair mode moves it there (never over a sidecar). @return true if it is
+ * such a file's (*to: that file's name); *moved: the move's error, or
+ * CBFS_OK (also without f->repair, where nothing is moved). */
+static bool tool_fsck_orphan_owner(const struct tool_fsck *f, const struct tool_store *store,
+                                   int dirfd, const char *name, char *to, size_t cap,
+                                   cbfs_err *moved)
+{
+    uint64_t id;
+    *moved = CBFS_OK;
+    if (!tool_fsck_sidecar_id(dirfd, name, &id)) return false;
+    /* layout 2: dirfd is the index directory, its data files are in its parent */
+    const bool indexdir = store->layout == CBFS_LAYOUT_INDEXDIR;
+    const int data = openat(dirfd, indexdir ? ".." : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char **names = NULL;
+    size_t n = 0;
+    bool found = false;
+    if (data < 0) return false;
+    const int rd = openat(data, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rd < 0 || cbfs_dir_read_names(rd, &names, &n) != CBFS_OK) n = 0;
+    for (size_t i = 0; i < n && !found; i++) {
+        if (strcmp(names[i], CBFS_STORE_DIR) == 0 || strcmp(names[i], CBFS_INDEX_DIR) == 0 ||
+            (!indexdir && cbfs_store_is_sidecar_name(names[i])) ||
+            !tool_fsck_frames_of(store->layout, data, names[i], id) ||
+            snprintf(to, cap, "%s", names[i]) >= (int)cap)
+            continue;
+        char side[CBFS_STORE_SIDECAR_PATH_MAX];
+        found = true;
+        if (!f->repair) break;
+        *moved = cbfs_store_sidecar_path(store->layout, names[i], side, sizeof side);
+        if (!*moved) *moved = cbfs_store_sidecar_dir(store->layout, data);
+        if (!*moved && cbfs_store_renameat2(dirfd, name, data, side, RENAME_NOREPLACE) != 0)
+            *moved = cbfs_err_from_errno(errno);
+    }
+    cbfs_dir_free_names(names, n);
+    close(data);
+    return found;
+}
+
 static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, const char *name,
                          const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck *const f = arg;
     if (kind != TOOL_ENT_FILE) {
+        char owner[NAME_MAX + 1];
+        cbfs_err moved;
         f->problems++;
         printf("%s: %s", display, tool_orphan_what(kind));
-        if (f->repair && unlinkat(dirfd, name, 0) == 0) {
+        if (tool_fsck_orphan_owner(f, store, dirfd, name, owner, sizeof owner, &moved)) {
+            /* the file's name is shown as the walk shows names; kept where
+             * the move failed: it is that file's */
+            char shown[4 * NAME_MAX + 1];
+            (void)tool_name_escape(shown, sizeof shown, owner);
+            printf("; it is the sidecar of %s, whose frames carry its file id (a rename cut "
+                   "short by a crash)%s\n",
+                   shown, !f->repair ? ": --repair moves it there" : moved ? "" : " (moved there)");
+            if (f->repair && moved)
+                tool_err("fsck", "%s: cannot move it to %s's sidecar: %s", display, shown,
+                         cbfs_err_str(moved));
+            if (f->repair && !moved)
+                f->fixed++;
+            else
+                f->left++;
+        } else if (f->repair && unlinkat(dirfd, name, 0) == 0) {
             printf(" (removed)\n");
             f->fixed++;
         } else {

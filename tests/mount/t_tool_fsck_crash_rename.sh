@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# cbfs fsck --repair after a crash between a rename's two steps: the data file moved to
+# the new name, its sidecar is still under the old one (docs/OPERATIONS.md: move it to
+# the new name; ENGINE.md: two system calls wide). That sidecar is the only record of the
+# block size of a file whose frames do not prove it (written with another block_size=
+# than store.conf's). fsck --repair removed it as an orphan, then left the file
+# uncorrected, "restore the sidecar from a copy": the mount refused it (EIO) from then on
+# (helper-64's crash-point campaign). It moves it to the file whose frames carry its file
+# id, in both layouts; fsck without --repair says so; an orphan of no file is still removed.
+# The crash is stood in for by making the sidecar's rename fail (t_rename_sidecar_order).
+. "$(dirname "$0")/lib.sh"
+cbfs_tool
+cbfs_expect_log_errors 'the data file moved but its sidecar did not|block size of a lost index'
+
+mnt=$T/mnt
+python3 "$CBFS_TOOLS/gendata.py" csv 2600K "$T/a.csv" 64 # 3 blocks of 1M: no 256K frame
+
+# crashed_rename STORE SIDECAR SIDECAR_C: a.bkp (1M blocks in a store of 256K) renamed to b.bkp
+# through the mount, its sidecar SIDECAR left where it was, as a crash leaves it; and
+# $T/gone.side, the sidecar (SIDECAR_C) of c.bkp, a file since deleted
+crashed_rename() {
+    cbfs_mount "$1" "$mnt" block_size=1M
+    cp "$T/a.csv" "$mnt/a.bkp"
+    cp "$T/a.csv" "$mnt/c.bkp" && cp "$3" "$T/gone.side" && rm "$mnt/c.bkp"
+    chattr +i "$2" || fail "chattr +i on the store ($(stat -f -c %T "$1")) stands in for the crash"
+    mv "$mnt/a.bkp" "$mnt/b.bkp" || { chattr -i "$2"; fail "mv"; }
+    chattr -i "$2"
+    cbfs_umount "$mnt"
+    [[ -f $2 && ! -e $1/a.bkp ]] || fail "the rename did not stop half-way"
+    cbfs_mount "$1" "$mnt"
+    stat "$mnt/b.bkp" >/dev/null 2>&1 && fail "b.bkp reads without its sidecar: the test does not reach its case"
+    cbfs_umount "$mnt"
+}
+
+for layout in 2 1; do
+    store=$T/store$layout
+    if ((layout == 2)); then
+        mkdir -p "$store" && "$CBFS" mkfs -o codec=lz4 "$store" >/dev/null
+        old=$store/.cbfsidx/a.bkp new=$store/.cbfsidx/b.bkp orphan=$store/.cbfsidx/gone.bkp
+        csc=$store/.cbfsidx/c.bkp
+    else
+        cbfs_layout1_store "$store"
+        sed -i 's/^block_size=.*/block_size=262144/' "$store/.cbfs/store.conf"
+        old=$store/a.bkp.cbfsidx new=$store/b.bkp.cbfsidx orphan=$store/gone.bkp.cbfsidx
+        csc=$store/c.bkp.cbfsidx
+    fi
+    crashed_rename "$store" "$old" "$csc"
+    cp "$T/gone.side" "$orphan"
+    cp -a "$store" "$T/copy$layout"
+    rc=0
+    "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
+    [[ -f $new && ! -e $old ]] ||
+        fail "layout $layout: the sidecar was not moved to b.bkp's (fsck --repair exit $rc): $(cat "$T/fsck.out")"
+    check_eq 1 "$rc" "layout $layout: exit status of fsck --repair ($(cat "$T/fsck.out"))"
+    grep -qF "it is the sidecar of b.bkp, whose frames carry its file id (a rename cut short by a crash) (moved there)" \
+        "$T/fsck.out" || fail "layout $layout: fsck --repair: $(cat "$T/fsck.out")"
+    [[ ! -e $orphan ]] || fail "layout $layout: the orphan of no file was not removed"
+    # without --repair: said, not done
+    fsck_rc 4 "$T/copy$layout"
+    grep -qF "it is the sidecar of b.bkp, whose frames carry its file id (a rename cut short by a crash): --repair moves it there" \
+        "$T/fsck.out" || fail "layout $layout: fsck does not name the sidecar's file: $(cat "$T/fsck.out")"
+    [[ -f ${old/$store/$T/copy$layout} ]] || fail "layout $layout: fsck without --repair moved the sidecar"
+    fsck_rc 0 "$store"
+    cbfs_mount "$store" "$mnt"
+    same_file "$T/a.csv" "$mnt/b.bkp"
+    cbfs_umount "$mnt"
+done
+pass
