@@ -331,17 +331,22 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
         e = cbfs_load_slots_match(idx_fd, isize, idx, rv, &in_place);
         if (e) return e;
     }
-    if (idx_fd >= 0) {
-        if (!have_hdr) {
-            e = cbfs_index_write_header(idx, idx_fd);
-            if (e) return e;
-            isize = isize > CBFS_INDEX_REC_SIZE ? isize : CBFS_INDEX_REC_SIZE;
-            wrote_idx = true;
-        }
-        if (isize != idx->index_end && !in_place) {
-            if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
-            wrote_idx = true;
-        }
+    /* A rebuild's header goes down last, once its records are durable: until
+     * then the sidecar has no usable header (zeros, or the damaged one) and
+     * the next load rebuilds from the frames again. Written first, a kill, a
+     * power cut or ENOSPC before the records left a header alone: a sidecar
+     * of no record, from which the next load rescanned and stopped at a torn
+     * write the rebuild had passed over, and acknowledged frames behind it
+     * were no longer read (helper-64's kills of fsck --repair). */
+    const bool head_last = idx_fd >= 0 && !have_hdr;
+    if (head_last) {
+        idx->index_end = CBFS_INDEX_REC_SIZE;
+        if (isize != idx->index_end && ftruncate(idx_fd, (off_t)idx->index_end) != 0)
+            return cbfs_err_from_errno(errno);
+        wrote_idx = true;
+    } else if (idx_fd >= 0 && isize != idx->index_end && !in_place) {
+        if (ftruncate(idx_fd, (off_t)idx->index_end) != 0) return cbfs_err_from_errno(errno);
+        wrote_idx = true;
     }
     if (in_place) {
         e = cbfs_index_write_recs(idx_fd, rv->v, rv->n, idx->index_end);
@@ -356,6 +361,11 @@ static cbfs_err cbfs_load_repair(int data_fd, int idx_fd, bool have_hdr, uint64_
         wrote_idx = true;
     }
     if (wrote_idx && fdatasync(idx_fd) != 0) return cbfs_err_from_errno(errno);
+    if (head_last) {
+        e = cbfs_index_put_header(idx, idx_fd);
+        if (e) return e;
+        if (fdatasync(idx_fd) != 0) return cbfs_err_from_errno(errno);
+    }
     if (cut_late && wrote_idx) {
         if (ftruncate(data_fd, (off_t)idx->data_end) != 0 || fdatasync(data_fd) != 0)
             return cbfs_err_from_errno(errno);
