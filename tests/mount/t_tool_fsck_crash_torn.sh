@@ -83,7 +83,7 @@ for ((k = 1; k <= n; k++)); do
     rm -rf "$T/w"
     cp -a "$store" "$T/w"
     rc=0
-    CBFS_CRASH_AT=$k LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --repair "$T/w" >"$T/kill.out" 2>&1 || rc=$?
+    (CBFS_CRASH_AT=$k LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --repair "$T/w" >"$T/kill.out" 2>&1 || exit $?) 2>/dev/null || rc=$?
     check_eq 137 "$rc" "fsck --repair killed at its call $k"
     read_x "$T/w" "fsck --repair killed at its call $k ($(sed -n "${k}p" "$T/fsck.calls"))"
     rc=0
