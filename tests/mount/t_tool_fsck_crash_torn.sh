@@ -28,8 +28,8 @@ PY
 # crash_mount STORE AT: mounts STORE with the daemon killed at its counted call AT (0: never),
 # a write there torn after 32 KiB; its calls listed in STORE.calls
 crash_mount() {
-    printf '#!/bin/sh\nCBFS_CRASH_AT=%s CBFS_CRASH_TEAR=32768 CBFS_CRASH_LOG=%s LD_PRELOAD=%s exec %s "$@"\n' \
-        "$2" "$1.calls" "$T/crashpoint.so" "$daemon" >"$T/daemon.sh"
+    printf '#!/bin/sh\nASAN_OPTIONS=%s:verify_asan_link_order=0 CBFS_CRASH_AT=%s CBFS_CRASH_TEAR=32768 CBFS_CRASH_LOG=%s LD_PRELOAD=%s exec %s "$@"\n' \
+        "$ASAN_OPTIONS" "$2" "$1.calls" "$T/crashpoint.so" "$daemon" >"$T/daemon.sh"
     chmod +x "$T/daemon.sh"
     mkdir -p "$1"
     CBFS_MOUNT_BIN=$T/daemon.sh cbfs_mount "$1" "$mnt" codec=lz4,block_size=64K
@@ -76,14 +76,14 @@ read_x() {
 }
 read_x "$store" "before the repair"
 cp -a "$store" "$store.copy"
-CBFS_CRASH_LOG=$T/fsck.calls LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --repair "$store.copy" >"$T/full.out" 2>&1 || true
+CBFS_CRASH_LOG=$T/fsck.calls ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --repair "$store.copy" >"$T/full.out" 2>&1 || true
 n=$(wc -l <"$T/fsck.calls")
 ((n > 5)) || fail "fsck --repair made $n counted calls: $(cat "$T/full.out")"
 for ((k = 1; k <= n; k++)); do
     rm -rf "$T/w"
     cp -a "$store" "$T/w"
     rc=0
-    (CBFS_CRASH_AT=$k LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --repair "$T/w" >"$T/kill.out" 2>&1 || exit $?) 2>/dev/null || rc=$?
+    (CBFS_CRASH_AT=$k ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --repair "$T/w" >"$T/kill.out" 2>&1 || exit $?) 2>/dev/null || rc=$?
     check_eq 137 "$rc" "fsck --repair killed at its call $k"
     read_x "$T/w" "fsck --repair killed at its call $k ($(sed -n "${k}p" "$T/fsck.calls"))"
     rc=0

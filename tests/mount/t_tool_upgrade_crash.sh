@@ -44,7 +44,7 @@ served() {
 }
 
 cp -a "$tmpl" "$T/full"
-CBFS_CRASH_LOG=$T/up.calls LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --upgrade "$T/full" >"$T/full.out" 2>&1 ||
+CBFS_CRASH_LOG=$T/up.calls ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --upgrade "$T/full" >"$T/full.out" 2>&1 ||
     fail "fsck --upgrade: $(cat "$T/full.out")"
 n=$(wc -l <"$T/up.calls")
 ((n > 10)) || fail "fsck --upgrade made $n counted calls"
@@ -54,7 +54,7 @@ for ((k = 1; k <= n; k++)); do
     cp -a "$tmpl" "$w"
     when="fsck --upgrade killed at its call $k ($(sed -n "${k}p" "$T/up.calls"))"
     rc=0
-    (CBFS_CRASH_AT=$k LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --upgrade "$w" >"$T/kill.out" 2>&1 || exit $?) 2>/dev/null || rc=$?
+    (CBFS_CRASH_AT=$k ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=$T/crashpoint.so "$CBFS" fsck --upgrade "$w" >"$T/kill.out" 2>&1 || exit $?) 2>/dev/null || rc=$?
     check_eq 137 "$rc" "$when: exit status"
     if ! grep -q '^layout=2' "$w/.cbfs/store.conf" && [[ -n $(find "$w" -name .cbfsidx -type d) ]]; then
         rc=0
@@ -77,7 +77,7 @@ done
 nup=$n
 
 # mkfs
-CBFS_CRASH_LOG=$T/mkfs.calls LD_PRELOAD=$T/crashpoint.so "$CBFS" mkfs -o codec=zstd,block_size=128K "$T/m0" >/dev/null ||
+CBFS_CRASH_LOG=$T/mkfs.calls ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=$T/crashpoint.so "$CBFS" mkfs -o codec=zstd,block_size=128K "$T/m0" >/dev/null ||
     fail "mkfs"
 n=$(wc -l <"$T/mkfs.calls")
 ((n > 5)) || fail "mkfs made $n counted calls"
@@ -85,7 +85,7 @@ for ((k = 1; k <= n; k++)); do
     w=$T/mk$k
     when="mkfs killed at its call $k ($(sed -n "${k}p" "$T/mkfs.calls"))"
     rc=0
-    (CBFS_CRASH_AT=$k LD_PRELOAD=$T/crashpoint.so "$CBFS" mkfs -o codec=zstd,block_size=128K "$w" >/dev/null 2>&1 || exit $?) 2>/dev/null || rc=$?
+    (CBFS_CRASH_AT=$k ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=$T/crashpoint.so "$CBFS" mkfs -o codec=zstd,block_size=128K "$w" >/dev/null 2>&1 || exit $?) 2>/dev/null || rc=$?
     check_eq 137 "$rc" "$when: exit status"
     rc=0
     "$CBFS" mkfs -o codec=zstd,block_size=128K "$w" >"$T/mkfs.out" 2>&1 || rc=$?
