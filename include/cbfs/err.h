@@ -5,6 +5,8 @@
 #ifndef CBFS_ERR_H
 #define CBFS_ERR_H
 
+#include <stdbool.h>
+
 /* X(name, errno at the FUSE boundary, message) */
 #define CBFS_ERRORS(X)                                                                  \
     X(OK, 0, "success")                                                                 \
@@ -67,6 +69,15 @@ typedef enum cbfs_err {
 const char *cbfs_err_str(cbfs_err e);
 /* @return the errno to hand to the kernel for e (0 for CBFS_OK). FUSE layer only. */
 int cbfs_err_errno(cbfs_err e);
+
+/* Errors that mean "no valid frame or record here" (what was read is not
+ * one: stop scanning, or look elsewhere) rather than "could not look" (an
+ * I/O error, no memory), which must never be taken for the first. */
+static inline bool cbfs_err_is_format(cbfs_err e)
+{
+    return e == CBFS_E_TRUNCATED || e == CBFS_E_BAD_MAGIC || e == CBFS_E_CORRUPT ||
+           e == CBFS_E_FBIG;
+}
 /* Maps an errno from a failed system call to the nearest cbfs_err (EIO-like
  * errors to CBFS_E_IO). Used right where a syscall fails, so errno never
  * travels further up than one line. */

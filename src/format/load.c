@@ -106,7 +106,7 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
                 if (r.offset > dsize || dsize - r.offset < CBFS_FRAME_HDR_SIZE + (uint64_t)r.plen)
                     return CBFS_OK;
                 e = cbfs_index_apply(idx, &r);
-                if (cbfs_load_is_format_err(e)) return CBFS_OK;
+                if (cbfs_err_is_format(e)) return CBFS_OK;
                 if (e) return e;
                 rep->records_replayed++;
                 idx->index_end = off + CBFS_INDEX_REC_SIZE;
@@ -125,12 +125,12 @@ static cbfs_err cbfs_load_replay(int data_fd, uint64_t dsize, int idx_fd, uint64
                  * shorter and let a repair cut off good frames. */
                 damaged = true;
             } else {
-                if (e == CBFS_E_VERSION || cbfs_load_is_format_err(e)) return CBFS_OK;
+                if (e == CBFS_E_VERSION || cbfs_err_is_format(e)) return CBFS_OK;
                 if (e) return e;
                 if (!cbfs_load_rec_matches(&r, &fh)) return CBFS_OK;
             }
             e = cbfs_index_apply(idx, &r);
-            if (cbfs_load_is_format_err(e)) return CBFS_OK;
+            if (cbfs_err_is_format(e)) return CBFS_OK;
             if (e) return e;
             /* counted once applied: frames_damaged is a part of
              * records_replayed (the leftover test compares the two) */
@@ -149,7 +149,7 @@ static cbfs_err cbfs_load_apply_scanned(struct cbfs_index *idx, struct cbfs_recv
 {
     for (size_t i = 0; i < rv->n; i++) {
         const cbfs_err e = cbfs_index_apply(idx, &rv->v[i]);
-        if (cbfs_load_is_format_err(e)) {
+        if (cbfs_err_is_format(e)) {
             rv->n = i;
             break;
         }

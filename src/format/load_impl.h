@@ -18,14 +18,6 @@ struct cbfs_recvec {
     size_t n, cap;
 };
 
-/* Errors that mean "no valid frame/record here" (stop scanning) rather than
- * "could not look" (give up: I/O error, out of memory). */
-static inline bool cbfs_load_is_format_err(cbfs_err e)
-{
-    return e == CBFS_E_TRUNCATED || e == CBFS_E_BAD_MAGIC || e == CBFS_E_CORRUPT ||
-           e == CBFS_E_FBIG;
-}
-
 /* Where the sidecar lost records (cbfs_index_report.records_lost): what its
  * slots behind the loss say (cbfs_load_records_lost), what the rescan past
  * them needs, and what it tells back (cbfs_load_scan). */

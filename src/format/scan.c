@@ -33,7 +33,7 @@ cbfs_err cbfs_frame_walk(int data_fd, uint64_t dsize, uint64_t off, cbfs_frame_v
     while (off < dsize) {
         struct cbfs_frame_hdr fh;
         e = cbfs_frame_read_hdr(data_fd, off, dsize, &fh);
-        if (cbfs_load_is_format_err(e)) {
+        if (cbfs_err_is_format(e)) {
             e = CBFS_OK; /* torn or garbage tail: the frames end here */
             break;
         }
@@ -148,7 +148,7 @@ static cbfs_err cbfs_load_is_frame_of(void *arg, uint64_t at, bool *take)
         *take = cbfs_frame_hdr_names(head, (size_t)n, w->file_id);
     }
     if (*take) w->at = at;
-    return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
+    return e && !cbfs_err_is_format(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
 }
 
 /* Does the range the frame at off (header fh) claims hold the start of
@@ -177,7 +177,7 @@ static cbfs_err cbfs_load_scan_one(void *arg, uint64_t off, const struct cbfs_fr
     if (fh->file_id != *c->file_id) return CBFS_E_WRONG_FILE;
     if (c->verify) {
         cbfs_err e = cbfs_load_verify(c->data_fd, off, fh, &c->buf, &c->cap);
-        const bool undecoded = cbfs_load_is_format_err(e);
+        const bool undecoded = cbfs_err_is_format(e);
         if (undecoded) {
             /* Torn: never written whole, the frames end here. So is every
              * such frame past records that ended cleanly (or in a torn
@@ -342,7 +342,7 @@ cbfs_err cbfs_load_past_torn(int data_fd, uint64_t dsize, uint64_t start, uint64
         if (e) return e;
         e = cbfs_load_verify(data_fd, last->offset, &h, &buf, &cap);
         free(buf);
-        if (cbfs_load_is_format_err(e)) {
+        if (cbfs_err_is_format(e)) {
             /* a frame superseded and punched, or rotten in place, was loaded
              * by its writer and counts; only a torn one does not */
             bool torn;
@@ -417,7 +417,7 @@ static cbfs_err cbfs_load_low_one(void *arg, uint64_t at, bool *take)
     if (e == CBFS_OK && h.file_id == l->file_id && h.generation < l->low) l->low = h.generation;
     if (e == CBFS_E_VERSION) l->newer = true;
     *take = false; /* every one */
-    return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
+    return e && !cbfs_err_is_format(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
 }
 
 /* The lowest generation of any frame header of file_id at or past end (where
@@ -601,7 +601,7 @@ static cbfs_err cbfs_frame_find_one(void *arg, uint64_t at, bool *take)
     const cbfs_err e = cbfs_frame_read_hdr(w->data_fd, at, w->dsize, &h);
     *take = e == CBFS_OK;
     if (*take) w->at = at;
-    return e && !cbfs_load_is_format_err(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
+    return e && !cbfs_err_is_format(e) && e != CBFS_E_VERSION ? e : CBFS_OK;
 }
 
 cbfs_err cbfs_frame_find_header(int data_fd, uint64_t dsize, uint64_t from, uint64_t to,

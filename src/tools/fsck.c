@@ -175,36 +175,49 @@ static bool tool_fsck_leftover(struct tool_fsck *f, int dirfd, const char *name,
     return true;
 }
 
-/* The file id in the header record of sidecar dirfd/name. @return false if
- * it has no header that decodes. */
-static bool tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id)
+/* The file id in the header record of sidecar dirfd/name. @return CBFS_OK,
+ * a format error (cbfs_err_is_format: it has no header that decodes), or the
+ * error that kept it from being read. */
+static cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id)
 {
     uint8_t buf[CBFS_INDEX_REC_SIZE];
     struct cbfs_index_rec r;
     int fd;
-    if (tool_file_open_regular(dirfd, name, O_RDONLY, &fd) != CBFS_OK) return false;
-    const bool ok = cbfs_pread_full(fd, buf, sizeof buf, 0) == CBFS_OK &&
-                    cbfs_index_rec_decode(buf, &r) == CBFS_OK && r.type == CBFS_REC_HEADER;
+    cbfs_err e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
+    if (e) return e;
+    e = cbfs_pread_full(fd, buf, sizeof buf, 0);
+    if (!e) e = cbfs_index_rec_decode(buf, &r);
     close(fd);
-    if (ok) *id = r.file_id;
-    return ok;
+    if (!e && r.type != CBFS_REC_HEADER) e = CBFS_E_BAD_MAGIC;
+    if (!e) *id = r.file_id;
+    return e;
 }
 
 /* Is dirfd/name a regular file without a sidecar whose first frame is of
- * file id? */
-static bool tool_fsck_frames_of(unsigned layout, int dirfd, const char *name, uint64_t id)
+ * file id? @return CBFS_OK with *is, or the error that kept it from being
+ * told (a name gone meanwhile, not a regular file, or a first frame that
+ * does not decode is "no"). */
+static cbfs_err tool_fsck_frames_of(unsigned layout, int dirfd, const char *name, uint64_t id,
+                                    bool *is)
 {
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
     struct stat st;
     struct cbfs_frame_hdr fh;
     int fd;
-    if (cbfs_store_sidecar_path(layout, name, side, sizeof side) != CBFS_OK ||
-        cbfs_store_fstatat(dirfd, side, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
-        return false;
-    if (tool_file_open_regular(dirfd, name, O_RDONLY, &fd) != CBFS_OK) return false;
-    const bool ok = cbfs_frame_read_hdr(fd, 0, UINT64_MAX, &fh) == CBFS_OK && fh.file_id == id;
+    *is = false;
+    cbfs_err e = cbfs_store_sidecar_path(layout, name, side, sizeof side);
+    if (e == CBFS_E_NAMETOOLONG) return CBFS_OK; /* no sidecar can be its */
+    if (e) return e;
+    if (cbfs_store_fstatat(dirfd, side, &st, AT_SYMLINK_NOFOLLOW) == 0) return CBFS_OK;
+    if (errno != ENOENT) return cbfs_err_from_errno(errno);
+    e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
+    if (e == CBFS_E_NOENT || e == CBFS_E_NOT_REGULAR) return CBFS_OK;
+    if (e) return e;
+    e = cbfs_frame_read_hdr(fd, 0, UINT64_MAX, &fh);
     close(fd);
-    return ok;
+    if (cbfs_err_is_format(e)) return CBFS_OK;
+    *is = !e && fh.file_id == id;
+    return e;
 }
 
 /* An orphan sidecar dirfd/name may be a renamed file's: a crash between a
@@ -212,34 +225,40 @@ static bool tool_fsck_frames_of(unsigned layout, int dirfd, const char *name, ui
  * under the old one (docs/OPERATIONS.md says to move it there), and it may
  * be the only record of the file's block size. Finds the file of its
  * directory that has no sidecar and whose frames carry its file id, and in
- * repair mode moves it there (never over a sidecar). @return true if it is
- * such a file's (*to: that file's name); *moved: the move's error, or
- * CBFS_OK (also without f->repair, where nothing is moved). */
-static bool tool_fsck_orphan_owner(const struct tool_fsck *f, const struct tool_store *store,
-                                   int dirfd, const char *name, char *to, size_t cap,
-                                   cbfs_err *moved)
+ * repair mode moves it there (never over a sidecar). @return CBFS_OK with
+ * *found (*to: that file's name; *moved: the move's error, CBFS_OK also
+ * without f->repair, where nothing is moved), or the error that kept it from
+ * being told: then the orphan is no one's to remove either. */
+static cbfs_err tool_fsck_orphan_owner(const struct tool_fsck *f, const struct tool_store *store,
+                                       int dirfd, const char *name, bool *found, char *to,
+                                       size_t cap, cbfs_err *moved)
 {
     uint64_t id;
+    *found = false;
     *moved = CBFS_OK;
-    if (!tool_fsck_sidecar_id(dirfd, name, &id)) return false;
+    cbfs_err e = tool_fsck_sidecar_id(dirfd, name, &id);
+    if (cbfs_err_is_format(e)) return CBFS_OK; /* no file id: no file can be told its */
+    if (e) return e;
     /* layout 2: dirfd is the index directory, its data files are in its parent */
     const bool indexdir = store->layout == CBFS_LAYOUT_INDEXDIR;
     const int data = openat(dirfd, indexdir ? ".." : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (data < 0) return cbfs_err_from_errno(errno);
     char **names = NULL;
     size_t n = 0;
-    bool found = false;
-    if (data < 0) return false;
     const int rd = openat(data, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (rd < 0 || cbfs_dir_read_names(rd, &names, &n) != CBFS_OK) n = 0;
-    for (size_t i = 0; i < n && !found; i++) {
+    e = rd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(rd, &names, &n);
+    for (size_t i = 0; i < n && !e && !*found; i++) {
         if (strcmp(names[i], CBFS_STORE_DIR) == 0 || strcmp(names[i], CBFS_INDEX_DIR) == 0 ||
-            (!indexdir && cbfs_store_is_sidecar_name(names[i])) ||
-            !tool_fsck_frames_of(store->layout, data, names[i], id) ||
-            snprintf(to, cap, "%s", names[i]) >= (int)cap)
+            (!indexdir && cbfs_store_is_sidecar_name(names[i])))
             continue;
-        char side[CBFS_STORE_SIDECAR_PATH_MAX];
-        found = true;
+        e = tool_fsck_frames_of(store->layout, data, names[i], id, found);
+        if (e || !*found) continue;
+        if (snprintf(to, cap, "%s", names[i]) >= (int)cap) {
+            e = CBFS_E_NAMETOOLONG;
+            break;
+        }
         if (!f->repair) break;
+        char side[CBFS_STORE_SIDECAR_PATH_MAX];
         *moved = cbfs_store_sidecar_path(store->layout, names[i], side, sizeof side);
         if (!*moved) *moved = cbfs_store_sidecar_dir(store->layout, data);
         if (!*moved && cbfs_store_renameat2(dirfd, name, data, side, RENAME_NOREPLACE) != 0)
@@ -247,7 +266,7 @@ static bool tool_fsck_orphan_owner(const struct tool_fsck *f, const struct tool_
     }
     cbfs_dir_free_names(names, n);
     close(data);
-    return found;
+    return e;
 }
 
 static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, const char *name,
@@ -257,9 +276,19 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
     if (kind != TOOL_ENT_FILE) {
         char owner[NAME_MAX + 1];
         cbfs_err moved;
+        bool owned;
         f->problems++;
         printf("%s: %s", display, tool_orphan_what(kind));
-        if (tool_fsck_orphan_owner(f, store, dirfd, name, owner, sizeof owner, &moved)) {
+        const cbfs_err oe =
+            tool_fsck_orphan_owner(f, store, dirfd, name, &owned, owner, sizeof owner, &moved);
+        if (oe) {
+            /* whether it is a renamed file's could not be told: kept */
+            printf("\n");
+            tool_err("fsck", "%s: cannot tell whether a file of its directory is its: %s; "
+                     "left as it is", display, cbfs_err_str(oe));
+            f->errors++;
+            f->left++;
+        } else if (owned) {
             /* the file's name is shown as the walk shows names; kept where
              * the move failed: it is that file's */
             char shown[4 * NAME_MAX + 1];

@@ -13,6 +13,7 @@ cbfs_tool
 cbfs_expect_log_errors 'the data file moved but its sidecar did not|block size of a lost index'
 
 mnt=$T/mnt
+cbfs_preload openfail
 python3 "$CBFS_TOOLS/gendata.py" csv 2600K "$T/a.csv" 64 # 3 blocks of 1M: no 256K frame
 
 # crashed_rename STORE SIDECAR SIDECAR_C: a.bkp (1M blocks in a store of 256K) renamed to b.bkp
@@ -47,6 +48,19 @@ for layout in 2 1; do
     crashed_rename "$store" "$old" "$csc"
     cp "$T/gone.side" "$orphan"
     cp -a "$store" "$T/copy$layout"
+    # where a file of the directory cannot be looked at (b.bkp's opens fail with EMFILE),
+    # whose the orphan is cannot be told: it is kept, and the error said, never taken for
+    # "no one's"
+    cp -a "$store" "$T/nofd$layout"
+    touch "$T/openfail.on"
+    rc=0
+    CBFS_OPENFAIL_TRIGGER=$T/openfail.on CBFS_OPENFAIL_NAME=b.bkp LD_PRELOAD=$T/openfail.so \
+        "$CBFS" fsck --repair "$T/nofd$layout" >"$T/fsck.out" 2>&1 || rc=$?
+    [[ -f ${old/$store/$T/nofd$layout} ]] ||
+        fail "layout $layout: fsck --repair that could not open b.bkp removed its sidecar (exit $rc): $(cat "$T/fsck.out")"
+    grep -qF "cannot tell whether a file of its directory is its" "$T/fsck.out" ||
+        fail "layout $layout: fsck --repair without b.bkp: $(cat "$T/fsck.out")"
+    ((rc != 0 && rc != 1)) || fail "layout $layout: fsck --repair exit $rc with an error: $(cat "$T/fsck.out")"
     rc=0
     "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
     [[ -f $new && ! -e $old ]] ||
