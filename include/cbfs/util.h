@@ -111,7 +111,8 @@ cbfs_err cbfs_mount_fuse_dev(const char *mnt, char *dev, size_t cap);
  * symlinks) to bytes, in whole KiB: its bdi's read_ahead_kb, found through the
  * topmost FUSE mount at mnt in /proc/self/mountinfo (no request reaches the
  * mount, so its own daemon may call this). Needs root. @return CBFS_E_NOENT
- * if no FUSE mount is at mnt, else 0 or the error of writing sysfs. */
+ * if no FUSE mount is at mnt, CBFS_E_NOTSUP if its bdi has no read_ahead_kb,
+ * else 0 or the error of writing it. */
 cbfs_err cbfs_mount_set_read_ahead(const char *mnt, uint64_t bytes);
 
 /* 64 random bits from getrandom(2) (file ids, store uuids). */

@@ -312,7 +312,8 @@ cbfs_err cbfs_mount_set_read_ahead(const char *mnt, uint64_t bytes)
     snprintf(path, sizeof path, "/sys/class/bdi/%s/read_ahead_kb", dev);
     const int n = snprintf(val, sizeof val, "%" PRIu64 "\n", bytes >> 10);
     const int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return cbfs_err_from_errno(errno);
+    /* not CBFS_E_NOENT, which says the mount is not there */
+    if (fd < 0) return errno == ENOENT ? CBFS_E_NOTSUP : cbfs_err_from_errno(errno);
     cbfs_err err = CBFS_OK;
     const ssize_t w = write(fd, val, (size_t)n);
     if (w < 0) err = cbfs_err_from_errno(errno);
