@@ -27,6 +27,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fdpath.h"
+
 static atomic_ulong count;
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 
@@ -157,12 +159,7 @@ int open64(const char *p, int flags, ...)
 {
     REAL(int, open64, const char *, int, ...);
     mode_t m = 0;
-    if (flags & (O_CREAT | __O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        m = va_arg(ap, mode_t);
-        va_end(ap);
-    }
+    MODE_ARG(flags, m);
     if (flags & (O_CREAT | O_TRUNC)) crash_point("open", p, -1);
     return real(p, flags, m);
 }
@@ -171,12 +168,7 @@ int openat64(int fd, const char *p, int flags, ...)
 {
     REAL(int, openat64, int, const char *, int, ...);
     mode_t m = 0;
-    if (flags & (O_CREAT | __O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        m = va_arg(ap, mode_t);
-        va_end(ap);
-    }
+    MODE_ARG(flags, m);
     if (flags & (O_CREAT | O_TRUNC)) crash_point("openat", p, fd);
     return real(fd, p, flags, m);
 }

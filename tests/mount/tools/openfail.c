@@ -18,18 +18,6 @@
 
 #include "fdpath.h"
 
-/* The mode argument of an open that creates, in a function whose last named
- * parameter is flags. */
-#define MODE_ARG(flags, mode)                                                               \
-    do {                                                                                    \
-        if ((flags) & (O_CREAT | O_TMPFILE)) {                                              \
-            va_list ap;                                                                     \
-            va_start(ap, flags);                                                            \
-            (mode) = va_arg(ap, mode_t);                                                    \
-            va_end(ap);                                                                     \
-        }                                                                                   \
-    } while (0)
-
 static int refused(int fd)
 {
     const char *const name = getenv("CBFS_OPENFAIL_NAME");
