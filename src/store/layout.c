@@ -242,21 +242,8 @@ cbfs_err cbfs_store_rmdir(unsigned layout, int dirfd, const char *name)
     return unlinkat(dirfd, name, AT_REMOVEDIR) == 0 ? CBFS_OK : cbfs_err_from_errno(errno);
 }
 
-/* Removes the sidecars of directory fd, which holds nothing else
- * (cbfs_store_only_index): layout 1's orphans beside, or layout 2's index
- * directory's entries and then the index directory. */
-static cbfs_err cbfs_store_remove_index(unsigned layout, int fd)
-{
-    const bool suffix = layout == CBFS_LAYOUT_SUFFIX;
-    const int sub =
-        openat(fd, suffix ? "." : CBFS_INDEX_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    cbfs_err e = sub < 0 ? cbfs_err_from_errno(errno) : cbfs_store_unlink_entries(sub, suffix);
-    if (e == CBFS_OK && !suffix && unlinkat(fd, CBFS_INDEX_DIR, AT_REMOVEDIR) == -1)
-        e = cbfs_err_from_errno(errno);
-    return e;
-}
-
-cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name)
+/* cbfs_store_empty_dir with the daemon's own permissions. */
+static cbfs_err cbfs_store_empty_dir_once(unsigned layout, int dirfd, const char *name)
 {
     /* A directory that lists as empty is removable (and replaceable by a
      * rename), as on any filesystem: what keeps it in the store are
@@ -265,22 +252,40 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name)
     if (fd < 0) return cbfs_err_from_errno(errno);
     cbfs_err e = CBFS_E_NOTEMPTY;
     if (cbfs_store_only_index(layout, fd)) {
-        struct stat st;
-        e = cbfs_store_remove_index(layout, fd);
-        /* A directory its owner made read-only (0555) after emptying it:
-         * rmdir needs only the parent's write permission, but removing its
-         * sidecars needs the directory's, which a daemon without
-         * CAP_DAC_OVERRIDE (a user's own mount) lacks. Such a daemon owns
-         * the store's directories: it lets itself in for the removal, and
-         * puts the mode back before the caller's rmdir or rename. */
-        if (e == CBFS_E_ACCES && fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
-            fchmod(fd, (st.st_mode & 07777) | S_IRWXU) == 0) {
-            e = cbfs_store_remove_index(layout, fd);
-            if (fchmod(fd, st.st_mode & 07777) == -1 && e == CBFS_OK)
-                e = cbfs_err_from_errno(errno);
-        }
+        /* layout 1: the orphan sidecars; layout 2: the index directory's
+         * entries, then the index directory */
+        const bool suffix = layout == CBFS_LAYOUT_SUFFIX;
+        const int sub = openat(fd, suffix ? "." : CBFS_INDEX_DIR,
+                               O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e = sub < 0 ? cbfs_err_from_errno(errno) : cbfs_store_unlink_entries(sub, suffix);
+        if (e == CBFS_OK && !suffix && unlinkat(fd, CBFS_INDEX_DIR, AT_REMOVEDIR) == -1)
+            e = cbfs_err_from_errno(errno);
     }
     close(fd);
+    return e;
+}
+
+cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name)
+{
+    cbfs_err e = cbfs_store_empty_dir_once(layout, dirfd, name);
+    if (e != CBFS_E_ACCES) return e;
+    /* A directory its owner made read-only (0555, or 0333 and the like)
+     * after emptying it: rmdir needs only the parent's write permission,
+     * but listing and removing its sidecars needs the directory's, which a
+     * daemon without CAP_DAC_OVERRIDE (a user's own mount) lacks. Such a
+     * daemon owns the store's directories: it lets itself in for the
+     * removal and puts the mode back before the caller's rmdir or rename. */
+    const int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0) return e;
+    struct stat st;
+    char path[32];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", pfd);
+    if (fstat(pfd, &st) == 0 && st.st_uid == geteuid() &&
+        chmod(path, (st.st_mode & 07777) | S_IRWXU) == 0) {
+        e = cbfs_store_empty_dir_once(layout, pfd, ".");
+        if (chmod(path, st.st_mode & 07777) == -1 && e == CBFS_OK) e = cbfs_err_from_errno(errno);
+    }
+    close(pfd);
     return e;
 }
 
