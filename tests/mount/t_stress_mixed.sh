@@ -11,17 +11,33 @@
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
 
-# STRESS_VARIANTS: the mounts' options, one word each ("nofile:" first: fd limit 64);
-# STRESS_PROCS, STRESS_THREADS: workers (default 3 processes of 3 threads)
+# STRESS_VARIANTS: the mounts' options, one word each, after optional prefixes:
+# "nofile:" the daemon's fd limit at 64, "drop:" the kernel drops its dentries and
+# inodes every half second meanwhile (FORGETs racing lookups; root only, else
+# skipped), "ext4:" the store is the root of a loop ext4 of its own, where the
+# mount is NFS-exportable (file handles outlive the kernel's cache: "." lookups, export.h;
+# root only, else skipped). STRESS_PROCS, STRESS_THREADS: workers (default 3 processes
+# of 3 threads)
 secs=${STRESS_SECONDS:-8}
-variants=${STRESS_VARIANTS:-codec=lz4,block_size=4K codec=zstd,block_size=16K,writeback_cache=off nofile:codec=zstd,block_size=4K}
+variants=${STRESS_VARIANTS:-drop:codec=lz4,block_size=4K ext4:drop:codec=zstd,block_size=16K,writeback_cache=off nofile:codec=zstd,block_size=4K}
 n=0
 for v in $variants; do
     n=$((n + 1))
-    opts=${v#nofile:}
+    opts=$v
+    while [[ $opts =~ ^(nofile|drop|ext4): ]]; do opts=${opts#*:}; done
+    pre=${v%"$opts"} # the prefixes
     store=$T/store$n mnt=$T/mnt$n
+    if [[ $pre == *ext4:* ]]; then
+        [[ $(id -u) == 0 ]] || { note "$v: skipped (not root)"; continue; }
+        truncate -s 256M "$T/ext4.img"
+        mkfs.ext4 -q -F "$T/ext4.img" >"$T/mkfs.out" 2>&1 || fail "mkfs.ext4: $(cat "$T/mkfs.out")"
+        # (the harness's EXIT trap lazily unmounts anything left mounted below $T)
+        mkdir -p "$store"
+        mount -o loop "$T/ext4.img" "$store" || fail "cannot mount a loop ext4"
+    fi
     mkdir -p "$store"
-    if [[ $v == nofile:* ]]; then
+    allow=0
+    if [[ $pre == *nofile:* ]]; then
         # every inode held open costs the engine two fds: with 64, opens and stats
         # run out of them now and then (the fd cache has let go of all it could)
         cbfs_expect_log_errors 'Too many open files'
@@ -29,15 +45,27 @@ for v in $variants; do
         allow=1
     else
         cbfs_mount "$store" "$mnt" "$opts"
-        allow=0
+    fi
+    dropper=
+    if [[ $pre == *drop:* && -w /proc/sys/vm/drop_caches ]]; then
+        (while :; do echo 2 >/proc/sys/vm/drop_caches; sleep 0.5; done) &
+        dropper=$!
     fi
     STRESS_ALLOW_EMFILE=$allow python3 "$CBFS_TOOLS/stress_mixed.py" "$mnt" "$n" "${STRESS_PROCS:-3}" \
         "${STRESS_THREADS:-3}" "$secs" \
         2>"$T/stress.err" || fail "$v: $(head -n 5 "$T/stress.err" | tr '\n' '|')"
+    if [[ -n $dropper ]]; then
+        kill "$dropper"
+        wait "$dropper" 2>/dev/null || true
+    fi
     cbfs_umount "$mnt"
     CBFS_LOG_ALLOW= # the next variant's log is clean again
     "$CBFS" verify "$store" >"$T/verify.out" 2>&1 ||
         fail "$v: cbfs verify: $(tail -n 5 "$T/verify.out" | tr '\n' '|')"
+    if [[ $pre == *ext4:* ]]; then
+        umount "$store" || fail "cannot unmount the loop ext4 at $store"
+        rm -f "$T/ext4.img"
+    fi
     note "$v: ok"
 done
 pass

@@ -4,9 +4,11 @@ names at once for a while: writes (some with O_APPEND), reads, truncates, stats,
 chmods, utimes, renames, unlinks, links, fallocate, SEEK_DATA, xattrs, mmap, readdir,
 fsync racing the close of a dup of the same descriptor, copy_file_range, the live
 counters (user.cbfs.stats) and a directory's codec (user.cbfs.codec), and a directory
-whose names come and go while it is listed with their attributes. Nothing is checked against a
-model (names move under every worker); the point is the daemon's concurrency (run it
-under ThreadSanitizer) and that no operation fails other than as the races explain.
+whose names come and go while it is listed with their attributes; renameat2's
+RENAME_EXCHANGE and RENAME_NOREPLACE; file handles opened again by open_by_handle_at
+(root only: CAP_DAC_READ_SEARCH). Nothing is checked against a model (names move under
+every worker); the point is the daemon's concurrency (run it under ThreadSanitizer)
+and that no operation fails other than as the races explain.
 
 stress_mixed.py DIR SEED PROCS THREADS SECONDS
 
@@ -14,10 +16,12 @@ Exit status 0, or 1 with the unexpected errors listed (EIO, EBADF, ... : anythin
 race between names cannot explain). STRESS_ALLOW_EMFILE=1 in the environment: EMFILE
 and ENFILE are expected too (a daemon under a low fd limit).
 """
+import ctypes
 import errno
 import mmap
 import os
 import random
+import struct
 import sys
 import threading
 import time
@@ -35,6 +39,9 @@ def names(d):
     return [os.path.join(d, n) for n in ("a", "b", "c", "sub/d", "sub/e")]
 
 
+LIBC = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_NOREPLACE, RENAME_EXCHANGE = -100, 1, 2
+
 MAPPED = "m"  # never cut, moved or removed: a mapping past its end would be SIGBUS
 MAPPED_SIZE = 65536
 
@@ -47,9 +54,9 @@ def data(rng, n):
 
 def op(rng, d, fds, lock):
     ns = names(d)
-    k = rng.randrange(28)
+    k = rng.randrange(30)
     # the calls that cut, move or remove pick from ns; the others may take MAPPED too
-    p = rng.choice(ns) if k in (8, 12, 13, 14, 24) or rng.random() < 0.8 else \
+    p = rng.choice(ns) if k in (8, 12, 13, 14, 24, 28) or rng.random() < 0.8 else \
         os.path.join(d, MAPPED)
     try:
         do_op(rng, d, fds, lock, ns, k, p)
@@ -164,6 +171,33 @@ def do_op(rng, d, fds, lock, ns, k, p):
     elif k == 27:  # ... while it is listed with every entry's attributes (READDIRPLUS)
         for e in os.scandir(os.path.join(d, "many")):
             e.stat(follow_symlinks=False)
+    elif k == 28:  # names exchanged, or moved only where none is
+        flags = rng.choice((RENAME_EXCHANGE, RENAME_NOREPLACE))
+        if LIBC.renameat2(AT_FDCWD, p.encode(), AT_FDCWD, rng.choice(ns).encode(), flags) != 0:
+            err = ctypes.get_errno()
+            if err != errno.EINVAL:  # same name twice with EXCHANGE: as on ext4
+                raise OSError(err, os.strerror(err), p)
+    elif k == 29 and os.geteuid() == 0:  # a file handle, as nfsd keeps them, opened again (after a drop of
+        # the kernel's caches the daemon is asked for the node id: a lookup of ".")
+        buf = ctypes.create_string_buffer(8 + 128)
+        struct.pack_into("I", buf, 0, 128)
+        mount_id = ctypes.c_int()
+        if LIBC.name_to_handle_at(AT_FDCWD, p.encode(), buf, ctypes.byref(mount_id), 0) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), p)
+        mfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = LIBC.open_by_handle_at(mfd, buf, os.O_RDONLY | os.O_CLOEXEC)
+            if fd < 0:
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err), p)
+            try:
+                os.fstat(fd)
+                os.pread(fd, 4096, rng.randrange(0, 100000))
+            finally:
+                os.close(fd)
+        finally:
+            os.close(mfd)
     else:
         os.statvfs(d)
         fd = os.open(p, os.O_RDONLY)  # closed by another thread (k == 20) or at the end
