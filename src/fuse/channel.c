@@ -49,7 +49,8 @@ static void (*cbfs_chan_lost)(void *arg, uint64_t fh, uint64_t off, int err);
 static void *cbfs_chan_lost_arg; /* both set before the loop */
 
 /* ThreadSanitizer builds only: the order the kernel gives requests, told to
- * TSan. The kernel sends a request on a node id or a handle only after the
+ * TSan. The kernel sends a request on a node id or a handle (a request's own,
+ * and LINK's file and RENAME's new directory) only after the
  * reply that handed it out (INIT the root's; the entries of LOOKUP, MKNOD,
  * MKDIR, SYMLINK, LINK, CREATE and READDIRPLUS; the handles of OPEN, OPENDIR,
  * CREATE); a FORGET of a node id, or a RELEASE(DIR) of a handle, only after
@@ -88,7 +89,10 @@ void __tsan_release(void *addr);
 static char cbfs_chan_tsan_born[CBFS_CHAN_TSAN_SLOTS], cbfs_chan_tsan_used[CBFS_CHAN_TSAN_SLOTS],
     cbfs_chan_tsan_listed[CBFS_CHAN_TSAN_SLOTS];
 static _Thread_local struct {
-    uint64_t unique, nodeid, fh; /* fh: READDIR(PLUS)'s */
+    uint64_t unique, nodeid;
+    uint64_t other; /* the second node id of LINK (the file), RENAME(2) (the new
+                       directory): 0 for the others */
+    uint64_t fh;    /* READDIR(PLUS)'s handle */
     uint32_t opcode;
 } cbfs_chan_tsan_req; /* the request this thread read last */
 
@@ -104,8 +108,17 @@ static void cbfs_chan_tsan_read(const struct fuse_in_header *in, const char *arg
     cbfs_chan_tsan_req.nodeid = in->nodeid;
     cbfs_chan_tsan_req.opcode = in->opcode;
     cbfs_chan_tsan_req.fh = 0;
+    cbfs_chan_tsan_req.other = 0;
     __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_born, in->nodeid));
     switch (in->opcode) {
+    case FUSE_LINK:     /* fuse_link_in.oldnodeid */
+    case FUSE_RENAME:   /* fuse_rename_in.newdir */
+    case FUSE_RENAME2:  /* fuse_rename2_in.newdir */
+        if (alen >= sizeof(uint64_t)) {
+            memcpy(&cbfs_chan_tsan_req.other, arg, sizeof(uint64_t));
+            __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_born, cbfs_chan_tsan_req.other));
+        }
+        break;
     case FUSE_FORGET:
     case FUSE_RELEASE:
     case FUSE_RELEASEDIR:
@@ -145,6 +158,8 @@ static void cbfs_chan_tsan_reply(const struct iovec *iov, int count)
     const struct fuse_out_header *const out = iov[0].iov_base;
     if (out->unique == 0 || out->unique != cbfs_chan_tsan_req.unique) return;
     __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_used, cbfs_chan_tsan_req.nodeid));
+    if (cbfs_chan_tsan_req.other)
+        __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_used, cbfs_chan_tsan_req.other));
     if (cbfs_chan_tsan_req.opcode == FUSE_READDIR || cbfs_chan_tsan_req.opcode == FUSE_READDIRPLUS)
         __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_listed, cbfs_chan_tsan_req.fh));
     if (out->error) return;
