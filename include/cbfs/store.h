@@ -161,6 +161,14 @@ int cbfs_store_renameat2(int olddirfd, const char *oldpath, int newdirfd, const 
  * as given, e.g. a /proc/self/fd path with AT_SYMLINK_FOLLOW). */
 int cbfs_store_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                       int flags);
+/* The directory holding path's last name, opened ahead for calls relative to
+ * it that must need no new descriptor when they come (a rename's sidecar,
+ * once its data file has moved): *at is dirfd itself for a plain name, else
+ * an fd of path's one directory, opened as cbfs_store_openat opens it;
+ * *path moves on to the last name. Give it back with cbfs_store_at_close.
+ * @return 0, or -1 with errno set. */
+int cbfs_store_at_open(int dirfd, const char **path, int *at);
+void cbfs_store_at_close(int dirfd, int at);
 
 /* rmdir of name in dirfd with ext4's answer for a directory that looks empty
  * through the mount: one that holds only sidecars whose data files are gone

@@ -100,16 +100,19 @@ static int cbfs_rename_drop_leftover(struct cbfs_fs *fs, const struct cbfs_renam
  * removing the link again; other failures of the link (EXDEV, EMLINK, a store
  * without hard links) are left to the renames to report. */
 static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_side *a,
-                                 const struct cbfs_rename_side *b)
+                                 const struct cbfs_rename_side *b, int aat, const char *aname,
+                                 int bat, const char *bname)
 {
     cbfs_assert_held(&fs->names_lock);
-    const int fd = cbfs_fs_openat(fs, a->fd, a->sc, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+    /* aat, bat: the sidecar names' directories, held (struct cbfs_rename_sc) */
+    int fd;
+    CBFS_FDCACHE_RETRY(&fs->fdc, fd, openat(aat, aname, O_PATH | O_NOFOLLOW | O_CLOEXEC));
     if (fd == -1) return 0; /* the sidecar's rename reports it */
     int err = 0;
-    if (cbfs_fs_link_fd(fs, fd, b->fd, b->sc) == 0) {
+    if (cbfs_fs_link_fd(fs, fd, bat, bname) == 0) {
         /* a link left there would make the sidecar's rename a no-op (both
          * names one file): the rename fails instead */
-        if (cbfs_fs_unlinkat(fs, b->fd, b->sc) == -1) {
+        if (cbfs_fs_unlinkat(fs, bat, bname) == -1) {
             err = errno;
             cbfs_log_warn("a rename to '%s' failed and left a link of the sidecar of '%s' "
                           "behind (an orphan sidecar to cbfs fsck --repair): %s",
@@ -122,22 +125,26 @@ static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_si
     return err;
 }
 
-/* rename with both directories pinned, fs->names_lock held. @return 0 or errno. */
-static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
-                          struct cbfs_rename_side *b, unsigned int flags)
+/* Where a rename's sidecars move between: the directories that hold the two
+ * sidecar names, opened before the data file moves (cbfs_store_at_open), so
+ * that the sidecar's own rename after it needs no new descriptor. Opened
+ * there, a daemon out of descriptors (EMFILE: a busy mount under its fd
+ * limit) moved the data file and left its sidecar at the old name: the
+ * file, rebuilt from its frames at its next open, failed with EIO where they
+ * do not prove its block size (t_rename_emfile). */
+struct cbfs_rename_sc {
+    int aat, bat;             /* a's and b's; -1: not opened (no sidecar moves) */
+    const char *aname, *bname; /* the sidecar names there */
+};
+
+/* The moves of cbfs_rename_at, with sc opened where a sidecar moves.
+ * fs->names_lock held. @return 0 or errno. */
+static int cbfs_rename_moves(struct cbfs_fs *fs, struct cbfs_rename_side *a,
+                             struct cbfs_rename_side *b, unsigned int flags, bool same,
+                             const struct cbfs_rename_sc *sc)
 {
     cbfs_assert_held(&fs->names_lock);
     int err;
-    if ((err = cbfs_rename_probe(fs, a)) != 0 || (err = cbfs_rename_probe(fs, b)) != 0) return err;
-    if (!a->exists) return ENOENT;
-    if ((a->has_sc && !b->sc[0]) || ((flags & RENAME_EXCHANGE) && b->has_sc && !a->sc[0]))
-        return ENAMETOOLONG;
-    /* the sidecars' new homes exist before the data files move */
-    if ((a->has_sc && (err = cbfs_inode_sidecar_dir(fs, b->fd)) != 0) ||
-        ((flags & RENAME_EXCHANGE) && b->has_sc && (err = cbfs_inode_sidecar_dir(fs, a->fd)) != 0))
-        return err;
-    /* Same file under both names: rename(2) does nothing, and neither may we. */
-    const bool same = b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
     /* Anything but a directory that takes b's name: a sidecar there (a
      * replaced compressed file's, or a leftover) goes out of the way first.
      * For a plain file, a symlink, a fifo, so that a crash in between leaves
@@ -171,9 +178,10 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
      * no removal frees: room for it first. */
     const bool xchg = flags & RENAME_EXCHANGE;
     if (!same && !aside && a->has_sc && !(xchg && b->has_sc) &&
-        (err = cbfs_rename_make_room(fs, a, b)) != 0)
+        (err = cbfs_rename_make_room(fs, a, b, sc->aat, sc->aname, sc->bat, sc->bname)) != 0)
         return err;
-    if (!same && xchg && b->has_sc && !a->has_sc && (err = cbfs_rename_make_room(fs, b, a)) != 0)
+    if (!same && xchg && b->has_sc && !a->has_sc &&
+        (err = cbfs_rename_make_room(fs, b, a, sc->bat, sc->bname, sc->aat, sc->aname)) != 0)
         return err;
     int moved = renameat2(a->fd, a->name, b->fd, b->name, flags);
     if (moved == -1 && (errno == ENOTEMPTY || errno == EEXIST) && S_ISDIR(a->st.st_mode) &&
@@ -193,13 +201,13 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     int r = 0;
     if (flags & RENAME_EXCHANGE) {
         if (a->has_sc && b->has_sc)
-            r = cbfs_fs_renameat2(fs, a->fd, a->sc, b->fd, b->sc, RENAME_EXCHANGE);
+            r = renameat2(sc->aat, sc->aname, sc->bat, sc->bname, RENAME_EXCHANGE);
         else if (a->has_sc)
-            r = cbfs_fs_renameat2(fs, a->fd, a->sc, b->fd, b->sc, 0);
+            r = renameat2(sc->aat, sc->aname, sc->bat, sc->bname, 0);
         else if (b->has_sc)
-            r = cbfs_fs_renameat2(fs, b->fd, b->sc, a->fd, a->sc, 0);
+            r = renameat2(sc->bat, sc->bname, sc->aat, sc->aname, 0);
     } else if (a->has_sc) {
-        r = cbfs_fs_renameat2(fs, a->fd, a->sc, b->fd, b->sc, 0); /* the target's went first */
+        r = renameat2(sc->aat, sc->aname, sc->bat, sc->bname, 0); /* the target's went first */
     }
     /* The rename has happened (the replaced file is gone, the names moved):
      * it succeeds, as the caller and the kernel's dentries must see it. */
@@ -221,6 +229,39 @@ static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     if (a->reg) cbfs_rename_relocate(fs, &a->st, b->dir, b->name);
     if ((flags & RENAME_EXCHANGE) && b->reg) cbfs_rename_relocate(fs, &b->st, a->dir, a->name);
     return 0;
+}
+
+/* rename with both directories pinned, fs->names_lock held. @return 0 or errno. */
+static int cbfs_rename_at(struct cbfs_fs *fs, struct cbfs_rename_side *a,
+                          struct cbfs_rename_side *b, unsigned int flags)
+{
+    cbfs_assert_held(&fs->names_lock);
+    int err;
+    if ((err = cbfs_rename_probe(fs, a)) != 0 || (err = cbfs_rename_probe(fs, b)) != 0) return err;
+    if (!a->exists) return ENOENT;
+    if ((a->has_sc && !b->sc[0]) || ((flags & RENAME_EXCHANGE) && b->has_sc && !a->sc[0]))
+        return ENAMETOOLONG;
+    /* the sidecars' new homes exist before the data files move */
+    if ((a->has_sc && (err = cbfs_inode_sidecar_dir(fs, b->fd)) != 0) ||
+        ((flags & RENAME_EXCHANGE) && b->has_sc && (err = cbfs_inode_sidecar_dir(fs, a->fd)) != 0))
+        return err;
+    /* Same file under both names: rename(2) does nothing, and neither may we. */
+    const bool same = b->exists && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino;
+    struct cbfs_rename_sc sc = {.aat = -1, .bat = -1, .aname = a->sc, .bname = b->sc};
+    if (!same && (a->has_sc || ((flags & RENAME_EXCHANGE) && b->has_sc))) {
+        int r;
+        CBFS_FDCACHE_RETRY(&fs->fdc, r, cbfs_store_at_open(a->fd, &sc.aname, &sc.aat));
+        if (r == 0) CBFS_FDCACHE_RETRY(&fs->fdc, r, cbfs_store_at_open(b->fd, &sc.bname, &sc.bat));
+        if (r == -1) {
+            err = errno;
+            if (sc.aat != -1) cbfs_store_at_close(a->fd, sc.aat);
+            return err;
+        }
+    }
+    err = cbfs_rename_moves(fs, a, b, flags, same, &sc);
+    if (sc.aat != -1) cbfs_store_at_close(a->fd, sc.aat);
+    if (sc.bat != -1) cbfs_store_at_close(b->fd, sc.bat);
+    return err;
 }
 
 void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,

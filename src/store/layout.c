@@ -184,6 +184,17 @@ int cbfs_store_renameat2(int olddirfd, const char *oldpath, int newdirfd, const 
     return cbfs_store_at_done(olddirfd, oat, r);
 }
 
+int cbfs_store_at_open(int dirfd, const char **path, int *at)
+{
+    *at = cbfs_store_at_dir(dirfd, path);
+    return *at == -1 ? -1 : 0;
+}
+
+void cbfs_store_at_close(int dirfd, int at)
+{
+    (void)cbfs_store_at_done(dirfd, at, 0);
+}
+
 int cbfs_store_linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                       int flags)
 {

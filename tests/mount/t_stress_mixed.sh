@@ -36,11 +36,16 @@ for v in $variants; do
         mount -o loop "$T/ext4.img" "$store" || fail "cannot mount a loop ext4"
     fi
     mkdir -p "$store"
-    allow=0
+    allow=0 tolerated=()
+    # A handle of a compressed file the kernel dropped names no sidecar (docs/NFS.md: a
+    # file whose frames do not prove its block size gives ESTALE until a lookup names
+    # it): its stat is logged as a warning, with the disconnected path '/'
+    [[ $pre == *ext4:* ]] && tolerated+=("logical size of '/': block size of a lost index")
+    # every inode held open costs the engine two fds: with 64, opens and stats run out
+    # of them now and then (the fd cache has let go of all it could)
+    [[ $pre == *nofile:* ]] && tolerated+=('Too many open files')
+    ((${#tolerated[@]} == 0)) || cbfs_expect_log_errors "$(IFS='|'; echo "${tolerated[*]}")"
     if [[ $pre == *nofile:* ]]; then
-        # every inode held open costs the engine two fds: with 64, opens and stats
-        # run out of them now and then (the fd cache has let go of all it could)
-        cbfs_expect_log_errors 'Too many open files'
         CBFS_DAEMON_NOFILE=64 cbfs_mount "$store" "$mnt" "$opts"
         allow=1
     else

@@ -3,7 +3,8 @@
  * CBFS_OPENFAIL_NAME (open64 and openat64, the daemon's open and openat, or
  * open_by_handle_at, how its fd cache reopens what it evicted) fails with EMFILE, as on
  * a daemon whose every other descriptor is taken. The open is made, then its descriptor
- * closed again: a handle names no path before it is opened. Everything else goes through
+ * closed again: a handle names no path before it is opened. A trigger holding a number
+ * N lets the next N of them through first (let_through). Everything else goes through
  * untouched.
  * Build: cc -shared -fPIC -o openfail.so openfail.c -ldl */
 #define _GNU_SOURCE
@@ -11,12 +12,33 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fdpath.h"
+
+/* A trigger file that holds a number N > 0 lets the next N such opens through, counting
+ * down in the file (one caller at a time: a test sweeping where in a call the failure
+ * lands). @return true if this open is one of them. */
+static int let_through(const char *trig)
+{
+    char buf[32];
+    const int fd = open(trig, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return 0;
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    long left = strtol(buf, NULL, 10);
+    if (left > 0) {
+        const int len = snprintf(buf, sizeof buf, "%ld\n", left - 1);
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)len, 0) != len)
+            left = 0; /* the count is lost: fail from here */
+    }
+    close(fd);
+    return left > 0;
+}
 
 static int refused(int fd)
 {
@@ -27,6 +49,7 @@ static int refused(int fd)
     if (!fdpath(fd, path, sizeof path)) return 0;
     const size_t pl = strlen(path), nl = strlen(name);
     if (pl < nl || strcmp(path + pl - nl, name) != 0) return 0;
+    if (let_through(trig)) return 0;
     close(fd);
     errno = EMFILE;
     return 1;
