@@ -14,7 +14,8 @@ stress_mixed.py DIR SEED PROCS THREADS SECONDS
 
 Exit status 0, or 1 with the unexpected errors listed (EIO, EBADF, ... : anything a
 race between names cannot explain). STRESS_ALLOW_EMFILE=1 in the environment: EMFILE
-and ENFILE are expected too (a daemon under a low fd limit).
+and ENFILE are expected too (a daemon under a low fd limit). STRESS_OPS=k,k,...: only
+those operations (the numbers in op()).
 """
 import ctypes
 import errno
@@ -52,9 +53,14 @@ def data(rng, n):
     return (word * (n // 16 + 1))[:n]
 
 
+# STRESS_OPS=k,k,...: only these operations (narrowing down a failure)
+OPS = [int(k) for k in os.environ["STRESS_OPS"].split(",")] if os.environ.get("STRESS_OPS") \
+    else list(range(30))
+
+
 def op(rng, d, fds, lock):
     ns = names(d)
-    k = rng.randrange(30)
+    k = rng.choice(OPS)
     # the calls that cut, move or remove pick from ns; the others may take MAPPED too
     p = rng.choice(ns) if k in (8, 12, 13, 14, 24, 28) or rng.random() < 0.8 else \
         os.path.join(d, MAPPED)
