@@ -50,8 +50,8 @@ static void *cbfs_chan_lost_arg; /* both set before the loop */
 
 /* ThreadSanitizer builds only: the order the kernel gives requests, told to
  * TSan. The kernel sends a request on a node id or a handle (a request's own,
- * and LINK's file and RENAME's new directory) only after the
- * reply that handed it out (INIT the root's; the entries of LOOKUP, MKNOD,
+ * LINK's file, RENAME's new directory) only after the reply that handed it
+ * out (INIT the root's; the entries of LOOKUP, MKNOD,
  * MKDIR, SYMLINK, LINK, CREATE and READDIRPLUS; the handles of OPEN, OPENDIR,
  * CREATE); a FORGET of a node id, or a RELEASE(DIR) of a handle, only after
  * the replies to every request that used it (the calls wait for them); and a
