@@ -19,6 +19,7 @@
 
 #include "cbfs/log.h"
 #include "fuse/channel.h"
+#include "fuse/channel_tsan.h"
 
 /* The INIT request's unique id and whether the kernel offered KILLPRIV_V2;
  * written by the thread that reads INIT, read by the one replying to it,
@@ -47,153 +48,6 @@ static _Thread_local struct {
 } cbfs_chan_wb;
 static void (*cbfs_chan_lost)(void *arg, uint64_t fh, uint64_t off, int err);
 static void *cbfs_chan_lost_arg; /* both set before the loop */
-
-/* ThreadSanitizer builds only: the order the kernel gives requests, told to
- * TSan. The kernel sends a request on a node id or a handle (a request's own,
- * LINK's file, RENAME's new directory) only after the reply that handed it
- * out (INIT the root's; the entries of LOOKUP, MKNOD,
- * MKDIR, SYMLINK, LINK, CREATE and READDIRPLUS; the handles of OPEN, OPENDIR,
- * CREATE); a FORGET of a node id, or a RELEASE(DIR) of a handle, only after
- * the replies to every request that used it (the calls wait for them); and a
- * directory handle's READDIR(PLUS) only after the reply to its last one (a
- * directory is read under its position's lock; ops_dir.c keeps the stream's
- * place in the handle without one). So an op may free an inode or a handle
- * that another thread's op used until its reply, and the first WRITE of a
- * handle may read what CREATE made without a lock. libfuse's serving threads
- * meet on no lock between one's reply and the request another reads next, so
- * TSan sees none of this: it orders them only through its model of I/O on
- * descriptors (io_sync=1, its default: every write(2) to any file before
- * every later read(2) of any file, which hides the daemon's real races too);
- * with io_sync=0 it reported each of the above as a race. Three slots say
- * what the kernel promises: per node id "born", released by the replies that
- * hand it out and acquired by every request on it, and "used", released by
- * every reply to a request on it and acquired by its FORGET, BATCH_FORGET,
- * RELEASE and RELEASEDIR; per directory handle "listed", released by a
- * READDIR(PLUS)'s reply and acquired by the next READDIR(PLUS) of it. Nothing
- * else is ordered: two requests on one file stay as unordered to TSan as the
- * kernel leaves them, and so do accesses after a reply. Ids share slots by
- * hash (a little more order, rarely). Run the TSan daemon with
- * TSAN_OPTIONS=io_sync=0. */
-#if defined(__SANITIZE_THREAD__)
-#define CBFS_CHAN_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CBFS_CHAN_TSAN 1
-#endif
-#endif
-#ifdef CBFS_CHAN_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define CBFS_CHAN_TSAN_SLOTS 4096
-/* only their addresses are used */
-static char cbfs_chan_tsan_born[CBFS_CHAN_TSAN_SLOTS], cbfs_chan_tsan_used[CBFS_CHAN_TSAN_SLOTS],
-    cbfs_chan_tsan_listed[CBFS_CHAN_TSAN_SLOTS];
-static _Thread_local struct {
-    uint64_t unique, nodeid;
-    uint64_t other; /* the second node id of LINK (the file), RENAME(2) (the new
-                       directory): 0 for the others */
-    uint64_t fh;    /* READDIR(PLUS)'s handle */
-    uint32_t opcode;
-} cbfs_chan_tsan_req; /* the request this thread read last */
-
-static void *cbfs_chan_tsan_slot(char *slots, uint64_t nodeid)
-{
-    return &slots[(nodeid * 0x9E3779B97F4A7C15ull) >> 52];
-}
-
-/* After a request is read: what the kernel ordered before it. */
-static void cbfs_chan_tsan_read(const struct fuse_in_header *in, const char *arg, size_t alen)
-{
-    cbfs_chan_tsan_req.unique = in->unique;
-    cbfs_chan_tsan_req.nodeid = in->nodeid;
-    cbfs_chan_tsan_req.opcode = in->opcode;
-    cbfs_chan_tsan_req.fh = 0;
-    cbfs_chan_tsan_req.other = 0;
-    __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_born, in->nodeid));
-    switch (in->opcode) {
-    case FUSE_LINK:     /* fuse_link_in.oldnodeid */
-    case FUSE_RENAME:   /* fuse_rename_in.newdir */
-    case FUSE_RENAME2:  /* fuse_rename2_in.newdir */
-        if (alen >= sizeof(uint64_t)) {
-            memcpy(&cbfs_chan_tsan_req.other, arg, sizeof(uint64_t));
-            __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_born, cbfs_chan_tsan_req.other));
-        }
-        break;
-    case FUSE_FORGET:
-    case FUSE_RELEASE:
-    case FUSE_RELEASEDIR:
-        __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_used, in->nodeid));
-        break;
-    case FUSE_READDIR:
-    case FUSE_READDIRPLUS:
-        if (alen >= sizeof(struct fuse_read_in)) {
-            cbfs_chan_tsan_req.fh = ((const struct fuse_read_in *)(const void *)arg)->fh;
-            __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_listed, cbfs_chan_tsan_req.fh));
-        }
-        break;
-    case FUSE_BATCH_FORGET:
-        if (alen >= sizeof(struct fuse_batch_forget_in)) {
-            const struct fuse_batch_forget_in *const b = (const void *)arg;
-            const struct fuse_forget_one *const one = (const void *)(b + 1);
-            for (size_t i = 0; i < b->count && (i + 1) * sizeof *one <= alen - sizeof *b; i++)
-                __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_used, one[i].nodeid));
-        }
-        break;
-    default:
-        break;
-    }
-}
-
-/* A node id the reply hands out (and uses). */
-static void cbfs_chan_tsan_hand_out(uint64_t nodeid)
-{
-    if (!nodeid) return;
-    __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_born, nodeid));
-    __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_used, nodeid));
-}
-
-/* Before the reply to the request this thread read. */
-static void cbfs_chan_tsan_reply(const struct iovec *iov, int count)
-{
-    const struct fuse_out_header *const out = iov[0].iov_base;
-    if (out->unique == 0 || out->unique != cbfs_chan_tsan_req.unique) return;
-    __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_used, cbfs_chan_tsan_req.nodeid));
-    if (cbfs_chan_tsan_req.other)
-        __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_used, cbfs_chan_tsan_req.other));
-    if (cbfs_chan_tsan_req.opcode == FUSE_READDIR || cbfs_chan_tsan_req.opcode == FUSE_READDIRPLUS)
-        __tsan_release(cbfs_chan_tsan_slot(cbfs_chan_tsan_listed, cbfs_chan_tsan_req.fh));
-    if (out->error) return;
-    const char *const p = count >= 2 ? iov[1].iov_base : NULL;
-    const size_t len = count >= 2 ? iov[1].iov_len : 0;
-    switch (cbfs_chan_tsan_req.opcode) {
-    case FUSE_INIT:
-        cbfs_chan_tsan_hand_out(FUSE_ROOT_ID);
-        break;
-    case FUSE_OPEN:
-    case FUSE_OPENDIR:
-        cbfs_chan_tsan_hand_out(cbfs_chan_tsan_req.nodeid);
-        break;
-    case FUSE_LOOKUP:
-    case FUSE_MKNOD:
-    case FUSE_MKDIR:
-    case FUSE_SYMLINK:
-    case FUSE_LINK:
-    case FUSE_CREATE: /* its handle is its entry's */
-        if (len >= sizeof(struct fuse_entry_out))
-            cbfs_chan_tsan_hand_out(((const struct fuse_entry_out *)(const void *)p)->nodeid);
-        break;
-    case FUSE_READDIRPLUS:
-        for (size_t at = 0; at + sizeof(struct fuse_direntplus) <= len;) {
-            const struct fuse_direntplus *const d = (const void *)(p + at);
-            cbfs_chan_tsan_hand_out(d->entry_out.nodeid);
-            at += FUSE_DIRENTPLUS_SIZE(d);
-        }
-        break;
-    default:
-        break;
-    }
-}
-#endif
 
 bool cbfs_chan_kill_requested(uint32_t opcode, const void *arg, size_t alen)
 {
@@ -237,9 +91,7 @@ static ssize_t cbfs_chan_read(int fd, void *buf, size_t len, void *userdata)
     const struct fuse_in_header *in = buf;
     const char *arg = (const char *)buf + sizeof *in;
     const size_t alen = (size_t)n - sizeof *in;
-#ifdef CBFS_CHAN_TSAN
     cbfs_chan_tsan_read(in, arg, alen);
-#endif
     switch (in->opcode) {
     case FUSE_INIT:
         if (alen >= offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
@@ -294,10 +146,8 @@ static ssize_t cbfs_chan_writev(int fd, struct iovec *iov, int count, void *user
                 cbfs_chan_lost(cbfs_chan_lost_arg, cbfs_chan_wb.fh, cbfs_chan_wb.off, -out->error);
         }
     }
-#ifdef CBFS_CHAN_TSAN
     if (count >= 1 && iov[0].iov_len >= sizeof(struct fuse_out_header))
         cbfs_chan_tsan_reply(iov, count);
-#endif
     const ssize_t n = writev(fd, iov, count);
     /* The kernel handles the INIT reply inside this writev (process_init_reply),
      * before it lets any other request through. */
