@@ -101,9 +101,21 @@ static int cbfs_inode_peek(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
     why = cbfs_err_str(e);
 out:
     if (err) {
+        /* A file known only by its handle has no sidecar known (found
+         * through its name), and where its frames do not tell its block
+         * size nothing is lost: a lookup names it (docs/NFS.md). The advice
+         * to restore the sidecar was wrong there. */
+        cbfs_mutex_lock(&fs->lock);
+        const bool nameless = e == CBFS_E_BLOCK_SIZE && !inode->has_idx && !inode->parent;
+        cbfs_mutex_unlock(&fs->lock);
         cbfs_inode_log_name(fs, inode, fd, logname, sizeof logname);
-        cbfs_log_warn("cannot read the logical size of '%s': %s%s", logname, why,
-                      cbfs_inode_load_advice(e ? e : cbfs_err_from_errno(err)));
+        if (nameless)
+            cbfs_log_info("cannot read the logical size of '%s' without its sidecar, which its "
+                          "name finds (it was reached by file handle): not served until a lookup "
+                          "names it", logname);
+        else
+            cbfs_log_warn("cannot read the logical size of '%s': %s%s", logname, why,
+                          cbfs_inode_load_advice(e ? e : cbfs_err_from_errno(err)));
     }
     if (ifd >= 0) close(ifd);
     if (dfd >= 0) close(dfd);
