@@ -35,9 +35,9 @@ void cbfs_chan_tsan_read(const struct fuse_in_header *in, const char *arg, size_
     cbfs_chan_tsan_req.other = 0;
     __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_born, in->nodeid));
     switch (in->opcode) {
-    case FUSE_LINK:     /* fuse_link_in.oldnodeid */
-    case FUSE_RENAME:   /* fuse_rename_in.newdir */
-    case FUSE_RENAME2:  /* fuse_rename2_in.newdir */
+    case FUSE_LINK:    /* fuse_link_in.oldnodeid */
+    case FUSE_RENAME:  /* fuse_rename_in.newdir */
+    case FUSE_RENAME2: /* fuse_rename2_in.newdir */
         if (alen >= sizeof(uint64_t)) {
             memcpy(&cbfs_chan_tsan_req.other, arg, sizeof(uint64_t));
             __tsan_acquire(cbfs_chan_tsan_slot(cbfs_chan_tsan_born, cbfs_chan_tsan_req.other));

@@ -7,11 +7,10 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
-/* ThreadSanitizer builds only (src/fuse/channel_tsan.c): the order the kernel gives requests, told to
- * TSan. The kernel sends a request on a node id or a handle (a request's own,
- * LINK's file, RENAME's new directory) only after the reply that handed it
- * out (INIT the root's; the entries of LOOKUP, MKNOD,
- * MKDIR, SYMLINK, LINK, CREATE and READDIRPLUS; the handles of OPEN, OPENDIR,
+/* ThreadSanitizer builds only (src/fuse/channel_tsan.c): the order the kernel gives requests, told
+ * to TSan. The kernel sends a request on a node id or a handle (a request's own, LINK's file,
+ * RENAME's new directory) only after the reply that handed it out (INIT the root's; the entries of
+ * LOOKUP, MKNOD, MKDIR, SYMLINK, LINK, CREATE and READDIRPLUS; the handles of OPEN, OPENDIR,
  * CREATE); a FORGET of a node id, or a RELEASE(DIR) of a handle, only after
  * the replies to every request that used it (the calls wait for them); and a
  * directory handle's READDIR(PLUS) only after the reply to its last one (a

@@ -30,8 +30,8 @@ void cbfs_inode_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st)
     st->st_nlink = cbfs_store_dir_nlink(fs->opt.layout, fd, root, st->st_nlink);
 }
 
-int cbfs_inode_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir,
-                          const char *name, const char *op)
+int cbfs_inode_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
+                          const char *op)
 {
     const cbfs_err e = cbfs_store_name_check(fs->opt.layout, name, dir == fs->root, op != NULL);
     if (e == CBFS_E_PERM)

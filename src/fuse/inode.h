@@ -378,8 +378,8 @@ void cbfs_inode_dir_nlink(const struct cbfs_fs *fs, int fd, struct stat *st);
  * op NULL for a name that must exist (hidden: ENOENT), else the operation
  * creating it, for the log line of a refused reserved name (EPERM).
  * @return 0, ENAMETOOLONG, ENOENT or EPERM. */
-int cbfs_inode_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir,
-                          const char *name, const char *op);
+int cbfs_inode_name_check(const struct cbfs_fs *fs, const struct cbfs_inode *dir, const char *name,
+                          const char *op);
 /* Writes the path of name's sidecar relative to its directory
  * (cbfs_store_sidecar_path); cap: CBFS_STORE_SIDECAR_PATH_MAX. @return 0 or
  * ENAMETOOLONG (the name cannot have a sidecar). */

@@ -112,7 +112,8 @@ out:
         if (nameless)
             cbfs_log_info("cannot read the logical size of '%s' without its sidecar, which its "
                           "name finds (it was reached by file handle): not served until a lookup "
-                          "names it", logname);
+                          "names it",
+                          logname);
         else
             cbfs_log_warn("cannot read the logical size of '%s': %s%s", logname, why,
                           cbfs_inode_load_advice(e ? e : cbfs_err_from_errno(err)));

@@ -133,7 +133,7 @@ static int cbfs_rename_make_room(struct cbfs_fs *fs, const struct cbfs_rename_si
  * file, rebuilt from its frames at its next open, failed with EIO where they
  * do not prove its block size (t_rename_emfile). */
 struct cbfs_rename_sc {
-    int aat, bat;             /* a's and b's; -1: not opened (no sidecar moves) */
+    int aat, bat;              /* a's and b's; -1: not opened (no sidecar moves) */
     const char *aname, *bname; /* the sidecar names there */
 };
 

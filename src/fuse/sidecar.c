@@ -16,8 +16,7 @@
 #include "cbfs/util.h"
 #include "fuse/sidecar.h"
 
-void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd,
-                       const struct stat *was)
+void cbfs_sidecar_sync(struct cbfs_fs *fs, struct cbfs_inode *inode, int fd, const struct stat *was)
 {
     int ifd;
     if (inode->kind != CBFS_KIND_COMPRESSED) return;
@@ -51,13 +50,11 @@ int cbfs_sidecar_clear(struct cbfs_fs *fs, int dirfd, const char *name)
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return 0; /* the op fails EEXIST */
     if (errno != ENOENT) return errno;
     const int err = cbfs_sidecar_remove(fs, dirfd, name, NULL);
-    if (err)
-        cbfs_log_err("cannot remove the leftover sidecar of '%s': %s", name, strerror(err));
+    if (err) cbfs_log_err("cannot remove the leftover sidecar of '%s': %s", name, strerror(err));
     return err;
 }
 
-int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, char *path,
-                       bool *aside)
+int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, char *path, bool *aside)
 {
     cbfs_assert_held(&fs->names_lock);
     *aside = false;
@@ -83,8 +80,7 @@ void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd, const
                      op, name, strerror(err), path, strerror(errno), name);
 }
 
-void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
-                       const char *name)
+void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op, const char *name)
 {
     if (cbfs_fs_unlinkat(fs, fs->opt.store_fd, path) == -1)
         cbfs_log_warn("%s of '%s': cannot remove %s, the index of contents that are gone: %s "

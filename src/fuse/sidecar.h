@@ -45,8 +45,7 @@ int cbfs_sidecar_remove(struct cbfs_fs *fs, int dirfd, const char *name, bool *r
  * fails can put it back (cbfs_sidecar_restore); one that succeeds removes it
  * (cbfs_sidecar_drop). fs->names_lock held. @return 0 (nothing there: *aside
  * false), EXDEV (dirfd is on another filesystem inside the store), or errno. */
-int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, char *path,
-                       bool *aside);
+int cbfs_sidecar_aside(struct cbfs_fs *fs, int dirfd, const char *sc, char *path, bool *aside);
 
 /* After op on name failed (err): the sidecar cbfs_sidecar_aside moved to
  * path goes back to sc in dirfd. */
@@ -55,7 +54,6 @@ void cbfs_sidecar_restore(struct cbfs_fs *fs, const char *path, int dirfd, const
 
 /* After op on name succeeded: the sidecar cbfs_sidecar_aside moved to path,
  * the index of contents that are gone, is removed. */
-void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op,
-                       const char *name);
+void cbfs_sidecar_drop(struct cbfs_fs *fs, const char *path, const char *op, const char *name);
 
 #endif

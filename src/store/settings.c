@@ -52,32 +52,29 @@ struct cbfs_setting {
 #define CBFS_F_(field) offsetof(struct cbfs_settings, field)
 
 static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
-    [CBFS_SET_CODEC] = {"codec", "NAME[:LEVEL]", CBFS_SCOPE_BOTH, CBFS_KIND_CODEC,
-                        0, 0, 0, 0, "codec for new files"},
+    [CBFS_SET_CODEC] = {"codec", "NAME[:LEVEL]", CBFS_SCOPE_BOTH, CBFS_KIND_CODEC, 0, 0, 0, 0,
+                        "codec for new files"},
     [CBFS_SET_LEVEL] = {"level", "N", CBFS_SCOPE_BOTH, CBFS_KIND_LEVEL, 0, 0, 0, 0,
                         "compression level, wins over codec=NAME:LEVEL"},
-    [CBFS_SET_BLOCK_SIZE] = {"block_size", "SIZE", CBFS_SCOPE_BOTH, CBFS_KIND_BLOCK,
-                             0, 0, 0, CBFS_BLOCK_DEFAULT,
+    [CBFS_SET_BLOCK_SIZE] = {"block_size", "SIZE", CBFS_SCOPE_BOTH, CBFS_KIND_BLOCK, 0, 0, 0,
+                             CBFS_BLOCK_DEFAULT,
                              "block size of new files"}, /* range: cbfs_block_size_valid */
     [CBFS_SET_WORKERS] = {"workers", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT, CBFS_F_(workers), 0,
                           256, 0, "compression threads, 0 = one per online CPU"},
     /* The one default of the cache's size: the engine has none of its own
      * (it refuses 0). Not 0: there is no mount without a cache. */
     [CBFS_SET_CACHE_SIZE] = {"cache_size", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
-                             CBFS_F_(cache_bytes), 1, 0, 64u << 20,
-                             "decompressed-block cache"},
+                             CBFS_F_(cache_bytes), 1, 0, 64u << 20, "decompressed-block cache"},
     /* 32 with fuse_readahead=2M (below); the cache bounds what all readers
      * hold decoded ahead (src/engine/cache.h). */
-    [CBFS_SET_READAHEAD] = {"readahead", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
-                            CBFS_F_(readahead), 0, 4096, 32,
-                            "blocks decoded ahead of a sequential reader, 0 = off"},
+    [CBFS_SET_READAHEAD] = {"readahead", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT, CBFS_F_(readahead),
+                            0, 4096, 32, "blocks decoded ahead of a sequential reader, 0 = off"},
     [CBFS_SET_INFLIGHT] = {"inflight", "SIZE", CBFS_SCOPE_MOUNT, CBFS_KIND_SIZE,
                            CBFS_F_(inflight_bytes), 0, 0, 0,
                            "bound on data waiting for compression, at least one block, "
                            "0 = automatic"},
     [CBFS_SET_ATTR_TIMEOUT] = {"attr_timeout", "SEC", CBFS_SCOPE_MOUNT, CBFS_KIND_SECONDS,
-                               CBFS_F_(attr_timeout), 0, 86400, 1.0,
-                               "kernel attribute cache time"},
+                               CBFS_F_(attr_timeout), 0, 86400, 1.0, "kernel attribute cache time"},
     /* On by default since the engine seals out-of-order writeback in block
      * order and KILLPRIV_V2 spares the per-write GETXATTR (docs/PERF.md). */
     [CBFS_SET_WRITEBACK_CACHE] = {"writeback_cache", "[=on|off]", CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
@@ -85,14 +82,13 @@ static const struct cbfs_setting cbfs_settings_table[CBFS_SET_COUNT_] = {
                                   "let the kernel cache writes and send them in large pieces"},
     /* Channel tuning, for measuring on many cores (docs/PERF.md); libfuse's
      * own defaults: 10 threads, one queue, the kernel's 12 background. */
-    [CBFS_SET_FUSE_THREADS] = {"fuse_threads", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
-                               CBFS_F_(fuse_threads), 0, 256, 0,
-                               "most threads serving FUSE requests, 0 = twice the online "
-                               "CPUs, " CBFS_SETTINGS_STR(CBFS_FUSE_THREADS_AUTO_MIN) " to "
-                               CBFS_SETTINGS_STR(CBFS_FUSE_THREADS_AUTO_MAX)},
+    [CBFS_SET_FUSE_THREADS] =
+        {"fuse_threads", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT, CBFS_F_(fuse_threads), 0, 256, 0,
+         "most threads serving FUSE requests, 0 = twice the online "
+         "CPUs, " CBFS_SETTINGS_STR(CBFS_FUSE_THREADS_AUTO_MIN) " to " CBFS_SETTINGS_STR(
+             CBFS_FUSE_THREADS_AUTO_MAX)},
     [CBFS_SET_CLONE_FD] = {"clone_fd", "[=on|off]", CBFS_SCOPE_MOUNT, CBFS_KIND_FLAG,
-                           CBFS_F_(clone_fd), 0, 0, 0,
-                           "one /dev/fuse queue per serving thread"},
+                           CBFS_F_(clone_fd), 0, 0, 0, "one /dev/fuse queue per serving thread"},
     [CBFS_SET_MAX_BACKGROUND] = {"max_background", "N", CBFS_SCOPE_MOUNT, CBFS_KIND_UINT,
                                  CBFS_F_(max_background), 0, 65535, 0,
                                  "async requests the kernel keeps in flight (writeback), "

@@ -284,8 +284,10 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
         if (oe) {
             /* whether it is a renamed file's could not be told: kept */
             printf("\n");
-            tool_err("fsck", "%s: cannot tell whether a file of its directory is its: %s; "
-                     "left as it is", display, cbfs_err_str(oe));
+            tool_err("fsck",
+                     "%s: cannot tell whether a file of its directory is its: %s; "
+                     "left as it is",
+                     display, cbfs_err_str(oe));
             f->errors++;
             f->left++;
         } else if (owned) {
@@ -295,7 +297,10 @@ static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, c
             (void)tool_name_escape(shown, sizeof shown, owner);
             printf("; it is the sidecar of %s, whose frames carry its file id (a rename cut "
                    "short by a crash)%s\n",
-                   shown, !f->repair ? ": --repair moves it there" : moved ? "" : " (moved there)");
+                   shown,
+                   !f->repair ? ": --repair moves it there"
+                   : moved    ? ""
+                              : " (moved there)");
             if (f->repair && moved)
                 tool_err("fsck", "%s: cannot move it to %s's sidecar: %s", display, shown,
                          cbfs_err_str(moved));

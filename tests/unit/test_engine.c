@@ -483,8 +483,8 @@ Test(engine_config, default_inflight_budget)
         {64, 16 << 20, 4ull << 30},   {1, 4 << 10, 16ull << 20},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct cbfs_engine_config cfg = {.block_size = cases[i].block, .workers = cases[i].workers,
-                                         .cache_bytes = 1 << 20};
+        struct cbfs_engine_config cfg = {
+            .block_size = cases[i].block, .workers = cases[i].workers, .cache_bytes = 1 << 20};
         struct cbfs_engine *e;
         cr_assert_eq(cbfs_engine_create(&cfg, &e), CBFS_OK);
         cbfs_engine_get_config(e, &cfg);

@@ -35,8 +35,8 @@ static void it_setup(void)
     it_root = open(it_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     cr_assert(it_root >= 0);
     /* 16K: files written by it_write_compressed (64K) keep their own */
-    const struct cbfs_engine_config cfg = {.block_size = IT_BLOCK_SIZE, .workers = 1,
-                                           .cache_bytes = 8 << 20};
+    const struct cbfs_engine_config cfg = {
+        .block_size = IT_BLOCK_SIZE, .workers = 1, .cache_bytes = 8 << 20};
     cr_assert_eq(cbfs_engine_create(&cfg, &it_eng), CBFS_OK);
     const struct cbfs_fs_options opt = {
         .store_fd = it_root, .store_path = it_dir, .layout = CBFS_LAYOUT_SUFFIX, .eng = it_eng};
@@ -424,8 +424,8 @@ static int ex_lookup_err(fuse_ino_t id, const char *name)
  * fixture's fs has none). @return whether it opened writable. */
 static bool ex_opens_writable(struct cbfs_inode *inode)
 {
-    const struct cbfs_engine_config cfg = {.block_size = 64 << 10, .workers = 1,
-                                           .cache_bytes = 8 << 20};
+    const struct cbfs_engine_config cfg = {
+        .block_size = 64 << 10, .workers = 1, .cache_bytes = 8 << 20};
     struct cbfs_engine *const had = it_fs->opt.eng, *eng = NULL;
     struct cbfs_file *f;
     if (!had) {

@@ -152,7 +152,8 @@ Test(settings, invalid_values_name_the_option_and_range)
         /* no mount is without a cache (the engine refuses 0) */
         {"cache_size", "0", CBFS_E_INVAL, "cache_size=0: give a size such as 64M or 1G, not 0"},
         {"inflight", "-1M", CBFS_E_INVAL, "inflight=-1M"},
-        {"fuse_readahead", "1K", CBFS_E_INVAL, "fuse_readahead=1K: give 0 or a multiple of 4K up to 1G"},
+        {"fuse_readahead", "1K", CBFS_E_INVAL,
+         "fuse_readahead=1K: give 0 or a multiple of 4K up to 1G"},
         {"fuse_readahead", "5000", CBFS_E_INVAL, "multiple of 4K"},
         {"fuse_readahead", "2G", CBFS_E_INVAL, "up to 1G"},
         {"attr_timeout", " 1", CBFS_E_INVAL, "attr_timeout= 1"},
@@ -162,7 +163,8 @@ Test(settings, invalid_values_name_the_option_and_range)
         {"attr_timeout", "nan", CBFS_E_INVAL, "attr_timeout=nan"},
         {"attr_timeout", "inf", CBFS_E_INVAL, "attr_timeout=inf"},
         {"attr_timeout", "1s", CBFS_E_INVAL, "attr_timeout=1s"},
-        {"writeback_cache", "maybe", CBFS_E_INVAL, "writeback_cache=maybe: give no value (on), on or off"},
+        {"writeback_cache", "maybe", CBFS_E_INVAL,
+         "writeback_cache=maybe: give no value (on), on or off"},
         {"writeback_cache", "", CBFS_E_INVAL, "give no value (on), on or off"},
         {"bogus", "1", CBFS_E_INVAL, "unknown option 'bogus'"},
     };

@@ -44,9 +44,9 @@ static void crash_call(const char *what, const char *path, int fd, const void *b
     const char *const log = getenv("CBFS_CRASH_LOG");
     if (log && *log) {
         char line[4200];
-        const int len = snprintf(line, sizeof line, "%lu %s %s %d %zu %jd%s\n", k, what,
-                                 path ? path : "-", fd, n, (intmax_t)off,
-                                 k == kill_at ? " KILL" : "");
+        const int len =
+            snprintf(line, sizeof line, "%lu %s %s %d %zu %jd%s\n", k, what, path ? path : "-", fd,
+                     n, (intmax_t)off, k == kill_at ? " KILL" : "");
         static int (*ropen)(const char *, int, ...);
         static ssize_t (*rwrite)(int, const void *, size_t);
         if (!ropen) ropen = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
@@ -63,7 +63,8 @@ static void crash_call(const char *what, const char *path, int fd, const void *b
     const size_t part = tear ? strtoul(tear, NULL, 10) : 0;
     if (buf && part && off >= 0) {
         if (!real_pwrite)
-            real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+            real_pwrite =
+                (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
         (void)real_pwrite(fd, buf, part < n ? part : n, off);
     }
     kill(getpid(), SIGKILL);

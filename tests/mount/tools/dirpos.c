@@ -59,7 +59,8 @@ static void names_add(struct names *s, const char *name)
 
 static void names_free(struct names *s)
 {
-    for (size_t i = 0; i < s->n; i++) free(s->v[i]);
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
     free(s->v);
     s->v = NULL;
     s->n = s->cap = 0;
@@ -109,9 +110,12 @@ static void names_check(const char *what, const struct names *got, const struct 
         size_t i = 0, j = 0;
         while (i < got->n || j < want->n) {
             const int c = i == got->n ? 1 : j == want->n ? -1 : strcmp(v[i], w[j]);
-            if (c < 0) problem("%s: listed, not expected", v[i++], 0);
-            else if (c > 0) problem("%s: missing from the listing", w[j++], 0);
-            else i++, j++;
+            if (c < 0)
+                problem("%s: listed, not expected", v[i++], 0);
+            else if (c > 0)
+                problem("%s: missing from the listing", w[j++], 0);
+            else
+                i++, j++;
         }
         free(w);
     }
@@ -197,7 +201,8 @@ static int cmd_seek(const char *dir, const char *expected)
     struct names again = {0};
     long *pos2;
     read_all(d, &again, &pos2);
-    if (again.n != s.n) problem("rewinddir: another count the second time (%s%ld)", "", (long)again.n);
+    if (again.n != s.n)
+        problem("rewinddir: another count the second time (%s%ld)", "", (long)again.n);
     for (size_t i = 0; i < s.n && i < again.n; i++)
         if (strcmp(s.v[i], again.v[i]) != 0 || pos[i] != pos2[i]) {
             problem("%s: another entry or place after rewinddir, at %ld", s.v[i], (long)i);
@@ -209,7 +214,8 @@ static int cmd_seek(const char *dir, const char *expected)
     /* a saved place, more entries read, then back: for places spread over
      * the listing, the next 3 entries must follow the saved one */
     const size_t step = s.n > 200 ? s.n / 200 : 1;
-    for (size_t i = 0; i < s.n; i += step) check_from(d, &s, pos, i, 3);
+    for (size_t i = 0; i < s.n; i += step)
+        check_from(d, &s, pos, i, 3);
     /* back to the very first saved place, then read to the end */
     check_from(d, &s, pos, 0, 0);
     /* from the middle to the end, then from a quarter (backwards) */
@@ -294,8 +300,10 @@ static const char *reader_next(struct reader *r)
 
 static void reader_close(struct reader *r)
 {
-    if (r->d) closedir(r->d);
-    else close(r->fd);
+    if (r->d)
+        closedir(r->d);
+    else
+        close(r->fd);
     free(r->buf);
 }
 
@@ -395,12 +403,15 @@ static int cmd_watch(const char *dir, const char *stable_path, double seconds, c
          * new place, which POSIX allows: DIRPOS_STABLE_ONLY=1) */
         qsort(s.v, s.n, sizeof *s.v, cmp);
         for (size_t i = 1; !stable_only && i < s.n; i++)
-            if (strcmp(s.v[i - 1], s.v[i]) == 0) problem("%s: listed twice in pass %ld", s.v[i], passes);
+            if (strcmp(s.v[i - 1], s.v[i]) == 0)
+                problem("%s: listed twice in pass %ld", s.v[i], passes);
         names_free(&s);
         passes++;
         clock_gettime(CLOCK_MONOTONIC, &t);
-    } while (!problems && (double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
-    printf("%ld listings of %zu stable names, %s\n", passes, stable.n, problems ? "problems" : "ok");
+    } while (!problems &&
+             (double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+    printf("%ld listings of %zu stable names, %s\n", passes, stable.n,
+           problems ? "problems" : "ok");
     free(count);
     names_free(&stable);
     return problems ? 1 : 0;

@@ -21,13 +21,13 @@ static inline int fdpath(int fd, char *path, size_t cap)
 
 /* The mode argument of an open that creates, in a function whose last named
  * parameter is flags. */
-#define MODE_ARG(flags, mode)                                                               \
-    do {                                                                                    \
-        if ((flags) & (O_CREAT | O_TMPFILE)) {                                              \
-            va_list ap;                                                                     \
-            va_start(ap, flags);                                                            \
-            (mode) = va_arg(ap, mode_t);                                                    \
-            va_end(ap);                                                                     \
-        }                                                                                   \
+#define MODE_ARG(flags, mode)                                                                      \
+    do {                                                                                           \
+        if ((flags) & (O_CREAT | O_TMPFILE)) {                                                     \
+            va_list ap;                                                                            \
+            va_start(ap, flags);                                                                   \
+            (mode) = va_arg(ap, mode_t);                                                           \
+            va_end(ap);                                                                            \
+        }                                                                                          \
     } while (0)
 #endif
