@@ -289,8 +289,8 @@ cbfs_err cbfs_store_empty_dir(unsigned layout, int dirfd, const char *name)
     const int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (pfd < 0) return e;
     struct stat st;
-    char path[32];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", pfd);
+    char path[CBFS_PROCFD_MAX];
+    cbfs_procfd(path, pfd);
     if (fstat(pfd, &st) == 0 && st.st_uid == geteuid() &&
         chmod(path, (st.st_mode & 07777) | S_IRWXU) == 0) {
         e = cbfs_store_empty_dir_once(layout, pfd, ".");
