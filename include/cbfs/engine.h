@@ -182,9 +182,11 @@ uint64_t cbfs_file_size(struct cbfs_file *f);
 uint32_t cbfs_file_block_size(const struct cbfs_file *f);
 /* The data file's and the sidecar's descriptors the file was opened with
  * (cbfs_file_open's; the sidecar's -1 where it has none), fixed while it is
- * open: a stat of an open file needs no descriptor of its own, which a daemon
- * out of descriptors has not (EMFILE from an fstat or an fsync of an open
- * file: helper-51). Not to be closed, read or written by the caller. */
+ * open: a stat of an open file, or a change of its times, mode or owner
+ * through its handle, needs no descriptor of its own, which a daemon out of
+ * descriptors has not (EMFILE from an fstat or an fsync of an open file:
+ * helper-51; from the kernel's SETATTR of its times: helper-65). Not to be
+ * closed, read or written by the caller. */
 int cbfs_file_data_fd(const struct cbfs_file *f);
 int cbfs_file_idx_fd(const struct cbfs_file *f);
 

@@ -185,6 +185,22 @@ static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode, bool 
     return err;
 }
 
+/* The descriptor a SETATTR through handle h (NULL: none) makes its changes
+ * through: the open file's own (a PLAIN file's fd, the engine's data file of
+ * a COMPRESSED one), or -1 for the inode's pinned O_PATH fd. With the
+ * writeback cache the kernel sends the mtime and ctime of a file open for
+ * writing in a SETATTR through its handle after a rename, unlink, link,
+ * setxattr, fallocate or copy_file_range (fuse_flush_time_update), and takes
+ * a failure as a writeback error of the file (mapping_set_error): the next
+ * close of any of its descriptors returns EIO. A daemon out of descriptors
+ * could not reopen an O_PATH fd its cache had let go of and answered EMFILE
+ * (t_stress_mixed under an fd limit of 64, helper-65; t_emfile_flush_times). */
+static int cbfs_setattr_handle_fd(const struct cbfs_handle *h)
+{
+    if (!h || cbfs_handle_is_dir(h)) return -1;
+    return h->file ? cbfs_file_data_fd(h->file) : h->fd;
+}
+
 void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
                      struct fuse_file_info *fi)
 {
@@ -195,7 +211,9 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     char path[CBFS_PROCFD_MAX];
     struct stat st;
     const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));
-    int fd, err = cbfs_inode_pin(fs, inode, &fd);
+    int fd = cbfs_setattr_handle_fd(h);
+    const bool pinned = fd < 0;
+    int err = pinned ? cbfs_inode_pin(fs, inode, &fd) : 0;
 
     if (cbfs_setattr_gone_may(fs, inode, err, valid)) { /* its handle no longer opens */
         cbfs_setattr_gone(req, fs, inode, attr, valid);
@@ -302,7 +320,7 @@ reply:;
         cbfs_inode_idx_unpin(fs, inode);
         cbfs_mutex_unlock(&inode->lock);
     }
-    cbfs_inode_unpin(fs, inode);
+    if (pinned) cbfs_inode_unpin(fs, inode);
     if (gone)
         cbfs_setattr_gone(req, fs, inode, attr, valid);
     else if (err)
