@@ -522,15 +522,20 @@ void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[
     cbfs_mutex_unlock(&inode->lock);
 }
 
-/* inode->lock held. */
+/* inode->lock held. Through the engine's data file while it is open (a
+ * flush's or fsync's settle): no descriptor of its own, which a daemon out of
+ * them has not (a close then failed with EMFILE, helper-65); after the last
+ * close through the pinned O_PATH fd. */
 static int cbfs_inode_restore_times_locked(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
-    int fd, err;
+    int fd, err = 0;
     cbfs_assert_held(&inode->lock);
     if (!inode->times_set) return 0;
-    if ((err = cbfs_inode_pin(fs, inode, &fd)) != 0) return err;
+    const bool pinned = !inode->file;
+    if (pinned && (err = cbfs_inode_pin(fs, inode, &fd)) != 0) return err;
+    if (!pinned) fd = cbfs_file_data_fd(inode->file);
     if (utimensat(fd, "", inode->times, AT_EMPTY_PATH) == -1) err = errno;
-    cbfs_inode_unpin(fs, inode);
+    if (pinned) cbfs_inode_unpin(fs, inode);
     return err;
 }
 

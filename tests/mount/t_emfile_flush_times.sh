@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The kernel's own SETATTR of a file's mtime and ctime (writeback cache: after a rename,
+# unlink, link, setxattr, fallocate or copy_file_range of a file, fuse_flush_time_update)
+# through a handle open for writing, on a daemon out of descriptors, succeeds. The daemon
+# opened the file's O_PATH descriptor again for it (evicted from its fd cache) and
+# answered EMFILE; the kernel takes any such failure as a writeback error of the file
+# (mapping_set_error: AS_EIO), and the next close of any of its descriptors returned EIO
+# (t_stress_mixed under an fd limit of 64, helper-65). The handle's own descriptor (a
+# plain file's, the engine's data file of a compressed one) needs no new one; so does
+# putting a compressed file's times back after its flush or fsync (EMFILE from fsync and
+# close before). tools/openfail.c fails the reopen with EMFILE once the descriptor has left
+# the fd cache. A compressed and a plain file.
+. "$(dirname "$0")/lib.sh"
+
+cbfs_preload openfail
+store=$T/store mnt=$T/mnt
+export CBFS_OPENFAIL_NAME=/b2 CBFS_OPENFAIL_TRIGGER=$T/trigger
+for opts in codec=lz4 codec=none; do
+    rm -rf "$store" "$T/trigger"
+    mkdir -p "$store"
+    # 64 descriptors: the fd cache keeps 16 idle (cbfs_fdcache_default_cap)
+    CBFS_DAEMON_NOFILE=64 LD_PRELOAD=$T/openfail.so cbfs_mount "$store" "$mnt" "$opts"
+    out=$(python3 - "$mnt" "$T/trigger" <<'PY'
+import errno, os, sys
+mnt, trig = sys.argv[1:3]
+b = mnt + "/b"
+with open(b, "wb") as f:
+    f.write(os.urandom(100000))
+fd = os.open(b, os.O_RDWR)  # the kernel's SETATTR carries this handle
+for i in range(40):  # their descriptors push b's out of the daemon's fd cache
+    with open("%s/x%d" % (mnt, i), "wb") as f:
+        f.write(b"x" * 1000)
+for i in range(40):
+    os.stat("%s/x%d" % (mnt, i))
+open(trig, "w").close()
+said = []
+def call(name, fn):
+    try:
+        fn()
+        said.append(name + " done")
+    except OSError as e:
+        said.append(name + " " + errno.errorcode[e.errno])
+# then the kernel sets b2's times: a SETATTR through fd's handle
+call("rename", lambda: os.rename(b, mnt + "/b2"))
+# a compressed file's times go back after the engine's writes (the flush's settle)
+call("fsync", lambda: os.fsync(fd))
+os.unlink(trig)  # the last close puts them back through the O_PATH fd, reopened
+call("close", lambda: os.close(fd))
+print(", ".join(said))
+PY
+)
+    note "$opts: $out"
+    [[ $out == "rename done, fsync done, close done" ]] || fail "$opts: $out"
+    rm -f "$mnt"/x* "$mnt/b2"
+    cbfs_umount "$mnt"
+done
+pass
