@@ -185,20 +185,34 @@ static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode, bool 
     return err;
 }
 
-/* The descriptor a SETATTR through handle h (NULL: none) makes its changes
- * through: the open file's own (a PLAIN file's fd, the engine's data file of
- * a COMPRESSED one), or -1 for the inode's pinned O_PATH fd. With the
- * writeback cache the kernel sends the mtime and ctime of a file open for
- * writing in a SETATTR through its handle after a rename, unlink, link,
- * setxattr, fallocate or copy_file_range (fuse_flush_time_update), and takes
- * a failure as a writeback error of the file (mapping_set_error): the next
- * close of any of its descriptors returns EIO. A daemon out of descriptors
- * could not reopen an O_PATH fd its cache had let go of and answered EMFILE
- * (t_stress_mixed under an fd limit of 64, helper-65; t_emfile_flush_times). */
-static int cbfs_setattr_handle_fd(const struct cbfs_handle *h)
+/* The descriptor a SETATTR of inode through handle h (NULL: none) makes its
+ * changes through: the open file's own (a PLAIN file's fd, the engine's data
+ * file of a COMPRESSED one), or without a handle the engine's data file of a
+ * COMPRESSED file the engine has open (a reader's), on an open reference in
+ * *lent (put by the caller); -1 for the inode's pinned O_PATH fd. With the
+ * writeback cache the kernel sends the mtime and ctime of a file in a SETATTR
+ * after a rename, unlink, link, setxattr, fallocate or copy_file_range
+ * (fuse_flush_time_update), through a handle where one is open for writing,
+ * and takes a failure as a writeback error of the file (mapping_set_error):
+ * the next close of any of its descriptors returns EIO. A daemon out of
+ * descriptors could not reopen an O_PATH fd its cache had let go of and
+ * answered EMFILE (t_stress_mixed under an fd limit of 64, helper-65;
+ * t_emfile_flush_times). */
+static int cbfs_setattr_fd(struct cbfs_inode *inode, const struct cbfs_handle *h,
+                           struct cbfs_file **lent)
 {
-    if (!h || cbfs_handle_is_dir(h)) return -1;
-    return h->file ? cbfs_file_data_fd(h->file) : h->fd;
+    int fd = -1;
+    *lent = NULL;
+    if (h && !cbfs_handle_is_dir(h)) return h->file ? cbfs_file_data_fd(h->file) : h->fd;
+    if (inode->kind != CBFS_KIND_COMPRESSED) return -1;
+    cbfs_mutex_lock(&inode->lock);
+    if (inode->file) {
+        *lent = inode->file;
+        inode->opens++;
+        fd = cbfs_file_data_fd(inode->file);
+    }
+    cbfs_mutex_unlock(&inode->lock);
+    return fd;
 }
 
 void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
@@ -211,7 +225,8 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     char path[CBFS_PROCFD_MAX];
     struct stat st;
     const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));
-    int fd = cbfs_setattr_handle_fd(h);
+    struct cbfs_file *lent;
+    int fd = cbfs_setattr_fd(inode, h, &lent);
     const bool pinned = fd < 0;
     int err = pinned ? cbfs_inode_pin(fs, inode, &fd) : 0;
 
@@ -321,6 +336,7 @@ reply:;
         cbfs_mutex_unlock(&inode->lock);
     }
     if (pinned) cbfs_inode_unpin(fs, inode);
+    if (lent) (void)cbfs_inode_file_put(fs, inode); /* as held_file's */
     if (gone)
         cbfs_setattr_gone(req, fs, inode, attr, valid);
     else if (err)
