@@ -240,10 +240,14 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     }
     struct cbfs_file *held_file = NULL;
     bool held_idx = false;
-    if (inode->kind == CBFS_KIND_COMPRESSED &&
-        (err = cbfs_setattr_hold(fs, inode, valid & FUSE_SET_ATTR_SIZE, &held_file,
-                                 &held_idx)) != 0)
+    if (lent && !(valid & FUSE_SET_ATTR_SIZE)) {
+        held_file = lent; /* the hold cbfs_setattr_hold would take: one is enough */
+        lent = NULL;
+    } else if (inode->kind == CBFS_KIND_COMPRESSED &&
+               (err = cbfs_setattr_hold(fs, inode, valid & FUSE_SET_ATTR_SIZE, &held_file,
+                                        &held_idx)) != 0) {
         goto reply;
+    }
     cbfs_procfd(path, fd);
     /* the owner the sidecar has until it follows this change */
     struct stat was;
