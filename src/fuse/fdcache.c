@@ -136,7 +136,17 @@ bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
 int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int *fd)
 {
     if (!c->handles) return ESTALE;
-    CBFS_FDCACHE_RETRY(c, *fd, open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC));
+    /* Out of descriptors with no idle one left to close: every other is a
+     * request's, which ends soon. A reopen that fails here fails the request
+     * that needs it, and the kernel's own times SETATTR takes its failure as
+     * a writeback error of the file, which the next close of it returns as
+     * EIO (helper-65): a few short waits for a descriptor first, about
+     * 30 ms in all, before the error is answered. */
+    for (unsigned i = 0;; i++) {
+        CBFS_FDCACHE_RETRY(c, *fd, open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC));
+        if (*fd != -1 || (errno != EMFILE && errno != ENFILE) || i == 4) break;
+        usleep(2000u << i);
+    }
     return *fd == -1 ? errno : 0;
 }
 
