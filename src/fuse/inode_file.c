@@ -522,18 +522,19 @@ void cbfs_inode_record_times(struct cbfs_inode *inode, const struct timespec tv[
     cbfs_mutex_unlock(&inode->lock);
 }
 
-/* inode->lock held. Through the engine's data file while it is open (a
- * flush's or fsync's settle): no descriptor of its own, which a daemon out of
- * them has not (a close then failed with EMFILE, helper-65); after the last
- * close through the pinned O_PATH fd. */
-static int cbfs_inode_restore_times_locked(struct cbfs_fs *fs, struct cbfs_inode *inode)
+/* inode->lock held. Through via where it is a descriptor of the data file
+ * (>= 0: the last close's, cbfs_inode_file_put), else through the engine's
+ * data file while it is open (a flush's or fsync's settle): no descriptor of
+ * its own, which a daemon out of them has not (a close then failed with
+ * EMFILE, helper-65); else through the pinned O_PATH fd. */
+static int cbfs_inode_restore_times_locked(struct cbfs_fs *fs, struct cbfs_inode *inode, int via)
 {
-    int fd, err = 0;
+    int fd = via, err = 0;
     cbfs_assert_held(&inode->lock);
     if (!inode->times_set) return 0;
-    const bool pinned = !inode->file;
+    if (fd < 0 && inode->file) fd = cbfs_file_data_fd(inode->file);
+    const bool pinned = fd < 0;
     if (pinned && (err = cbfs_inode_pin(fs, inode, &fd)) != 0) return err;
-    if (!pinned) fd = cbfs_file_data_fd(inode->file);
     if (utimensat(fd, "", inode->times, AT_EMPTY_PATH) == -1) err = errno;
     if (pinned) cbfs_inode_unpin(fs, inode);
     return err;
@@ -542,7 +543,7 @@ static int cbfs_inode_restore_times_locked(struct cbfs_fs *fs, struct cbfs_inode
 int cbfs_inode_restore_times(struct cbfs_fs *fs, struct cbfs_inode *inode)
 {
     cbfs_mutex_lock(&inode->lock);
-    const int err = cbfs_inode_restore_times_locked(fs, inode);
+    const int err = cbfs_inode_restore_times_locked(fs, inode, -1);
     cbfs_mutex_unlock(&inode->lock);
     return err;
 }
@@ -557,6 +558,13 @@ int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
         inode->size = cbfs_file_size(f);
         inode->block_size = cbfs_file_block_size(f);
         inode->file = NULL;
+        /* The times go back after the close's flush, whose writes move
+         * them, through a copy of the data file's descriptor taken before
+         * the engine closes its own: reopening the O_PATH fd after it, out
+         * of descriptors or with its handle failing (ENOMEM, seen under an
+         * fd limit of 64 with caches dropping: helper-65), lost them. The
+         * pin stays the fallback where no copy can be had. */
+        const int via = inode->times_set ? fcntl(cbfs_file_data_fd(f), F_DUPFD_CLOEXEC, 0) : -1;
         /* Closing under the lock: a concurrent first open waits and then sees
          * everything this close wrote. */
         const cbfs_err e = cbfs_file_close(f);
@@ -568,7 +576,8 @@ int cbfs_inode_file_put(struct cbfs_fs *fs, struct cbfs_inode *inode)
         }
         /* ESTALE: its object is gone (unlinked, and its fd left the fd cache
          * while the file was open): there are no times to keep */
-        const int terr = cbfs_inode_restore_times_locked(fs, inode);
+        const int terr = cbfs_inode_restore_times_locked(fs, inode, via);
+        if (via >= 0) close(via);
         if (terr && terr != ESTALE)
             cbfs_log_warn("cannot put back the times of inode %llu: %s",
                           (unsigned long long)inode->ino, strerror(terr));
