@@ -136,15 +136,24 @@ bool cbfs_fdcache_relieve(struct cbfs_fdcache *c, int err)
 int cbfs_fdcache_open_handle(struct cbfs_fdcache *c, struct file_handle *fh, int *fd)
 {
     if (!c->handles) return ESTALE;
-    /* Out of descriptors with no idle one left to close: every other is a
-     * request's, which ends soon. A reopen that fails here fails the request
-     * that needs it, and the kernel's own times SETATTR takes its failure as
-     * a writeback error of the file, which the next close of it returns as
-     * EIO (helper-65): a few short waits for a descriptor first, about
-     * 30 ms in all, before the error is answered. */
+    /* Two failures that pass, answered at once, fail the request that needs
+     * the reopen, and the kernel's own times SETATTR takes its failure as a
+     * writeback error of the file, which the next close of it returns as EIO
+     * (helper-65); so a few short waits first, about 30 ms in all, before
+     * the error is answered:
+     * - out of descriptors with no idle one left to close: every other is a
+     *   request's, which ends soon;
+     * - ENOMEM, which the kernel also gives, as far as its code is known
+     *   here (not traced), where the handle's inode number is being created
+     *   again right then (a deleted file's, reused: the inode cache's lookup
+     *   meets it I_CREATING and ext4_iget reports that as -ENOMEM); once the
+     *   create is done, the answer is the true one (ESTALE: another
+     *   generation). Under an fd limit of 64 with caches dropping, an OPEN
+     *   was answered ENOMEM (t_stress_mixed's nofile:drop:). */
     for (unsigned i = 0;; i++) {
         CBFS_FDCACHE_RETRY(c, *fd, open_by_handle_at(c->mount_fd, fh, O_PATH | O_CLOEXEC));
-        if (*fd != -1 || (errno != EMFILE && errno != ENFILE) || i == 4) break;
+        if (*fd != -1 || (errno != EMFILE && errno != ENFILE && errno != ENOMEM) || i == 4)
+            break;
         usleep(2000u << i);
     }
     return *fd == -1 ? errno : 0;
