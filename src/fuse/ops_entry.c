@@ -187,27 +187,28 @@ static int cbfs_setattr_hold(struct cbfs_fs *fs, struct cbfs_inode *inode, bool 
 
 /* The descriptor a SETATTR of inode through handle h (NULL: none) makes its
  * changes through: the open file's own (a PLAIN file's fd, the engine's data
- * file of a COMPRESSED one), or without a handle the engine's data file of a
- * COMPRESSED file the engine has open (a reader's), on an open reference in
- * *lent (put by the caller); -1 for the inode's pinned O_PATH fd. With the
- * writeback cache the kernel sends the mtime and ctime of a file in a SETATTR
- * after a rename, unlink, link, setxattr, fallocate or copy_file_range
- * (fuse_flush_time_update), through a handle where one is open for writing,
- * and takes a failure as a writeback error of the file (mapping_set_error):
- * the next close of any of its descriptors returns EIO. A daemon out of
- * descriptors could not reopen an O_PATH fd its cache had let go of and
- * answered EMFILE (t_stress_mixed under an fd limit of 64, helper-65;
- * t_emfile_flush_times). */
-static int cbfs_setattr_fd(struct cbfs_inode *inode, const struct cbfs_handle *h,
-                           struct cbfs_file **lent)
+ * file of a COMPRESSED one), or without a handle, where the size does not
+ * change, the engine's data file of a COMPRESSED file the engine has open (a
+ * reader's), on an open reference in *held that is also the SETATTR's hold
+ * (cbfs_setattr_hold; put by the caller); -1 for the inode's pinned O_PATH
+ * fd. With the writeback cache the kernel sends the mtime and ctime of a
+ * file in a SETATTR after a rename, unlink, link, setxattr, fallocate or
+ * copy_file_range (fuse_flush_time_update), through a handle where one is
+ * open for writing, and takes a failure as a writeback error of the file
+ * (mapping_set_error): the next close of any of its descriptors returns EIO.
+ * A daemon out of descriptors could not reopen an O_PATH fd its cache had
+ * let go of and answered EMFILE (t_stress_mixed under an fd limit of 64,
+ * helper-65; t_emfile_flush_times). */
+static int cbfs_setattr_fd(struct cbfs_inode *inode, const struct cbfs_handle *h, bool size,
+                           struct cbfs_file **held)
 {
     int fd = -1;
-    *lent = NULL;
+    *held = NULL;
     if (h && !cbfs_handle_is_dir(h)) return h->file ? cbfs_file_data_fd(h->file) : h->fd;
-    if (inode->kind != CBFS_KIND_COMPRESSED) return -1;
+    if (inode->kind != CBFS_KIND_COMPRESSED || size) return -1;
     cbfs_mutex_lock(&inode->lock);
     if (inode->file) {
-        *lent = inode->file;
+        *held = inode->file;
         inode->opens++;
         fd = cbfs_file_data_fd(inode->file);
     }
@@ -225,8 +226,8 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     char path[CBFS_PROCFD_MAX];
     struct stat st;
     const bool kill = cbfs_chan_take_kill() || (valid & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID));
-    struct cbfs_file *lent;
-    int fd = cbfs_setattr_fd(inode, h, &lent);
+    struct cbfs_file *held_file;
+    int fd = cbfs_setattr_fd(inode, h, valid & FUSE_SET_ATTR_SIZE, &held_file);
     const bool pinned = fd < 0;
     int err = pinned ? cbfs_inode_pin(fs, inode, &fd) : 0;
 
@@ -238,16 +239,11 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
         fuse_reply_err(req, err);
         return;
     }
-    struct cbfs_file *held_file = NULL;
     bool held_idx = false;
-    if (lent && !(valid & FUSE_SET_ATTR_SIZE)) {
-        held_file = lent; /* the hold cbfs_setattr_hold would take: one is enough */
-        lent = NULL;
-    } else if (inode->kind == CBFS_KIND_COMPRESSED &&
-               (err = cbfs_setattr_hold(fs, inode, valid & FUSE_SET_ATTR_SIZE, &held_file,
-                                        &held_idx)) != 0) {
+    if (!held_file && inode->kind == CBFS_KIND_COMPRESSED &&
+        (err = cbfs_setattr_hold(fs, inode, valid & FUSE_SET_ATTR_SIZE, &held_file,
+                                 &held_idx)) != 0)
         goto reply;
-    }
     cbfs_procfd(path, fd);
     /* the owner the sidecar has until it follows this change */
     struct stat was;
@@ -340,7 +336,6 @@ reply:;
         cbfs_mutex_unlock(&inode->lock);
     }
     if (pinned) cbfs_inode_unpin(fs, inode);
-    if (lent) (void)cbfs_inode_file_put(fs, inode); /* as held_file's */
     if (gone)
         cbfs_setattr_gone(req, fs, inode, attr, valid);
     else if (err)
