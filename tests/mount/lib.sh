@@ -238,6 +238,13 @@ cbfs_layout1_store() {
     chmod 700 "$1/.cbfs"
 }
 
+# cbfs_layout_store DIR LAYOUT: DIR made, and for LAYOUT 1 a layout-1 store there
+# (cbfs_layout1_store); for 2 left for the first mount to make (the current layout).
+cbfs_layout_store() {
+    mkdir -p "$1"
+    if [[ $2 == 1 ]]; then cbfs_layout1_store "$1"; fi
+}
+
 # cbfs_layout1_two_files SEED: store=$T/store, a layout-1 store (cbfs_layout1_store)
 # holding a.csv and d/b.csv, both $T/data.csv (300K of gendata.py csv with SEED), written
 # through a zstd mount with 64K blocks; mnt=$T/mnt, unmounted again.

@@ -33,8 +33,7 @@ for layout in 1 2; do
     for codec in none zstd; do
         what="layout $layout, codec=$codec"
         store=$T/s.$layout.$codec mnt=$T/mnt
-        mkdir -p "$store"
-        [[ $layout == 1 ]] && cbfs_layout1_store "$store"
+        cbfs_layout_store "$store" "$layout"
         cbfs_mount "$store" "$mnt" "codec=$codec"
         mkdir "$mnt/d"
         stable_files "$mnt" write

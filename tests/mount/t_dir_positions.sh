@@ -48,8 +48,7 @@ for layout in 1 2; do
         for n in $sizes; do
             what="layout $layout, codec=$codec, $n entries"
             store=$T/s.$layout.$codec.$n mnt=$T/mnt
-            mkdir -p "$store"
-            [[ $layout == 1 ]] && cbfs_layout1_store "$store"
+            cbfs_layout_store "$store" "$layout"
             cbfs_mount "$store" "$mnt" "codec=$codec"
             mkdir "$mnt/d" "$mnt/d/sub"
             echo template >"$mnt/d/tmpl"

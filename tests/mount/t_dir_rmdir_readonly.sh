@@ -28,8 +28,7 @@ check_eq "rmdir: ok rename: ok rmdir-0333: ok" "$want" "ext4's answers"
 
 for layout in 1 2; do
     store=$T/s.$layout mnt=$T/mnt
-    mkdir -p "$store"
-    [[ $layout == 1 ]] && cbfs_layout1_store "$store"
+    cbfs_layout_store "$store" "$layout"
     cbfs_mount "$store" "$mnt" codec=zstd
     mkdir "$mnt/d" "$mnt/e" "$mnt/s" "$mnt/w" "$mnt/full"
     for f in d/f e/f w/f full/f; do seq 2000 >"$mnt/$f"; done
