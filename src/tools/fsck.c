@@ -3,7 +3,7 @@
  * every live block — and with --repair rebuilds missing or damaged sidecars
  * from the frames, cuts torn data tails and removes orphan and leftover
  * sidecars (docs/FORMAT.md, "Leftover sidecars"; an orphan whose file a
- * crash renamed is moved to it instead). Damaged
+ * crash renamed is moved to it instead: fsck_orphan.c). Damaged
  * payloads and damaged frames in the middle of a file cannot be repaired
  * without losing data: they are reported and left alone. Exit codes as
  * e2fsck: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8 usage or
@@ -24,6 +24,7 @@
 #include "cbfs/pool.h"
 #include "cbfs/store.h"
 #include "cbfs/util.h"
+#include "tools/fsck.h"
 #include "tools/tool.h"
 
 static const char tool_fsck_help[] =
@@ -42,12 +43,6 @@ static const char tool_fsck_help[] =
     "With --upgrade: converts a store of layout 1 (NAME.cbfsidx sidecars, names up to 247\n"
     "bytes) to layout 2 (DIR/.cbfsidx/NAME, names up to 255); rerun it if it was cut short.\n";
 
-struct tool_fsck {
-    bool repair;
-    struct cbfs_pool *pool;
-    unsigned errors;
-    uint64_t files, cbfs_files, problems, fixed, left;
-};
 
 
 /* Can cbfs_index_load(repair) fix what tf's load found, without losing
@@ -175,146 +170,19 @@ static bool tool_fsck_leftover(struct tool_fsck *f, int dirfd, const char *name,
     return true;
 }
 
-/* The file id in the header record of sidecar dirfd/name. @return CBFS_OK,
- * a format error (cbfs_err_is_format: it has no header that decodes), or the
- * error that kept it from being read. */
-static cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id)
-{
-    uint8_t buf[CBFS_INDEX_REC_SIZE];
-    struct cbfs_index_rec r;
-    int fd;
-    cbfs_err e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
-    if (e) return e;
-    e = cbfs_pread_full(fd, buf, sizeof buf, 0);
-    if (!e) e = cbfs_index_rec_decode(buf, &r);
-    close(fd);
-    if (!e && r.type != CBFS_REC_HEADER) e = CBFS_E_BAD_MAGIC;
-    if (!e) *id = r.file_id;
-    return e;
-}
-
-/* Is dirfd/name a regular file without a sidecar whose first frame is of
- * file id? @return CBFS_OK with *is, or the error that kept it from being
- * told (a name gone meanwhile, not a regular file, or a first frame that
- * does not decode is "no"). */
-static cbfs_err tool_fsck_frames_of(unsigned layout, int dirfd, const char *name, uint64_t id,
-                                    bool *is)
-{
-    char side[CBFS_STORE_SIDECAR_PATH_MAX];
-    struct stat st;
-    struct cbfs_frame_hdr fh;
-    int fd;
-    *is = false;
-    cbfs_err e = cbfs_store_sidecar_path(layout, name, side, sizeof side);
-    if (e == CBFS_E_NAMETOOLONG) return CBFS_OK; /* no sidecar can be its */
-    if (e) return e;
-    if (cbfs_store_fstatat(dirfd, side, &st, AT_SYMLINK_NOFOLLOW) == 0) return CBFS_OK;
-    if (errno != ENOENT) return cbfs_err_from_errno(errno);
-    e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
-    if (e == CBFS_E_NOENT || e == CBFS_E_NOT_REGULAR) return CBFS_OK;
-    if (e) return e;
-    e = cbfs_frame_read_hdr(fd, 0, UINT64_MAX, &fh);
-    close(fd);
-    if (cbfs_err_is_format(e)) return CBFS_OK;
-    *is = !e && fh.file_id == id;
-    return e;
-}
-
-/* An orphan sidecar dirfd/name may be a renamed file's: a crash between a
- * rename's two steps leaves the data file at the new name and its sidecar
- * under the old one (docs/OPERATIONS.md says to move it there), and it may
- * be the only record of the file's block size. Finds the file of its
- * directory that has no sidecar and whose frames carry its file id, and in
- * repair mode moves it there (never over a sidecar). @return CBFS_OK with
- * *found (*to: that file's name; *moved: the move's error, CBFS_OK also
- * without f->repair, where nothing is moved), or the error that kept it from
- * being told: then the orphan is no one's to remove either. */
-static cbfs_err tool_fsck_orphan_owner(const struct tool_fsck *f, const struct tool_store *store,
-                                       int dirfd, const char *name, bool *found, char *to,
-                                       size_t cap, cbfs_err *moved)
-{
-    uint64_t id;
-    *found = false;
-    *moved = CBFS_OK;
-    cbfs_err e = tool_fsck_sidecar_id(dirfd, name, &id);
-    if (cbfs_err_is_format(e)) return CBFS_OK; /* no file id: no file can be told its */
-    if (e) return e;
-    /* layout 2: dirfd is the index directory, its data files are in its parent */
-    const bool indexdir = store->layout == CBFS_LAYOUT_INDEXDIR;
-    const int data = openat(dirfd, indexdir ? ".." : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (data < 0) return cbfs_err_from_errno(errno);
-    char **names = NULL;
-    size_t n = 0;
-    const int rd = openat(data, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    e = rd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(rd, &names, &n);
-    for (size_t i = 0; i < n && !e && !*found; i++) {
-        if (strcmp(names[i], CBFS_STORE_DIR) == 0 || strcmp(names[i], CBFS_INDEX_DIR) == 0 ||
-            (!indexdir && cbfs_store_is_sidecar_name(names[i])))
-            continue;
-        e = tool_fsck_frames_of(store->layout, data, names[i], id, found);
-        if (e || !*found) continue;
-        if (snprintf(to, cap, "%s", names[i]) >= (int)cap) {
-            e = CBFS_E_NAMETOOLONG;
-            break;
-        }
-        if (!f->repair) break;
-        char side[CBFS_STORE_SIDECAR_PATH_MAX];
-        *moved = cbfs_store_sidecar_path(store->layout, names[i], side, sizeof side);
-        if (!*moved) *moved = cbfs_store_sidecar_dir(store->layout, data);
-        if (!*moved && cbfs_store_renameat2(dirfd, name, data, side, RENAME_NOREPLACE) != 0)
-            *moved = cbfs_err_from_errno(errno);
-    }
-    cbfs_dir_free_names(names, n);
-    close(data);
-    return e;
-}
-
 static int tool_fsck_one(void *arg, const struct tool_store *store, int dirfd, const char *name,
                          const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck *const f = arg;
-    if (kind != TOOL_ENT_FILE) {
-        char owner[NAME_MAX + 1];
-        cbfs_err moved;
-        bool owned;
-        f->problems++;
-        printf("%s: %s", display, tool_orphan_what(kind));
-        const cbfs_err oe =
-            tool_fsck_orphan_owner(f, store, dirfd, name, &owned, owner, sizeof owner, &moved);
-        if (oe) {
-            /* whether it is a renamed file's could not be told: kept */
-            printf("\n");
-            tool_err("fsck",
-                     "%s: cannot tell whether a file of its directory is its: %s; "
-                     "left as it is",
-                     display, cbfs_err_str(oe));
-            f->errors++;
-            f->left++;
-        } else if (owned) {
-            /* the file's name is shown as the walk shows names; kept where
-             * the move failed: it is that file's */
-            char shown[4 * NAME_MAX + 1];
-            (void)tool_name_escape(shown, sizeof shown, owner);
-            printf("; it is the sidecar of %s, whose frames carry its file id (a rename cut "
-                   "short by a crash)%s\n",
-                   shown,
-                   !f->repair ? ": --repair moves it there"
-                   : moved    ? ""
-                              : " (moved there)");
-            if (f->repair && moved)
-                tool_err("fsck", "%s: cannot move it to %s's sidecar: %s", display, shown,
-                         cbfs_err_str(moved));
-            if (f->repair && !moved)
-                f->fixed++;
-            else
-                f->left++;
-        } else if (f->repair && unlinkat(dirfd, name, 0) == 0) {
-            printf(" (removed)\n");
-            f->fixed++;
-        } else {
-            printf("\n");
-            f->left++;
-        }
+    if (kind != TOOL_ENT_FILE) return 0; /* tool_fsck_orphans' */
+    struct stat st;
+    if (f->nowners && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        tool_fsck_owner_waits(f, &st)) {
+        printf("%s: not checked: its sidecar is the orphan sidecar said above, not moved back "
+               "yet\n",
+               display);
+        f->files++;
+        f->cbfs_files++;
         return 0;
     }
     struct tool_file tf;
@@ -505,6 +373,7 @@ int tool_fsck_main(int argc, char **argv)
         tool_err("fsck", "cannot start workers: %s", cbfs_err_str(e));
         goto out;
     }
+    tool_fsck_orphans(&f, &loc);
     tool_walk(&loc, "fsck", tool_fsck_one, &f, &f.errors);
     cbfs_pool_destroy(f.pool);
     char aside[PATH_MAX + 512]; /* no problem of a file: the file it came from is checked */
@@ -517,6 +386,7 @@ int tool_fsck_main(int argc, char **argv)
     tool_summary_end(f.errors);
     rc = f.errors ? FSCK_ERROR : f.left ? FSCK_UNCORRECTED : f.fixed ? FSCK_CORRECTED : FSCK_CLEAN;
 out:
+    tool_fsck_free(&f);
     cbfs_store_close(st);
     tool_loc_free(&loc);
     return rc;

@@ -11,13 +11,18 @@
 
 #include "tools/tool.h"
 
+void tool_verr(const char *sub, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "cbfs %s: ", sub);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void tool_err(const char *sub, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "cbfs %s: ", sub);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    tool_verr(sub, fmt, ap);
     va_end(ap);
 }
 

@@ -7,6 +7,7 @@
 #define CBFS_TOOL_H
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +49,7 @@ void tool_stats_prometheus(char *const *mnts, const struct cbfs_stats *s, size_t
 
 /* "cbfs SUB: message\n" on stderr. */
 void tool_err(const char *sub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tool_verr(const char *sub, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* Output to stdout whose failure (a full disk, a closed pipe) is remembered
  * with its errno, for the one word on it: stdio drops a failed buffer and
@@ -161,6 +163,10 @@ typedef int (*tool_walk_fn)(void *arg, const struct tool_store *store, int dirfd
  * callback's nonzero value, else 0. */
 int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
               unsigned *errors);
+/* tool_walk that prints none of its errors, only counts them: a walk of what
+ * another walk of loc reports (a pre-walk, fsck's orphan pass), whose errors
+ * that walk prints. */
+int tool_walk_silent(const struct tool_loc *loc, tool_walk_fn fn, void *arg, unsigned *errors);
 
 /* Resolves and walks every path: an optional pre-walk (pre, e.g. to size a
  * progress bar), then fn; a path that cannot be resolved, or that is neither

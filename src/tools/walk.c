@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,10 +257,23 @@ struct tool_walker {
                           its own (cbfs_store_nested_root) */
     bool refuse_stores; /* such a store is not walked, an error (tool_loc.one_store) */
     const char *sub;
+    bool silent;        /* errors counted, not printed (tool_walk_silent) */
     tool_walk_fn fn;
     void *arg;
     unsigned *errors;
 };
+
+/* An error of walker w: counted, and printed for w->sub unless w is silent. */
+__attribute__((format(printf, 2, 3))) static void tool_walk_err(const struct tool_walker *w,
+                                                                const char *fmt, ...)
+{
+    (*w->errors)++;
+    if (w->silent) return;
+    va_list ap;
+    va_start(ap, fmt);
+    tool_verr(w->sub, fmt, ap);
+    va_end(ap);
+}
 
 /* dir "/" name into buf, name as the tools print it (tool_name_escape).
  * @return false if it did not fit (buf then holds a cut display). */
@@ -332,8 +346,7 @@ __attribute__((noinline)) static int tool_walk_index(const struct tool_walker *w
     const int rd = idx < 0 ? -1 : openat(idx, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     const cbfs_err e = rd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(rd, &names, &n);
     if (e) {
-        tool_err(w->sub, "%s: cannot read directory: %s", display, cbfs_err_str(e));
-        (*w->errors)++;
+        tool_walk_err(w, "%s: cannot read directory: %s", display, cbfs_err_str(e));
         if (idx >= 0) close(idx);
         return 0;
     }
@@ -369,9 +382,8 @@ __attribute__((noinline)) static int tool_walk_store(const struct tool_walker *w
                                                      const char *display, unsigned depth)
 {
     if (w->refuse_stores) {
-        tool_err(w->sub, "%s is a store of its own (it holds %s/): not checked; run cbfs %s on it",
-                 display, CBFS_STORE_DIR, w->sub);
-        (*w->errors)++;
+        tool_walk_err(w, "%s is a store of its own (it holds %s/): not checked; run cbfs %s on it",
+                      display, CBFS_STORE_DIR, w->sub);
         return 0;
     }
     struct cbfs_store_layout *const lay = malloc(sizeof *lay); /* PATH_MAX inside */
@@ -381,10 +393,13 @@ __attribute__((noinline)) static int tool_walk_store(const struct tool_walker *w
                            : CBFS_E_NOMEM;
     if (e || lay->state == CBFS_LAYOUT_CUT_SHORT) {
         if (e)
-            tool_err(w->sub, "%s: %s", display, why[0] ? why : cbfs_err_str(e));
-        else
+            tool_walk_err(w, "%s: %s", display, why[0] ? why : cbfs_err_str(e));
+        else if (w->silent)
+            (*w->errors)++;
+        else {
             tool_layout_refusal(w->sub, lay, display);
-        (*w->errors)++;
+            (*w->errors)++;
+        }
         free(lay);
         return 0;
     }
@@ -423,12 +438,11 @@ __attribute__((noinline)) static bool tool_walk_mount(const struct tool_walker *
     }
     char real[PATH_MAX];
     if (store[0] == '/' && realpath(store, real) && strcmp(real, abs) == 0) {
-        tool_err(w->sub,
-                 "%s is an in-place cbfs mount: its store is hidden by the mount, not "
-                 "checked; unmount it first",
-                 display);
-        (*w->errors)++;
-    } else {
+        tool_walk_err(w,
+                      "%s is an in-place cbfs mount: its store is hidden by the mount, not "
+                      "checked; unmount it first",
+                      display);
+    } else if (!w->silent) {
         tool_err(w->sub,
                  "%s is a cbfs mount of %s: not walked (its files are that store's; name the "
                  "store to check it)",
@@ -445,9 +459,8 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
                          bool in_root, unsigned depth)
 {
     if (depth > CBFS_STORE_DEPTH_MAX) {
-        tool_err(w->sub, "%s: more than %u directories deep: not walked", display,
-                 CBFS_STORE_DEPTH_MAX);
-        (*w->errors)++;
+        tool_walk_err(w, "%s: more than %u directories deep: not walked", display,
+                      CBFS_STORE_DEPTH_MAX);
         return 0;
     }
     const int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -460,8 +473,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
     if (e) {
         if (fd >= 0 && !path) close(fd);
         free(path);
-        tool_err(w->sub, "%s: cannot read directory: %s", display, cbfs_err_str(e));
-        (*w->errors)++;
+        tool_walk_err(w, "%s: cannot read directory: %s", display, cbfs_err_str(e));
         return 0;
     }
     int rc = 0;
@@ -481,8 +493,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
         if (S_ISDIR(st.st_mode)) {
             const int sub = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) {
-                tool_err(w->sub, "%s: %s", path, cbfs_err_str(cbfs_err_from_errno(errno)));
-                (*w->errors)++;
+                tool_walk_err(w, "%s: %s", path, cbfs_err_str(cbfs_err_from_errno(errno)));
                 continue;
             }
             if (tool_walk_mount(w, sub, &st, dirfd, path))
@@ -514,8 +525,8 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
     return rc;
 }
 
-int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
-              unsigned *errors)
+static int tool_walk_loc(const struct tool_loc *loc, const char *sub, bool silent,
+                         tool_walk_fn fn, void *arg, unsigned *errors)
 {
     if (!loc->is_dir)
         return fn(arg, &loc->store, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
@@ -523,10 +534,22 @@ int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void
                                   .outside = !loc->in_store,
                                   .refuse_stores = loc->one_store,
                                   .sub = sub,
+                                  .silent = silent,
                                   .fn = fn,
                                   .arg = arg,
                                   .errors = errors};
     return tool_walk_dir(&w, loc->dirfd, loc->display, loc->at_root, 0);
+}
+
+int tool_walk(const struct tool_loc *loc, const char *sub, tool_walk_fn fn, void *arg,
+              unsigned *errors)
+{
+    return tool_walk_loc(loc, sub, false, fn, arg, errors);
+}
+
+int tool_walk_silent(const struct tool_loc *loc, tool_walk_fn fn, void *arg, unsigned *errors)
+{
+    return tool_walk_loc(loc, "", true, fn, arg, errors);
 }
 
 unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *req)
@@ -540,7 +563,9 @@ unsigned tool_walk_paths(char *const *paths, int n, const struct tool_walk_req *
             errors++;
             continue;
         }
-        if (req->pre) tool_walk(&loc, req->sub, req->pre, req->pre_arg, &errors);
+        /* the walk after it prints and counts the errors of both */
+        unsigned pre_errors = 0;
+        if (req->pre) tool_walk_silent(&loc, req->pre, req->pre_arg, &pre_errors);
         const uint64_t before = *req->cbfs_files;
         tool_walk(&loc, req->sub, req->fn, req->arg, &errors);
         if (tool_loc_not_cbfs(&loc, req->sub, *req->cbfs_files - before)) errors++;

@@ -238,6 +238,19 @@ cbfs_layout1_store() {
     chmod 700 "$1/.cbfs"
 }
 
+# cbfs_sidecar_of STORE PATH LAYOUT: the path of the sidecar of STORE/PATH in a store of
+# LAYOUT (docs/FORMAT.md: 1, PATH.cbfsidx; 2, DIR/.cbfsidx/NAME).
+cbfs_sidecar_of() {
+    if [[ $3 == 1 ]]; then
+        echo "$1/$2.cbfsidx"
+    else
+        local d
+        d=$(dirname "$2")
+        if [[ $d == . ]]; then d=$1; else d=$1/$d; fi
+        echo "$d/.cbfsidx/$(basename "$2")"
+    fi
+}
+
 # cbfs_layout_store DIR LAYOUT: DIR made, and for LAYOUT 1 a layout-1 store there
 # (cbfs_layout1_store); for 2 left for the first mount to make (the current layout).
 cbfs_layout_store() {
