@@ -40,6 +40,14 @@ PY
 rc=0; "$CBFS" verify "$store" >"$T/verify.out" 2>&1 || rc=$?
 [[ $rc != 0 && $rc -lt 128 ]] || fail "verify of a 4200-deep tree: exit $rc"
 grep -q 'more than 4096 directories deep' "$T/verify.out" || fail "no message: $(tail -c 300 "$T/verify.out")"
+# with a terminal on stderr verify walks twice (its progress bar's walk first): the error
+# was said and counted twice; and fsck walks for orphan sidecars before it checks the files
+script -qec "$CBFS verify $store" /dev/null >"$T/verify.tty" 2>&1 || true
+check_eq "1 1" "$(grep -o 'more than 4096 directories deep' "$T/verify.tty" | wc -l) $(grep -o ', 1 error(s)' "$T/verify.tty" | wc -l)" \
+    "the deep tree's error said, and the count of errors, by verify on a terminal ($(tail -c 300 "$T/verify.tty"))"
+rc=0; "$CBFS" fsck "$store" >"$T/fsck.out" 2>&1 || rc=$?
+check_eq "8 1 1" "$rc $(grep -o 'more than 4096 directories deep' "$T/fsck.out" | wc -l) $(grep -o ', 1 error(s)' "$T/fsck.out" | wc -l)" \
+    "exit status of fsck, the deep tree's error said, and the count of errors ($(tail -c 300 "$T/fsck.out"))"
 rm -rf "$store/deeper" "$store/deep" # coreutils' rm walks a tree this deep
 
 # fsck --upgrade (layout 1 -> 2) walks the tree too: it crashed as well, and every rerun
