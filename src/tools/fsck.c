@@ -32,7 +32,7 @@ static const char tool_fsck_help[] =
     "       cbfs fsck --upgrade STORE\n"
     "Checks every data file of an unmounted store against its sidecar and reads every\n"
     "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"
-    "torn tails, removes orphan sidecars (or moves one to the file of its directory whose\n"
+    "torn tails, removes orphan sidecars (or moves one to the file of the store whose\n"
     "frames carry its file id: a rename cut short) and leftover sidecars (a sidecar of a\n"
     "lost file that shows nothing of it in the data file beside it). Damaged payloads are\n"
     "reported, never 'fixed'. A lost sidecar is rebuilt only when the frames prove the\n"
