@@ -57,7 +57,8 @@ static const char *cbfs_inode_load_advice(cbfs_err e)
 {
     switch (e) {
     case CBFS_E_BLOCK_SIZE: /* never guessed: only the admin knows it */
-        return " (restore its sidecar, or give the block size it was written with: "
+        return " (cbfs fsck, unmounted, finds its sidecar where a crash cut a rename short; "
+               "else restore its sidecar, or give the block size it was written with: "
                "cbfs fsck --repair --block-size SIZE)";
     case CBFS_E_UNREACHABLE: /* cbfs_file_load_index: not served, not repairable */
         return " (restore its sidecar to read it all; cbfs cat --keep-going copies out "
