@@ -22,11 +22,11 @@ mnt=$T/mnt
 cbfs_preload openfail
 python3 "$CBFS_TOOLS/gendata.py" csv 2600K "$T/a.csv" 64 # 3 blocks of 1M: no 256K frame
 
-# crashed_rename STORE SIDECAR SIDECAR_C [FROM TO]: FROM (a.bkp; 1M blocks in a store of
-# 256K) renamed to TO (b.bkp) through the mount, its sidecar SIDECAR left where it was, as
-# a crash leaves it; and $T/gone.side, the sidecar (SIDECAR_C) of c.bkp, a file since deleted
+# crashed_rename STORE SIDECAR SIDECAR_C FROM TO: FROM (1M blocks in a store of 256K)
+# renamed to TO through the mount, its sidecar SIDECAR left where it was, as a crash leaves
+# it; and $T/gone.side, the sidecar (SIDECAR_C) of c.bkp, a file since deleted
 crashed_rename() {
-    local from=${4:-a.bkp} to=${5:-b.bkp}
+    local from=$4 to=$5
     cbfs_mount "$1" "$mnt" block_size=1M
     mkdir -p "$(dirname "$mnt/$from")" "$(dirname "$mnt/$to")"
     cp "$T/a.csv" "$mnt/$from"
@@ -41,80 +41,83 @@ crashed_rename() {
     cbfs_umount "$mnt"
 }
 
-for layout in 2 1; do
-    store=$T/store$layout
-    if ((layout == 2)); then
-        mkdir -p "$store" && "$CBFS" mkfs -o codec=lz4 "$store" >/dev/null
-        old=$store/.cbfsidx/a.bkp new=$store/.cbfsidx/b.bkp orphan=$store/.cbfsidx/gone.bkp
-        csc=$store/.cbfsidx/c.bkp
-    else
-        cbfs_layout1_store "$store"
-        sed -i 's/^block_size=.*/block_size=262144/' "$store/.cbfs/store.conf"
-        old=$store/a.bkp.cbfsidx new=$store/b.bkp.cbfsidx orphan=$store/gone.bkp.cbfsidx
-        csc=$store/c.bkp.cbfsidx
-    fi
-    crashed_rename "$store" "$old" "$csc"
-    cp "$T/gone.side" "$orphan"
-    cp -a "$store" "$T/copy$layout"
-    # where a file of the directory cannot be looked at (b.bkp's opens fail with EMFILE),
-    # whose the orphan is cannot be told: it is kept, and the error said, never taken for
-    # "no one's"
-    cp -a "$store" "$T/nofd$layout"
-    touch "$T/openfail.on"
-    rc=0
-    CBFS_OPENFAIL_TRIGGER=$T/openfail.on CBFS_OPENFAIL_NAME=b.bkp LD_PRELOAD=$T/openfail.so \
-        "$CBFS" fsck --repair "$T/nofd$layout" >"$T/fsck.out" 2>&1 || rc=$?
-    [[ -f ${old/$store/$T/nofd$layout} ]] ||
-        fail "layout $layout: fsck --repair that could not open b.bkp removed its sidecar (exit $rc): $(cat "$T/fsck.out")"
-    grep -qF "cannot tell whether a file of its directory is its" "$T/fsck.out" ||
-        fail "layout $layout: fsck --repair without b.bkp: $(cat "$T/fsck.out")"
-    ((rc != 0 && rc != 1)) || fail "layout $layout: fsck --repair exit $rc with an error: $(cat "$T/fsck.out")"
-    rc=0
-    "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
-    [[ -f $new && ! -e $old ]] ||
-        fail "layout $layout: the sidecar was not moved to b.bkp's (fsck --repair exit $rc): $(cat "$T/fsck.out")"
-    check_eq 1 "$rc" "layout $layout: exit status of fsck --repair ($(cat "$T/fsck.out"))"
-    grep -qF "it is the sidecar of b.bkp, whose frames carry its file id (a rename cut short by a crash) (moved there)" \
-        "$T/fsck.out" || fail "layout $layout: fsck --repair: $(cat "$T/fsck.out")"
-    [[ ! -e $orphan ]] || fail "layout $layout: the orphan of no file was not removed"
-    # without --repair: said, not done
-    fsck_rc 4 "$T/copy$layout"
-    grep -qF "it is the sidecar of b.bkp, whose frames carry its file id (a rename cut short by a crash): --repair moves it there" \
-        "$T/fsck.out" || fail "layout $layout: fsck does not name the sidecar's file: $(cat "$T/fsck.out")"
-    [[ -f ${old/$store/$T/copy$layout} ]] || fail "layout $layout: fsck without --repair moved the sidecar"
-    fsck_rc 0 "$store"
-    cbfs_mount "$store" "$mnt"
-    same_file "$T/a.csv" "$mnt/b.bkp"
-    cbfs_umount "$mnt"
+# checked COPY OLD SHOWN TO: fsck without --repair of COPY (a copy of the store) names the
+# file SHOWN as the owner of the orphan OLD, says TO is not checked, and moves nothing
+checked() {
+    fsck_rc 4 "$1"
+    grep -qF "it is the sidecar of $3, whose frames carry its file id (a rename cut short by a crash): --repair moves it there" \
+        "$T/fsck.out" || fail "$1: fsck does not name the sidecar's file: $(cat "$T/fsck.out")"
+    grep -qF "$4: not checked: its sidecar is the orphan sidecar said above" "$T/fsck.out" ||
+        fail "$1: fsck says the file's sidecar is lost: $(cat "$T/fsck.out")"
+    [[ -f $2 ]] || fail "$1: fsck without --repair moved the sidecar"
+}
 
-    # z.bkp renamed to a.bkp (a.bkp is checked before z.bkp's sidecar in layout 1), and
-    # x/y.bkp renamed to d/e/w.bkp, two directories away
-    for case in first far; do
+# unreadable COPY OLD NAME WHERE: fsck --repair of COPY where every open of a name ending in
+# NAME fails (EMFILE) keeps the orphan OLD, says whose it is cannot be told (a file of
+# WHERE), and exits with an error
+unreadable() {
+    local rc=0
+    touch "$T/openfail.on"
+    CBFS_OPENFAIL_TRIGGER=$T/openfail.on CBFS_OPENFAIL_NAME=$3 LD_PRELOAD=$T/openfail.so \
+        "$CBFS" fsck --repair "$1" >"$T/fsck.out" 2>&1 || rc=$?
+    [[ -f $2 ]] || fail "$1: fsck --repair that could not open $3 removed its sidecar (exit $rc): $(cat "$T/fsck.out")"
+    grep -qF "cannot tell whether a file of $4 is its" "$T/fsck.out" ||
+        fail "$1: fsck --repair without $3: $(cat "$T/fsck.out")"
+    check_eq 8 "$rc" "$1: exit status of fsck --repair that could not open $3 ($(cat "$T/fsck.out"))"
+}
+
+# repaired STORE OLD NEW SHOWN TO: fsck --repair moves the orphan OLD to NEW, the sidecar of
+# TO (SHOWN as fsck shows it), exits 1, reports no file unrepaired; then fsck is clean and
+# TO reads back
+repaired() {
+    local rc=0
+    "$CBFS" fsck --repair "$1" >"$T/fsck.out" 2>&1 || rc=$?
+    [[ -f $3 && ! -e $2 ]] ||
+        fail "$1: the sidecar was not moved to $5's (fsck --repair exit $rc): $(cat "$T/fsck.out")"
+    check_eq 1 "$rc" "$1: exit status of fsck --repair ($(cat "$T/fsck.out"))"
+    grep -qF "it is the sidecar of $4, whose frames carry its file id (a rename cut short by a crash) (moved there)" \
+        "$T/fsck.out" || fail "$1: fsck --repair: $(cat "$T/fsck.out")"
+    ! grep -q "not repaired" "$T/fsck.out" || fail "$1: fsck --repair: $(cat "$T/fsck.out")"
+    [[ ! -e ${orphan:-/nonexistent} ]] || fail "$1: the orphan of no file was not removed"
+    fsck_rc 0 "$1"
+    cbfs_mount "$1" "$mnt"
+    same_file "$T/a.csv" "$mnt/$5"
+    cbfs_umount "$mnt"
+}
+
+# a.bkp renamed to b.bkp beside it (and the sidecar of c.bkp, deleted, left as an orphan of
+# no file); z.bkp renamed to a.bkp (a.bkp is checked before z.bkp's sidecar in layout 1); and
+# x/y.bkp renamed to d/e/w.bkp, two directories away
+for layout in 2 1; do
+    for case in next first far; do
         store=$T/store$layout$case
         cbfs_layout_store "$store" "$layout"
         if ((layout == 1)); then
             sed -i 's/^block_size=.*/block_size=262144/' "$store/.cbfs/store.conf"
-            csc=$store/c.bkp.cbfsidx
         else
             "$CBFS" mkfs -o codec=lz4 "$store" >/dev/null
-            csc=$store/.cbfsidx/c.bkp
         fi
-        if [[ $case == first ]]; then
-            from=z.bkp to=a.bkp
-        else
-            from=x/y.bkp to=d/e/w.bkp
-        fi
+        case $case in
+        next) from=a.bkp to=b.bkp ;;
+        first) from=z.bkp to=a.bkp ;;
+        far) from=x/y.bkp to=d/e/w.bkp ;;
+        esac
         old=$(cbfs_sidecar_of "$store" "$from" "$layout") new=$(cbfs_sidecar_of "$store" "$to" "$layout")
-        crashed_rename "$store" "$old" "$csc" "$from" "$to"
+        crashed_rename "$store" "$old" "$(cbfs_sidecar_of "$store" c.bkp "$layout")" "$from" "$to"
+        orphan=
+        if [[ $case == next ]]; then
+            orphan=$(cbfs_sidecar_of "$store" gone.bkp "$layout")
+            cp "$T/gone.side" "$orphan"
+        fi
         shown=$to
         [[ $case == far ]] && shown=$store/$to
         cp -a "$store" "$T/copy$layout$case"
-        fsck_rc 4 "$T/copy$layout$case"
-        grep -qF "it is the sidecar of ${shown/$store/$T/copy$layout$case}, whose frames carry its file id (a rename cut short by a crash): --repair moves it there" \
-            "$T/fsck.out" || fail "layout $layout $case: fsck does not name the sidecar's file: $(cat "$T/fsck.out")"
-        grep -qF "$to: not checked: its sidecar is the orphan sidecar said above" "$T/fsck.out" ||
-            fail "layout $layout $case: fsck says the file's sidecar is lost: $(cat "$T/fsck.out")"
+        checked "$T/copy$layout$case" "${old/$store/$T/copy$layout$case}" "${shown/$store/$T/copy$layout$case}" "$to"
+        # where a file that may be its cannot be looked at, whose the orphan is cannot be
+        # told: it is kept, and the error said, never taken for "no one's"
+        cp -a "$store" "$T/nofd$layout$case"
         if [[ $case == far ]]; then
+            unreadable "$T/nofd$layout$case" "${old/$store/$T/nofd$layout$case}" w.bkp "the store"
             # a raw copy of the data file elsewhere carries the same id: whose it is is
             # not told, nothing moved
             cp -a "$store" "$T/two$layout"
@@ -123,30 +126,10 @@ for layout in 2 1; do
             grep -qF "the frames of 2 files without a sidecar carry its file id" "$T/fsck.out" ||
                 fail "layout $layout: two files of the id: $(cat "$T/fsck.out")"
             [[ -f ${old/$store/$T/two$layout} ]] || fail "layout $layout: fsck --repair moved the sidecar one of two files carry the id of"
-            # a file of the store that cannot be read may be its: kept, the error said
-            cp -a "$store" "$T/nofd$layout$case"
-            touch "$T/openfail.on"
-            rc=0
-            CBFS_OPENFAIL_TRIGGER=$T/openfail.on CBFS_OPENFAIL_NAME=w.bkp LD_PRELOAD=$T/openfail.so \
-                "$CBFS" fsck --repair "$T/nofd$layout$case" >"$T/fsck.out" 2>&1 || rc=$?
-            [[ -f ${old/$store/$T/nofd$layout$case} ]] ||
-                fail "layout $layout: fsck --repair that could not open d/e/w.bkp removed its sidecar (exit $rc): $(cat "$T/fsck.out")"
-            grep -qF "cannot tell whether a file of the store is its" "$T/fsck.out" ||
-                fail "layout $layout: fsck --repair without d/e/w.bkp: $(cat "$T/fsck.out")"
-            check_eq 8 "$rc" "layout $layout: exit status of fsck --repair that could not open a file ($(cat "$T/fsck.out"))"
+        else
+            unreadable "$T/nofd$layout$case" "${old/$store/$T/nofd$layout$case}" "$to" "its directory"
         fi
-        rc=0
-        "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
-        [[ -f $new && ! -e $old ]] ||
-            fail "layout $layout $case: the sidecar was not moved to $to's (fsck --repair exit $rc): $(cat "$T/fsck.out")"
-        check_eq 1 "$rc" "layout $layout $case: exit status of fsck --repair ($(cat "$T/fsck.out"))"
-        grep -qF "it is the sidecar of $shown, whose frames carry its file id (a rename cut short by a crash) (moved there)" \
-            "$T/fsck.out" || fail "layout $layout $case: fsck --repair: $(cat "$T/fsck.out")"
-        ! grep -q "not repaired" "$T/fsck.out" || fail "layout $layout $case: fsck --repair: $(cat "$T/fsck.out")"
-        fsck_rc 0 "$store"
-        cbfs_mount "$store" "$mnt"
-        same_file "$T/a.csv" "$mnt/$to"
-        cbfs_umount "$mnt"
+        repaired "$store" "$old" "$new" "$shown" "$to"
     done
 done
 pass
