@@ -43,8 +43,6 @@ static const char tool_fsck_help[] =
     "With --upgrade: converts a store of layout 1 (NAME.cbfsidx sidecars, names up to 247\n"
     "bytes) to layout 2 (DIR/.cbfsidx/NAME, names up to 255); rerun it if it was cut short.\n";
 
-
-
 /* Can cbfs_index_load(repair) fix what tf's load found, without losing
  * frames? Also true for "nothing to fix". */
 static bool tool_fsck_repairable(const struct tool_file *tf)

@@ -126,8 +126,7 @@ static void tool_fsck_orphan_owned(struct tool_fsck *f, const char *display,
     f->left++;
     /* the file's check waits for its sidecar; without room to note that,
      * it is checked as it is (its sidecar said lost) */
-    struct tool_fsck_owner *const o =
-        realloc(f->owners, (f->nowners + 1) * sizeof *f->owners);
+    struct tool_fsck_owner *const o = realloc(f->owners, (f->nowners + 1) * sizeof *f->owners);
     if (!o) return;
     f->owners = o;
     f->owners[f->nowners++] = (struct tool_fsck_owner){.dev = st->st_dev, .ino = st->st_ino};
@@ -144,7 +143,7 @@ static void tool_fsck_orphan_none(struct tool_fsck *f, int dirfd, cbfs_err dir_e
         f->left++;
         return;
     }
-    const cbfs_err e = dirfd < 0                         ? dir_err
+    const cbfs_err e = dirfd < 0                       ? dir_err
                        : unlinkat(dirfd, name, 0) == 0 ? CBFS_OK
                                                        : cbfs_err_from_errno(errno);
     printf("%s\n", e ? "" : " (removed)");
@@ -210,8 +209,8 @@ struct tool_fsck_lost {
     char *dir, *name, *display;
     dev_t dev; /* dir's */
     ino_t ino;
-    unsigned nowners; /* files of the store without a sidecar whose frames carry id */
-    cbfs_err owner_err;  /* the first of them could not be recorded */
+    unsigned nowners;              /* files of the store without a sidecar whose frames carry id */
+    cbfs_err owner_err;            /* the first of them could not be recorded */
     char *odir, *oname, *odisplay; /* the first of them */
     dev_t odev;                    /* odir's */
     ino_t oino;
@@ -248,7 +247,7 @@ static cbfs_err tool_fsck_dir_open(const char *path, dev_t dev, ino_t ino, int *
     struct stat st;
     *fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (*fd < 0) return cbfs_err_from_errno(errno);
-    const cbfs_err e = fstat(*fd, &st) != 0                       ? cbfs_err_from_errno(errno)
+    const cbfs_err e = fstat(*fd, &st) != 0                   ? cbfs_err_from_errno(errno)
                        : st.st_dev != dev || st.st_ino != ino ? CBFS_E_STALE
                                                               : CBFS_OK;
     if (e) {
@@ -348,8 +347,7 @@ static cbfs_err tool_fsck_lost_owner(struct tool_fsck_lost *l, int dirfd, const 
 
 /* The walk of the store's files for the lost orphans' ids. */
 static int tool_fsck_orphan_match(void *arg, const struct tool_store *store, int dirfd,
-                                  const char *name, const char *display,
-                                  enum tool_ent_kind kind)
+                                  const char *name, const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck_pass *const p = arg;
     if (kind != TOOL_ENT_FILE) return 0;
@@ -437,7 +435,8 @@ void tool_fsck_orphans(struct tool_fsck *f, const struct tool_loc *loc)
     if (p.n) {
         p.by_id = malloc(p.n * sizeof *p.by_id);
         if (p.by_id) {
-            for (size_t i = 0; i < p.n; i++) p.by_id[i] = &p.lost[i];
+            for (size_t i = 0; i < p.n; i++)
+                p.by_id[i] = &p.lost[i];
             qsort(p.by_id, p.n, sizeof *p.by_id, tool_fsck_lost_cmp);
             tool_walk_silent(loc, tool_fsck_orphan_match, &p, &p.walk_errors);
         } else {

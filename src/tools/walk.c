@@ -257,7 +257,7 @@ struct tool_walker {
                           its own (cbfs_store_nested_root) */
     bool refuse_stores; /* such a store is not walked, an error (tool_loc.one_store) */
     const char *sub;
-    bool silent;        /* errors counted, not printed (tool_walk_silent) */
+    bool silent; /* errors counted, not printed (tool_walk_silent) */
     tool_walk_fn fn;
     void *arg;
     unsigned *errors;
@@ -525,8 +525,8 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
     return rc;
 }
 
-static int tool_walk_loc(const struct tool_loc *loc, const char *sub, bool silent,
-                         tool_walk_fn fn, void *arg, unsigned *errors)
+static int tool_walk_loc(const struct tool_loc *loc, const char *sub, bool silent, tool_walk_fn fn,
+                         void *arg, unsigned *errors)
 {
     if (!loc->is_dir)
         return fn(arg, &loc->store, loc->dirfd, loc->name, loc->display, TOOL_ENT_FILE);
