@@ -80,7 +80,7 @@ int cbfs_fdcache_init(struct cbfs_fdcache *c, int root_fd, size_t cap)
 
 void cbfs_fdcache_destroy(struct cbfs_fdcache *c)
 {
-    assert(c->open == 0 && c->lru.next == &c->lru);
+    assert(c->open == 0 && c->kept == 0 && c->lru.next == &c->lru);
     if (c->mount_fd >= 0) close(c->mount_fd);
     cbfs_mutex_destroy(&c->lock);
 }
@@ -102,7 +102,7 @@ static size_t cbfs_fdcache_evict(struct cbfs_fdcache *c, size_t keep)
     cbfs_assert_held(&c->lock);
     while (c->open > keep && c->lru.next != &c->lru) {
         struct cbfs_storeobj *const o = c->lru.next;
-        assert(o->pins == 0 && o->fh && o->fd >= 0);
+        assert(o->pins == 0 && o->fh && o->fd >= 0 && !o->kept);
         cbfs_fdcache_lru_remove(c, o);
         close(o->fd);
         o->fd = -1;
@@ -190,7 +190,9 @@ void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
     if (o->fh) {
         cbfs_mutex_lock(&c->lock);
         assert(o->pins == 0);
-        if (o->fd >= 0) {
+        if (o->kept) {
+            c->kept--;
+        } else if (o->fd >= 0) {
             cbfs_fdcache_lru_remove(c, o);
             c->open--;
         }
@@ -210,7 +212,7 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
     }
     cbfs_mutex_lock(&c->lock);
     if (o->fd >= 0) {
-        if (o->pins++ == 0) cbfs_fdcache_lru_remove(c, o);
+        if (o->pins++ == 0 && !o->kept) cbfs_fdcache_lru_remove(c, o);
         *fd = o->fd;
         cbfs_mutex_unlock(&c->lock);
         return 0;
@@ -226,7 +228,7 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
     cbfs_mutex_lock(&c->lock);
     if (o->fd >= 0) { /* a concurrent pin reopened it first */
         close(nfd);
-        if (o->pins == 0) cbfs_fdcache_lru_remove(c, o);
+        if (o->pins == 0 && !o->kept) cbfs_fdcache_lru_remove(c, o);
     } else {
         o->fd = nfd;
         c->open++;
@@ -243,8 +245,34 @@ void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
     if (!o->fh) return;
     cbfs_mutex_lock(&c->lock);
     assert(o->pins > 0 && o->fd >= 0);
-    if (--o->pins == 0) cbfs_fdcache_lru_add(c, o);
+    if (--o->pins == 0 && !o->kept) cbfs_fdcache_lru_add(c, o);
     cbfs_mutex_unlock(&c->lock);
+}
+
+/* c->lock held. @return whether o, pinned, has a handle and is not kept yet. */
+static bool cbfs_storeobj_keepable(struct cbfs_fdcache *c, const struct cbfs_storeobj *o)
+{
+    cbfs_assert_held(&c->lock);
+    if (!o || !o->fh) return false;
+    assert(o->pins > 0 && o->fd >= 0);
+    return !o->kept;
+}
+
+bool cbfs_storeobj_keep(struct cbfs_fdcache *c, struct cbfs_storeobj *o, struct cbfs_storeobj *o2)
+{
+    cbfs_mutex_lock(&c->lock);
+    const bool k1 = cbfs_storeobj_keepable(c, o), k2 = cbfs_storeobj_keepable(c, o2);
+    const size_t need = (size_t)k1 + (size_t)k2;
+    const bool ok = c->kept + need <= c->cap;
+    if (ok && need > 0) {
+        /* pinned: off the LRU already, and unpin leaves them off it */
+        if (k1) o->kept = true;
+        if (k2) o2->kept = true;
+        c->open -= need;
+        c->kept += need;
+    }
+    cbfs_mutex_unlock(&c->lock);
+    return ok;
 }
 
 /* ---- objects by inode number ---- */

@@ -5,7 +5,8 @@
  * Every object the kernel knows keeps a file handle (name_to_handle_at) and
  * an O_PATH fd that lives in the LRU while nobody uses it; a later use
  * reopens it with open_by_handle_at. So the daemon's fds are bounded by the
- * cache size plus what callers hold open, not by how many inodes the kernel
+ * cache size (twice that with the kept objects below) plus what callers hold
+ * open, not by how many inodes the kernel
  * caches (a `ls -lR` of a backup tree, or pg_basebackup's thousands of
  * relation files, must not run the daemon out of descriptors).
  *
@@ -13,6 +14,14 @@
  * CAP_DAC_READ_SEARCH; a store filesystem that cannot export them; an object
  * on another mount inside the store) the object's fd is simply kept for its
  * whole life, as before: correct, just unbounded.
+ *
+ * An object that lost its last name through the daemon (unlink, rmdir, a
+ * rename over it) has a handle that no longer opens once its fd is closed:
+ * the store frees it. While the kernel still references it (an O_PATH fd, a
+ * working directory) its fd is kept for the rest of the object's life
+ * instead (cbfs_storeobj_keep): off the LRU, closed at release. At most cap
+ * objects are kept so at once; past that, one is left to the LRU as before
+ * (its stat answers ESTALE once evicted).
  *
  * Locking: c->lock protects the fields marked so; it is a leaf (nothing is
  * called under it but close() of O_PATH fds; lock order: fuse/inode.h). fh
@@ -38,7 +47,8 @@ struct cbfs_storeobj {
      * (not shared yet) or released (off the LRU, unpinned). */
     int fd;                 /* O_PATH|O_CLOEXEC on the object, or -1 while evicted */
     unsigned pins;          /* users of fd right now; pinned objects are never evicted */
-    struct cbfs_storeobj *prev, *next; /* LRU links while open, unpinned and with fh */
+    bool kept;              /* with fh: fd stays open until release (cbfs_storeobj_keep) */
+    struct cbfs_storeobj *prev, *next; /* LRU links while open, unpinned, with fh, not kept */
 };
 
 struct cbfs_fdcache { /* mount_fd, mount_id, handles, cap: immutable after init */
@@ -46,9 +56,12 @@ struct cbfs_fdcache { /* mount_fd, mount_id, handles, cap: immutable after init 
                                 O_PATH one); owned; -1 without handles */
     int mount_id;            /* its mount: handles of other mounts are not used */
     bool handles;            /* open_by_handle_at works on this store for this daemon */
-    size_t cap;              /* most evictable fds kept open while idle */
+    size_t cap;              /* most evictable fds kept open while idle; also the most
+                                objects kept at once (cbfs_storeobj_keep) */
     struct cbfs_mutex lock;
-    size_t open;             /* protected by lock: open fds of objects with a handle */
+    size_t open;              /* protected by lock: open fds of objects with a handle,
+                                 not kept (idle or pinned) */
+    size_t kept;              /* protected by lock: objects with a handle kept open for life */
     struct cbfs_storeobj lru; /* protected by lock: list head, least recently used first */
 };
 
@@ -71,6 +84,14 @@ int cbfs_storeobj_init(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int fd,
 /* Closes o's fd and frees its handle; o must be unpinned. o may be a zeroed
  * object that was never initialised (fd -1, fh NULL). */
 void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
+
+/* Keeps the fds of o and o2 (NULL: none; o's sidecar, say), both pinned,
+ * open for the rest of their lives: never evicted, closed by
+ * cbfs_storeobj_release. For objects whose handle no longer opens (they lost
+ * their last name) while something still needs them. Both or neither: at most
+ * c->cap objects with a handle are kept at once. Objects without a handle
+ * are kept anyway. @return whether they are kept now. */
+bool cbfs_storeobj_keep(struct cbfs_fdcache *c, struct cbfs_storeobj *o, struct cbfs_storeobj *o2);
 
 /* Pins o's fd (reopening it from the handle if it was evicted): *fd stays
  * open until the matching cbfs_storeobj_unpin. @return 0, or the errno of

@@ -1,7 +1,7 @@
 /* Fd cache tests (src/fuse/fdcache.c) on real files under /tmp: at most cap
  * idle fds stay open, an evicted object is reopened by its file handle,
- * pinned objects are never evicted, and running out of fds closes the idle
- * ones. Reopening by handle needs CAP_DAC_READ_SEARCH (root); without it
+ * pinned and kept objects are never evicted, and running out of fds closes
+ * the idle ones. Reopening by handle needs CAP_DAC_READ_SEARCH (root); without it
  * the tests that need it skip and say so. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -217,6 +217,63 @@ Test(fdcache, a_pin_out_of_fds_reopens_after_relief)
     cbfs_storeobj_release(&fc, &fc_obj[0]);
     fc_pin_check(1); /* the others reopen as well */
     cbfs_storeobj_unpin(&fc, &fc_obj[1]);
+}
+
+/* An object that lost its last name keeps its fd once kept: never evicted,
+ * closed at release; the cache's idle budget is not spent on it. */
+Test(fdcache, a_kept_object_is_never_evicted)
+{
+    fc_need_handles();
+    fc_start(4, 2);
+    const int fd = fc_pin_check(0);
+    cr_assert_eq(unlinkat(fc_root, "f0", 0), 0);
+    cr_assert(cbfs_storeobj_keep(&fc, &fc_obj[0], NULL));
+    cr_assert(cbfs_storeobj_keep(&fc, &fc_obj[0], NULL), "kept already: no second slot");
+    cr_assert_eq(fc.kept, 1);
+    cr_assert_eq(fc.open, 1, "no longer the cache's");
+    cbfs_storeobj_unpin(&fc, &fc_obj[0]);
+    for (int i = 2; i < FC_FILES; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%d", i);
+        const int ofd = openat(fc_root, name, O_PATH | O_CLOEXEC);
+        cr_assert_eq(cbfs_storeobj_init(&fc, &fc_obj[i], ofd, false), 0);
+    }
+    cr_assert_eq(fc.open, 4, "the idle budget is whole");
+    cr_assert(cbfs_fdcache_relieve(&fc, EMFILE));
+    cr_assert_eq(fc_obj[0].fd, fd, "still open: its handle would not open again");
+    struct stat st;
+    int pfd = -1;
+    cr_assert_eq(cbfs_storeobj_pin(&fc, &fc_obj[0], &pfd), 0);
+    cr_assert_eq(pfd, fd);
+    cr_assert_eq(fstat(pfd, &st), 0);
+    cr_assert_eq(st.st_nlink, 0);
+    cbfs_storeobj_unpin(&fc, &fc_obj[0]);
+    cr_assert_eq(fc_obj[0].fd, fd);
+    cbfs_storeobj_release(&fc, &fc_obj[0]);
+    cr_assert_eq(fc.kept, 0);
+}
+
+/* At most cap objects are kept at once, an object and its sidecar both or
+ * neither. */
+Test(fdcache, at_most_cap_objects_are_kept)
+{
+    fc_need_handles();
+    fc_start(3, 4);
+    int fd[4];
+    for (int i = 0; i < 4; i++)
+        fd[i] = fc_pin_check(i);
+    cr_assert(cbfs_storeobj_keep(&fc, &fc_obj[0], &fc_obj[1]));
+    cr_assert_not(cbfs_storeobj_keep(&fc, &fc_obj[2], &fc_obj[3]), "two more: past the cap");
+    cr_assert_eq(fc.kept, 2);
+    cr_assert_not(fc_obj[2].kept || fc_obj[3].kept, "neither");
+    cr_assert(cbfs_storeobj_keep(&fc, &fc_obj[2], NULL));
+    cr_assert_not(cbfs_storeobj_keep(&fc, &fc_obj[3], NULL));
+    for (int i = 0; i < 4; i++)
+        cbfs_storeobj_unpin(&fc, &fc_obj[i]);
+    cr_assert_eq(fc.open, 1);
+    cr_assert(cbfs_fdcache_relieve(&fc, EMFILE));
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(fc_obj[i].fd, i < 3 ? fd[i] : -1, "f%d: only the kept stay open", i);
 }
 
 Test(fdcache, an_object_pinned_for_life_keeps_its_fd)
