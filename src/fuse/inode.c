@@ -492,6 +492,59 @@ void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
     cbfs_mutex_unlock(&fs->lock);
 }
 
+void cbfs_inode_hold_name(struct cbfs_fs *fs, int dirfd, const char *name,
+                          struct cbfs_inode_hold *h)
+{
+    struct stat st;
+    h->inode = NULL;
+    h->fd = h->ifd = -1;
+    if (!fs->fdc.handles || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+        (!S_ISDIR(st.st_mode) && st.st_nlink > 1))
+        return;
+    struct cbfs_inode *const inode = cbfs_inode_find(fs, st.st_dev, st.st_ino);
+    if (!inode) return;
+    if (inode->type != (st.st_mode & S_IFMT) || cbfs_inode_pin(fs, inode, &h->fd) != 0) {
+        cbfs_inode_unref(fs, inode, 1);
+        return;
+    }
+    h->inode = inode;
+    if (inode->kind != CBFS_KIND_COMPRESSED) return;
+    cbfs_mutex_lock(&inode->lock);
+    if (cbfs_inode_idx_pin(fs, inode, &h->ifd) != 0) h->ifd = -1;
+    cbfs_mutex_unlock(&inode->lock);
+}
+
+/* @return whether the object fd is open on has no name left. */
+static bool cbfs_inode_nameless(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
+void cbfs_inode_hold_end(struct cbfs_fs *fs, struct cbfs_inode_hold *h)
+{
+    static atomic_bool noted;
+    struct cbfs_inode *const inode = h->inode;
+    if (!inode) return;
+    if (h->ifd >= 0) cbfs_mutex_lock(&inode->lock); /* the sidecar's pin is under it */
+    if (cbfs_inode_nameless(h->fd)) {
+        struct cbfs_storeobj *const idx =
+            h->ifd >= 0 && cbfs_inode_nameless(h->ifd) ? &inode->idx : NULL;
+        if (!cbfs_storeobj_keep(&fs->fdc, &inode->obj, idx) && !atomic_exchange(&noted, true))
+            cbfs_log_info("%zu fds of removed objects the kernel still holds are kept open, "
+                          "the most at once: further ones are left to the fd cache, and their "
+                          "stat fails with ESTALE once it lets them go",
+                          fs->fdc.cap);
+    }
+    if (h->ifd >= 0) {
+        cbfs_inode_idx_unpin(fs, inode);
+        cbfs_mutex_unlock(&inode->lock);
+    }
+    cbfs_inode_unpin(fs, inode);
+    cbfs_inode_unref(fs, inode, 1);
+    h->inode = NULL;
+}
+
 /* Does the data of the regular file fd (O_PATH) start with the frame
  * envelope, or with a damaged one (cbfs_store_has_frame_envelope)? @return 0
  * or errno. */

@@ -288,6 +288,33 @@ int cbfs_inode_get_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
 void cbfs_inode_clear_location(struct cbfs_fs *fs, struct cbfs_inode *inode,
                                struct cbfs_inode *dir, const char *name);
 
+/* What the daemon holds of an object across the removal of one of its
+ * names (unlink, rmdir, a rename over it). An object left without a name is
+ * freed by the store once the daemon closes its fd, and its handle no longer
+ * opens: the kernel may still reference it (an O_PATH descriptor, a working
+ * directory, a file being closed), and its fstat there answered ESTALE once
+ * the fd cache had let its fd go (helper-45). Held across the removal, such
+ * an object's fd (and its sidecar's) stays open until the kernel forgets it
+ * (cbfs_storeobj_keep: at most the fd cache's size of them at once). */
+struct cbfs_inode_hold {
+    struct cbfs_inode *inode; /* with a ref and its fd pinned; NULL: nothing held */
+    int fd;                   /* inode's pinned O_PATH fd */
+    int ifd;                  /* its sidecar's, pinned too; -1: none */
+};
+/* Before name in dirfd (the caller's pinned fd) is removed, holds the inode
+ * of the object there. Nothing is held where the table has no inode of it,
+ * where handles do not work (every fd is kept anyway), where another name
+ * is left (not a directory, st_nlink > 1: the kernel serialises the removals
+ * of one inode's names), or where its fd cannot be pinned (ESTALE: gone
+ * already; EMFILE after cbfs_fdcache_open_handle's waits): the removal goes
+ * on as before. Takes inode->lock; call with no lock held. */
+void cbfs_inode_hold_name(struct cbfs_fs *fs, int dirfd, const char *name,
+                          struct cbfs_inode_hold *h);
+/* After the removal, whatever its outcome: the held object keeps its fd, and
+ * its sidecar's, where each has no name left (st_nlink 0); then the hold is
+ * dropped. Takes inode->lock; call with no lock held. */
+void cbfs_inode_hold_end(struct cbfs_fs *fs, struct cbfs_inode_hold *h);
+
 /* fstatvfs of the store file system under inode (statfs asks at the root,
  * fallocate's free-space check at the file). @return 0 or errno. */
 int cbfs_inode_statvfs(struct cbfs_fs *fs, struct cbfs_inode *inode, struct statvfs *sv);

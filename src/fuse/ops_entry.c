@@ -629,8 +629,13 @@ static void cbfs_remove_name(fuse_req_t req, fuse_ino_t parent, const char *name
         return;
     }
     if (!cbfs_pin_dir(req, fs, dir, &dirfd)) return;
+    /* what the kernel may still hold (an O_PATH fd, a working directory)
+     * keeps its fd if this was its last name */
+    struct cbfs_inode_hold hold;
+    cbfs_inode_hold_name(fs, dirfd, name, &hold);
     err = is_dir ? cbfs_err_errno(cbfs_store_rmdir(fs->opt.layout, dirfd, name))
                  : cbfs_sidecar_unlink(fs, dir, dirfd, name);
+    cbfs_inode_hold_end(fs, &hold);
     cbfs_inode_unpin(fs, dir);
     fuse_reply_err(req, err);
 }

@@ -284,9 +284,15 @@ void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_in
     if (!cbfs_pin_dir(req, fs, a.dir, &a.fd)) return;
     err = cbfs_inode_pin(fs, b.dir, &b.fd);
     if (err == 0) {
+        /* a replaced target the kernel may still hold keeps its fd (before
+         * names_lock: the hold takes the target's inode->lock) */
+        struct cbfs_inode_hold hold = {.inode = NULL};
+        if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+            cbfs_inode_hold_name(fs, b.fd, newname, &hold);
         cbfs_mutex_lock(&fs->names_lock);
         err = cbfs_rename_at(fs, &a, &b, flags);
         cbfs_mutex_unlock(&fs->names_lock);
+        cbfs_inode_hold_end(fs, &hold);
         cbfs_inode_unpin(fs, b.dir);
     }
     cbfs_inode_unpin(fs, a.dir);
