@@ -14,12 +14,12 @@
 
 cat >"$T/probe.py" <<'PY'
 import ctypes, os, stat, struct, sys, time
-root, pid = sys.argv[1], sys.argv[2]  # pid: the daemon's, "-" for ext4
+root, pid, store = sys.argv[1:4]  # the daemon's pid and store, "-" for ext4
 libc = ctypes.CDLL(None, use_errno=True)
 AT_EMPTY_PATH, AT_STATX_FORCE_SYNC = 0x1000, 0x2000
 nfill = 0
 def fill():
-    """Creates and looks up 40 new files: every older fd leaves a cache of 16."""
+    """Creates 40 new files: every older fd leaves a cache of 16."""
     global nfill
     nfill += 1
     d = os.path.join(root, f"fill{nfill}")
@@ -54,6 +54,16 @@ def deleted():
             n += os.readlink(f"/proc/{pid}/fd/{fd}").endswith(" (deleted)")
         except OSError:
             pass
+    return n
+def fds_on(inos):
+    """The daemon's fds on the store objects of these inode numbers."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        n += st.st_dev == sdev and st.st_ino in inos
     return n
 def deleted_settles(want):
     """The count once the kernel's forgets have come (they follow the closes)."""
@@ -99,17 +109,19 @@ base = deleted_settles(0)
 print(f"kept once the O_PATH fds are closed: {base}", file=sys.stderr)
 if base != 0:
     sys.exit(f"{base} fds of removed objects still open after the kernel forgot them")
-held = []
+sdev = os.stat(store).st_dev
+held, inos = [], set()
 for i in range(10):  # hard links: another name left, nothing to keep
     p = make(f"k{i}", 100 + i)
     os.link(p, os.path.join(root, f"k{i}.2"))
     held.append(os.open(p, os.O_PATH))
     os.unlink(p)
+    inos.add(os.stat(os.path.join(store, f"k{i}.2")).st_ino)
 fill()
-n = deleted()
+n = fds_on(inos)
 print(f"kept for 10 files with a name left: {n}", file=sys.stderr)
 if n != 0:
-    sys.exit(f"{n} fds kept for files that still have a name")
+    sys.exit(f"{n} fds kept on files that still have a name")
 for x in held:
     os.close(x)
 held = []
@@ -143,10 +155,10 @@ if n != 0:
 PY
 
 mkdir -p "$T/ref"
-python3 "$T/probe.py" "$T/ref" - >"$T/ref.out" 2>&1 || fail "on ext4: $(cat "$T/ref.out")"
+python3 "$T/probe.py" "$T/ref" - - >"$T/ref.out" 2>&1 || fail "on ext4: $(cat "$T/ref.out")"
 for opts in codec=lz4 codec=none; do
     CBFS_DAEMON_NOFILE=64 cbfs_mount_fresh "$opts"
-    python3 "$T/probe.py" "$mnt" "${CBFS_PID[$mnt]}" >"$T/got.out" 2>"$T/got.err" ||
+    python3 "$T/probe.py" "$mnt" "${CBFS_PID[$mnt]}" "$(realpath "$store")" >"$T/got.out" 2>"$T/got.err" ||
         fail "$opts: $(tail -n 2 "$T/got.err" | tr '\n' '|') answers: $(tr '\n' '|' <"$T/got.out")"
     same_answers "$opts: answers differ from ext4" "$T/ref.out" "$T/got.out"
     note "$opts: $(tr '\n' ';' <"$T/got.err")"
