@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # An object that lost its last name while a process still holds it (an O_PATH fd on an
-# unlinked file or on a file a rename replaced, a removed working directory) stats as on
-# ext4: no links, its old mode and size. The daemon let its O_PATH fd go from its fd
-# cache like any other, and the store, which frees a nameless object once its last fd
-# closes, then had nothing to open by handle: fstat answered ESTALE (helper-45's known
+# unlinked file, or on a file or directory a rename replaced; a removed working directory)
+# stats as on ext4: no links, its old mode and size. The daemon let its O_PATH fd go from
+# its fd cache like any other, and the store, which frees a nameless object once its last
+# fd closes, then had nothing to open by handle: fstat answered ESTALE (helper-45's known
 # limit, with a daemon fd limit of 64: a cache of 16 idle fds). Now the daemon keeps the
 # fd of what it removes the last name of until the kernel forgets it, at most the fd
 # cache's size of them at once (past that, ESTALE as before: checked here too, with the
@@ -89,6 +89,11 @@ os.chdir("/")
 b = make("b", 200)
 fdb = os.open(b, os.O_PATH)
 os.rename(make("a", 100), b)
+# an empty directory replaced by a rename
+os.mkdir(os.path.join(root, "x"), 0o700)
+os.mkdir(os.path.join(root, "y"), 0o710)
+fdy = os.open(os.path.join(root, "y"), os.O_PATH)
+os.rename(os.path.join(root, "x"), os.path.join(root, "y"))
 # a hard link: one of its two names removed
 h = make("h", 300)
 os.link(h, os.path.join(root, "h2"))
@@ -98,8 +103,9 @@ fill()
 show("unlinked file, O_PATH fd", fd)
 show("removed working directory", cwd)
 show("file replaced by a rename, O_PATH fd", fdb)
+show("directory replaced by a rename, O_PATH fd", fdy)
 show("one of two names removed, O_PATH fd", fdh)
-for x in (fd, cwd, fdb, fdh):
+for x in (fd, cwd, fdb, fdy, fdh):
     os.close(x)
 if pid == "-":
     sys.exit(0)
