@@ -94,13 +94,16 @@ static void cbfs_fdcache_lru_remove(struct cbfs_fdcache *c, struct cbfs_storeobj
     o->prev = o->next = NULL;
 }
 
-/* c->lock held. Closes idle fds, oldest first, until at most keep are open.
- * @return how many were closed. */
+/* c->lock held. Closes idle fds, oldest first, until at most keep are open,
+ * the kept ones counted too: they take their room from the idle ones, so
+ * keeping them does not raise the daemon's fds beyond the cap (under a limit
+ * of 64, a kept fd on top of the cap's made the EMFILE its neighbours meet
+ * more frequent). @return how many were closed. */
 static size_t cbfs_fdcache_evict(struct cbfs_fdcache *c, size_t keep)
 {
     size_t n = 0;
     cbfs_assert_held(&c->lock);
-    while (c->open > keep && c->lru.next != &c->lru) {
+    while (c->open + c->kept > keep && c->lru.next != &c->lru) {
         struct cbfs_storeobj *const o = c->lru.next;
         assert(o->pins == 0 && o->fh && o->fd >= 0 && !o->kept);
         cbfs_fdcache_lru_remove(c, o);
@@ -270,6 +273,7 @@ bool cbfs_storeobj_keep(struct cbfs_fdcache *c, struct cbfs_storeobj *o, struct 
         if (k2) o2->kept = true;
         c->open -= need;
         c->kept += need;
+        cbfs_fdcache_evict(c, c->cap);
     }
     cbfs_mutex_unlock(&c->lock);
     return ok;

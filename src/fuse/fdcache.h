@@ -5,8 +5,8 @@
  * Every object the kernel knows keeps a file handle (name_to_handle_at) and
  * an O_PATH fd that lives in the LRU while nobody uses it; a later use
  * reopens it with open_by_handle_at. So the daemon's fds are bounded by the
- * cache size (twice that with the kept objects below) plus what callers hold
- * open, not by how many inodes the kernel
+ * cache size (the kept objects below included) plus what callers hold open,
+ * not by how many inodes the kernel
  * caches (a `ls -lR` of a backup tree, or pg_basebackup's thousands of
  * relation files, must not run the daemon out of descriptors).
  *
@@ -19,9 +19,10 @@
  * rename over it) has a handle that no longer opens once its fd is closed:
  * the store frees it. While the kernel still references it (an O_PATH fd, a
  * working directory) its fd is kept for the rest of the object's life
- * instead (cbfs_storeobj_keep): off the LRU, closed at release. At most cap
- * objects are kept so at once; past that, one is left to the LRU as before
- * (its stat answers ESTALE once evicted).
+ * instead (cbfs_storeobj_keep): off the LRU, closed at release, its fd
+ * counted against the cap (the idle ones make room). At most cap objects
+ * are kept so at once; past that, one is left to the LRU as before (its stat
+ * answers ESTALE once evicted).
  *
  * Locking: c->lock protects the fields marked so; it is a leaf (nothing is
  * called under it but close() of O_PATH fds; lock order: fuse/inode.h). fh
@@ -56,8 +57,8 @@ struct cbfs_fdcache { /* mount_fd, mount_id, handles, cap: immutable after init 
                                 O_PATH one); owned; -1 without handles */
     int mount_id;            /* its mount: handles of other mounts are not used */
     bool handles;            /* open_by_handle_at works on this store for this daemon */
-    size_t cap;              /* most evictable fds kept open while idle; also the most
-                                objects kept at once (cbfs_storeobj_keep) */
+    size_t cap;              /* most fds of objects with a handle open while idle, the
+                                kept ones (cbfs_storeobj_keep) included */
     struct cbfs_mutex lock;
     size_t open;              /* protected by lock: open fds of objects with a handle,
                                  not kept (idle or pinned) */
