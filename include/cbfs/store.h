@@ -294,6 +294,10 @@ cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *ow
  * fsck leaves it. @return CBFS_OK, CBFS_E_PERM, or the error of a stat. */
 cbfs_err cbfs_store_sidecar_owned(int data_fd, int idx_fd);
 
+/* cbfs_store_sidecar_owned's rule on stats: may the file of stat ist be the
+ * sidecar of the data file of stat st? */
+bool cbfs_store_sidecar_owner_ok(const struct stat *st, const struct stat *ist);
+
 /* ---- metadata (store.c) ---- */
 
 /* The contents of store.conf. Text, one key=value per line, '#' comments;

@@ -486,11 +486,16 @@ static bool cbfs_store_owned_by(const struct stat *ist, uid_t uid)
     return S_ISREG(ist->st_mode) && (ist->st_uid == uid || (self != 0 && ist->st_uid == self));
 }
 
+bool cbfs_store_sidecar_owner_ok(const struct stat *st, const struct stat *ist)
+{
+    return cbfs_store_owned_by(ist, st->st_uid);
+}
+
 cbfs_err cbfs_store_sidecar_owned(int data_fd, int idx_fd)
 {
     struct stat st, ist;
     if (fstat(data_fd, &st) == -1 || fstat(idx_fd, &ist) == -1) return cbfs_err_from_errno(errno);
-    return cbfs_store_owned_by(&ist, st.st_uid) ? CBFS_OK : CBFS_E_PERM;
+    return cbfs_store_sidecar_owner_ok(&st, &ist) ? CBFS_OK : CBFS_E_PERM;
 }
 
 cbfs_err cbfs_store_sidecar_match(int data_fd, int idx_fd, const struct stat *owner)

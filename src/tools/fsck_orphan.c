@@ -28,17 +28,17 @@
 #include "tools/fsck.h"
 #include "tools/tool.h"
 
-/* The file id in the header record of sidecar dirfd/name. @return CBFS_OK,
- * a format error (cbfs_err_is_format: it has no header that decodes), or the
- * error that kept it from being read. */
-static cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id)
+/* The file id in the header record of sidecar dirfd/name, and its stat.
+ * @return CBFS_OK, a format error (cbfs_err_is_format: it has no header that
+ * decodes), or the error that kept it from being read. */
+static cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id, struct stat *st)
 {
     uint8_t buf[CBFS_INDEX_REC_SIZE];
     struct cbfs_index_rec r;
     int fd;
     cbfs_err e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
     if (e) return e;
-    e = cbfs_pread_full(fd, buf, sizeof buf, 0);
+    e = fstat(fd, st) != 0 ? cbfs_err_from_errno(errno) : cbfs_pread_full(fd, buf, sizeof buf, 0);
     if (!e) e = cbfs_index_rec_decode(buf, &r);
     close(fd);
     if (!e && r.type != CBFS_REC_HEADER) e = CBFS_E_BAD_MAGIC;
@@ -157,14 +157,17 @@ static void tool_fsck_orphan_none(struct tool_fsck *f, int dirfd, cbfs_err dir_e
 
 /* ---- the orphan's own directory ---- */
 
-/* Finds the file of the directory of orphan sidecar dirfd/name (file id id)
- * that has no sidecar and whose frames carry id, and in repair mode moves
- * the sidecar there. @return CBFS_OK with *found (then *to: that file's
- * name, *st: its stat, *moved: the move's error, CBFS_OK also without
- * f->repair), or the error that kept it from being told. */
+/* Finds the file of the directory of orphan sidecar dirfd/name (file id id,
+ * stat sst) that has no sidecar, whose frames carry id and whose owner the
+ * sidecar has (the store's rule: a file of another user that carries the id
+ * is not taken, the store's walk says so), and in repair mode moves the
+ * sidecar there. @return CBFS_OK with *found (then *to: that file's name,
+ * *st: its stat, *moved: the move's error, CBFS_OK also without f->repair),
+ * or the error that kept it from being told. */
 static cbfs_err tool_fsck_owner_here(const struct tool_fsck *f, unsigned layout, int dirfd,
-                                     const char *name, uint64_t id, bool *found, char *to,
-                                     size_t cap, struct stat *st, cbfs_err *moved)
+                                     const char *name, uint64_t id, const struct stat *sst,
+                                     bool *found, char *to, size_t cap, struct stat *st,
+                                     cbfs_err *moved)
 {
     *found = false;
     *moved = CBFS_OK;
@@ -183,7 +186,7 @@ static cbfs_err tool_fsck_owner_here(const struct tool_fsck *f, unsigned layout,
         uint64_t fid;
         bool has;
         e = tool_fsck_frames_id(layout, data, names[i], &has, &fid, st);
-        if (e || !has || fid != id) continue;
+        if (e || !has || fid != id || !cbfs_store_sidecar_owner_ok(st, sst)) continue;
         *found = true;
         if (snprintf(to, cap, "%s", names[i]) >= (int)cap) {
             e = CBFS_E_NAMETOOLONG;
@@ -209,7 +212,17 @@ struct tool_fsck_lost {
     char *dir, *name, *display;
     dev_t dev; /* dir's */
     ino_t ino;
-    unsigned nowners;              /* files of the store without a sidecar whose frames carry id */
+    struct stat sst; /* the sidecar's */
+    /* files of the store without a sidecar whose frames carry id: those the
+     * sidecar may be the sidecar of (the store's rule: it has their owner,
+     * cbfs_store_sidecar_owner_ok), and the others, never its file. A user
+     * who can read another's file id (a sidecar or data file of mode 0644)
+     * can write a file that carries it: taken, root's fsck moved another's
+     * sidecar into that user's directory, or that user's own into another's
+     * as the index of a file there (and then removed the real one as
+     * nobody's). */
+    unsigned nowners, nstrangers;
+    char *xdisplay;                /* the first of the others */
     cbfs_err owner_err;            /* the first of them could not be recorded */
     char *odir, *oname, *odisplay; /* the first of them */
     dev_t odev;                    /* odir's */
@@ -258,7 +271,8 @@ static cbfs_err tool_fsck_dir_open(const char *path, dev_t dev, ino_t ino, int *
 }
 
 static cbfs_err tool_fsck_lost_add(struct tool_fsck_pass *p, int dirfd, const char *name,
-                                   const char *display, enum tool_ent_kind kind, uint64_t id)
+                                   const char *display, enum tool_ent_kind kind, uint64_t id,
+                                   const struct stat *sst)
 {
     if (p->n == p->cap) {
         const size_t cap = p->cap ? 2 * p->cap : 16;
@@ -281,6 +295,7 @@ static cbfs_err tool_fsck_lost_add(struct tool_fsck_pass *p, int dirfd, const ch
         return CBFS_E_NOMEM;
     }
     l->id = id;
+    l->sst = *sst;
     l->kind = kind;
     l->dev = st.st_dev;
     l->ino = st.st_ino;
@@ -297,7 +312,8 @@ static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int 
     if (kind == TOOL_ENT_FILE) return 0;
     f->problems++;
     uint64_t id;
-    cbfs_err e = tool_fsck_sidecar_id(dirfd, name, &id);
+    struct stat sst;
+    cbfs_err e = tool_fsck_sidecar_id(dirfd, name, &id, &sst);
     if (cbfs_err_is_format(e)) { /* no file id: no file can be told its */
         tool_fsck_orphan_none(f, dirfd, CBFS_OK, name, display, kind);
         return 0;
@@ -307,8 +323,8 @@ static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int 
     cbfs_err moved;
     bool found = false;
     if (!e)
-        e = tool_fsck_owner_here(f, store->layout, dirfd, name, id, &found, owner, sizeof owner,
-                                 &st, &moved);
+        e = tool_fsck_owner_here(f, store->layout, dirfd, name, id, &sst, &found, owner,
+                                 sizeof owner, &st, &moved);
     if (e) {
         tool_fsck_orphan_unknown(f, display, kind, "its directory", cbfs_err_str(e));
     } else if (found) {
@@ -316,7 +332,7 @@ static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int 
         char shown[4 * NAME_MAX + 1];
         (void)tool_name_escape(shown, sizeof shown, owner);
         tool_fsck_orphan_owned(f, display, kind, shown, &st, moved);
-    } else if ((e = tool_fsck_lost_add(p, dirfd, name, display, kind, id)) != CBFS_OK) {
+    } else if ((e = tool_fsck_lost_add(p, dirfd, name, display, kind, id, &sst)) != CBFS_OK) {
         tool_fsck_orphan_unknown(f, display, kind, "the store", cbfs_err_str(e));
     }
     return 0;
@@ -374,7 +390,11 @@ static int tool_fsck_orphan_match(void *arg, const struct tool_store *store, int
     }
     for (; lo < p->n && p->by_id[lo]->id == id; lo++) {
         struct tool_fsck_lost *const l = p->by_id[lo];
-        if (l->nowners++ == 0) l->owner_err = tool_fsck_lost_owner(l, dirfd, name, display, &st);
+        if (!cbfs_store_sidecar_owner_ok(&st, &l->sst)) {
+            if (l->nstrangers++ == 0) l->xdisplay = strdup(display); /* NULL: shown "?" */
+        } else if (l->nowners++ == 0) {
+            l->owner_err = tool_fsck_lost_owner(l, dirfd, name, display, &st);
+        }
     }
     return 0;
 }
@@ -406,6 +426,16 @@ static void tool_fsck_lost_settle(struct tool_fsck_pass *p, unsigned layout,
         else
             (void)snprintf(why, sizeof why, "not every directory could be read (said below)");
         tool_fsck_orphan_unknown(f, l->display, l->kind, "the store", why);
+        return;
+    }
+    if (l->nowners == 0 && l->nstrangers) { /* maybe a file chowned behind the store's back */
+        char n[32] = "";
+        if (l->nstrangers > 1) (void)snprintf(n, sizeof n, " (one of %u)", l->nstrangers);
+        printf("%s: %s; the frames of %s%s carry its file id, but the sidecar does not have "
+               "that file's owner (a sidecar has its data file's owner): not moved there, nor "
+               "removed; left as it is\n",
+               l->display, tool_orphan_what(l->kind), l->xdisplay ? l->xdisplay : "?", n);
+        f->left++;
         return;
     }
     int sdir;
@@ -452,6 +482,7 @@ void tool_fsck_orphans(struct tool_fsck *f, const struct tool_loc *loc)
         free(l->odir);
         free(l->oname);
         free(l->odisplay);
+        free(l->xdisplay);
     }
     free(p.lost);
     free(p.by_id);
