@@ -76,17 +76,55 @@ static cbfs_err tool_fsck_frames_id(unsigned layout, int dirfd, const char *name
     return e;
 }
 
-/* Moves sidecar sdir/sname to the sidecar name of data file ddir/dname,
- * never over a sidecar there. */
-static cbfs_err tool_fsck_sidecar_move(unsigned layout, int sdir, const char *sname, int ddir,
-                                       const char *dname)
+/* Is dirfd/path (not followed) the file of stat st? */
+static bool tool_fsck_same_at(int dirfd, const char *path, const struct stat *st)
+{
+    struct stat now;
+    return cbfs_store_fstatat(dirfd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+           now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
+/* Moves sidecar sdir/sname (sst: its stat when its file id was read) to the
+ * sidecar name of data file ddir/dname (dst: its stat when its frames were
+ * read), never over a sidecar there. Whose the sidecar is was decided on
+ * those two files (their owners: the store's rule), but rename(2) takes
+ * names, and a user who writes either directory can put another file at a
+ * name meanwhile (between the walks, seconds on a large store): root would
+ * then move a file of that user's into another's directory as the index of
+ * a file there. So each name must still be its file right before the move,
+ * and the file moved must be sst's after it (one swapped in at the last
+ * moment is moved back). @return CBFS_OK; CBFS_E_STALE where a name was
+ * another file (nothing moved, or moved back); CBFS_E_CHANGED where the
+ * file moved was another and could not be moved back (it is at the data
+ * file's sidecar name); or the error of a step. */
+static cbfs_err tool_fsck_sidecar_move(unsigned layout, int sdir, const char *sname,
+                                       const struct stat *sst, int ddir, const char *dname,
+                                       const struct stat *dst)
 {
     char side[CBFS_STORE_SIDECAR_PATH_MAX];
     cbfs_err e = cbfs_store_sidecar_path(layout, dname, side, sizeof side);
     if (!e) e = cbfs_store_sidecar_dir(layout, ddir);
-    if (!e && cbfs_store_renameat2(sdir, sname, ddir, side, RENAME_NOREPLACE) != 0)
-        e = cbfs_err_from_errno(errno);
-    return e;
+    if (e) return e;
+    if (!tool_fsck_same_at(sdir, sname, sst) || !tool_fsck_same_at(ddir, dname, dst))
+        return CBFS_E_STALE;
+    if (cbfs_store_renameat2(sdir, sname, ddir, side, RENAME_NOREPLACE) != 0)
+        return cbfs_err_from_errno(errno);
+    if (tool_fsck_same_at(ddir, side, sst)) return CBFS_OK;
+    return cbfs_store_renameat2(ddir, side, sdir, sname, RENAME_NOREPLACE) == 0 ? CBFS_E_STALE
+                                                                                : CBFS_E_CHANGED;
+}
+
+/* Why the move of an orphan failed (tool_fsck_sidecar_move), as fsck says it. */
+static const char *tool_fsck_move_why(cbfs_err e)
+{
+    if (e == CBFS_E_STALE)
+        return "it, that file or a directory of theirs was moved or replaced while fsck ran (a "
+               "user writing the store); nothing moved, run fsck again";
+    if (e == CBFS_E_CHANGED)
+        return "another file took its name as it was moved (a user writing the store), and "
+               "that file, moved there in its place, cannot be moved back: look at that "
+               "sidecar and remove it by hand";
+    return cbfs_err_str(e);
 }
 
 /* ---- what becomes of one orphan: each prints its line and counts it ---- */
@@ -118,7 +156,7 @@ static void tool_fsck_orphan_owned(struct tool_fsck *f, const char *display,
                       : " (moved there)");
     if (f->repair && moved)
         tool_err("fsck", "%s: cannot move it to %s's sidecar: %s", display, shown,
-                 cbfs_err_str(moved));
+                 tool_fsck_move_why(moved));
     if (f->repair && !moved) {
         f->fixed++;
         return;
@@ -192,7 +230,8 @@ static cbfs_err tool_fsck_owner_here(const struct tool_fsck *f, unsigned layout,
             e = CBFS_E_NAMETOOLONG;
             break;
         }
-        if (f->repair) *moved = tool_fsck_sidecar_move(layout, dirfd, name, data, names[i]);
+        if (f->repair)
+            *moved = tool_fsck_sidecar_move(layout, dirfd, name, sst, data, names[i], st);
     }
     cbfs_dir_free_names(names, n);
     close(data);
@@ -449,7 +488,8 @@ static void tool_fsck_lost_settle(struct tool_fsck_pass *p, unsigned layout,
             int ddir;
             moved = tool_fsck_dir_open(l->odir, l->odev, l->oino, &ddir);
             if (!moved) {
-                moved = tool_fsck_sidecar_move(layout, sdir, l->name, ddir, l->oname);
+                moved =
+                    tool_fsck_sidecar_move(layout, sdir, l->name, &l->sst, ddir, l->oname, &l->ost);
                 close(ddir);
             }
         }
