@@ -79,6 +79,14 @@ static cbfs_err tool_fsck_rebuild(int dirfd, const char *name, const struct tool
     int data_fd;
     if ((e = tool_file_open_regular(dirfd, name, O_RDWR, &data_fd)) != CBFS_OK) return e;
     if (tf->load_err == CBFS_E_WRONG_FILE) {
+        /* not this file's, and maybe not its owner's either: a user who can
+         * make a name in a directory (a shared one, sticky) can put a file
+         * beside another's sidecar whose data file was moved away (a rename
+         * cut short: the only record of its block size) */
+        if (!cbfs_store_sidecar_owner_ok(&tf->data_st, &tf->idx_st)) {
+            e = CBFS_E_PERM;
+            goto out;
+        }
         e = cbfs_index_load(data_fd, -1, false, &tf->store.bs, &idx, &rep);
         if (e) goto out;
         cbfs_index_free(&idx);
@@ -147,6 +155,17 @@ static bool tool_fsck_leftover(struct tool_fsck *f, int dirfd, const char *name,
            display, side);
     f->problems++;
     cbfs_err e = CBFS_OK;
+    /* A sidecar of another owner is not this file's by the store's rule
+     * either: a user who can make a name beside another's sidecar (a shared
+     * directory, sticky) whose data file was moved away (a rename cut short:
+     * the only record of its block size) would have it removed by root. */
+    if (!cbfs_store_sidecar_owner_ok(&tf->data_st, &tf->idx_st)) {
+        printf("; not removed: it does not have the data file's owner (a sidecar has its data "
+               "file's owner: it may be another user's, whose file was renamed; move it to "
+               "that file's sidecar name, or remove it, by hand)\n");
+        f->left++;
+        return true;
+    }
     if (!f->repair) {
         printf("; --repair removes it (the %jd bytes of the data file stay as they are)\n",
                (intmax_t)tf->data_st.st_size);
