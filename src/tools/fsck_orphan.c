@@ -186,7 +186,12 @@ static void tool_fsck_orphan_none(struct tool_fsck *f, int dirfd, cbfs_err dir_e
                                                        : cbfs_err_from_errno(errno);
     printf("%s\n", e ? "" : " (removed)");
     if (e) {
-        tool_err("fsck", "%s: cannot remove it: %s", display, cbfs_err_str(e));
+        /* tool_fsck_dir_open's: its path names another directory now */
+        tool_err("fsck", "%s: cannot remove it: %s", display,
+                 dirfd < 0 && e == CBFS_E_STALE
+                     ? "its directory was moved or replaced while fsck ran (a user writing the "
+                       "store); nothing removed, run fsck again"
+                     : cbfs_err_str(e));
         f->left++;
     } else {
         f->fixed++;
