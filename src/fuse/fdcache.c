@@ -243,6 +243,22 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
     return 0;
 }
 
+int cbfs_storeobj_pin_open(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
+{
+    if (!o->fh) { /* kept for life */
+        *fd = o->fd;
+        return o->fd >= 0 ? 0 : EBADF;
+    }
+    cbfs_mutex_lock(&c->lock);
+    const int err = o->fd >= 0 ? 0 : EAGAIN;
+    if (!err) {
+        if (o->pins++ == 0 && !o->kept) cbfs_fdcache_lru_remove(c, o);
+        *fd = o->fd;
+    }
+    cbfs_mutex_unlock(&c->lock);
+    return err;
+}
+
 void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
 {
     if (!o->fh) return;

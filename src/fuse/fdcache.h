@@ -94,6 +94,11 @@ void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o);
  * are kept anyway. @return whether they are kept now. */
 bool cbfs_storeobj_keep(struct cbfs_fdcache *c, struct cbfs_storeobj *o, struct cbfs_storeobj *o2);
 
+/* Pins o's fd only where it is open now, never reopening it: for what is
+ * worth a descriptor only if it costs none (cbfs_inode_hold_name). @return 0,
+ * or EAGAIN where it was evicted (nothing pinned). */
+int cbfs_storeobj_pin_open(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd);
+
 /* Pins o's fd (reopening it from the handle if it was evicted): *fd stays
  * open until the matching cbfs_storeobj_unpin. @return 0, or the errno of
  * the reopen: EMFILE/ENFILE (after evicting every idle fd and retrying),

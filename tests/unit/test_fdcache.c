@@ -253,6 +253,23 @@ Test(fdcache, a_kept_object_is_never_evicted)
     cr_assert_eq(fc.kept, 0);
 }
 
+/* The pin of what is open now (cbfs_inode_hold_name's) never reopens: an
+ * evicted object is not pinned, and costs no descriptor. */
+Test(fdcache, pin_open_never_reopens)
+{
+    fc_need_handles();
+    fc_start(1, 2); /* f1's init evicted f0 */
+    int fd = -1;
+    cr_assert_eq(fc_obj[0].fd, -1);
+    cr_assert_eq(cbfs_storeobj_pin_open(&fc, &fc_obj[0], &fd), EAGAIN);
+    cr_assert_eq(fc_obj[0].fd, -1, "not reopened");
+    cr_assert_eq(cbfs_storeobj_pin_open(&fc, &fc_obj[1], &fd), 0);
+    cr_assert_eq(fd, fc_obj[1].fd);
+    cr_assert_eq(cbfs_fdcache_relieve(&fc, EMFILE), false, "pinned: not evicted");
+    cbfs_storeobj_unpin(&fc, &fc_obj[1]);
+    cr_assert_eq(fc_obj[1].fd, fd, "idle again, within the cap");
+}
+
 /* At most cap objects are kept at once, an object and its sidecar both or
  * neither. */
 Test(fdcache, at_most_cap_objects_are_kept)
