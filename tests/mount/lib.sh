@@ -409,6 +409,99 @@ cbfs_reap() {
     [[ -z $bad ]] || fail "daemon log has warning/error lines: $(head -n 3 <<<"$bad" | tr '\n' '|')"
 }
 
+# ---------------------------------------------------------------- crash points of the daemon
+
+# cbfs_crash_mount STORE MNT OPTS AT: mounts STORE on MNT with OPTS, the daemon under
+# tools/crashpoint.c (cbfs_preload crashpoint first) with its count armed only while
+# $T/crash.armed exists (the mount's and the setup's calls are not counted), killed at
+# its counted call AT (0: never); the calls counted are logged in $T/crash.calls.
+cbfs_crash_mount() {
+    printf '#!/bin/sh\nASAN_OPTIONS=%s:verify_asan_link_order=0 CBFS_CRASH_AT=%s CBFS_CRASH_TRIGGER=%s CBFS_CRASH_LOG=%s LD_PRELOAD=%s exec %s "$@"\n' \
+        "$ASAN_OPTIONS" "$4" "$T/crash.armed" "$T/crash.calls" "$T/crashpoint.so" \
+        "$CBFS_MOUNT_BIN" >"$T/crash-daemon.sh"
+    chmod +x "$T/crash-daemon.sh"
+    rm -f "$T/crash.armed" "$T/crash.calls"
+    CBFS_MOUNT_BIN=$T/crash-daemon.sh cbfs_mount "$1" "$2" "$3"
+}
+
+# cbfs_crash_reap MNT WHAT: the daemon serving MNT must die (<= 10 s) of its crash point:
+# it is reaped and its dead mount detached; else the test fails (WHAT: which kill point).
+# Its log is not checked: a killed daemon's log ends where it died.
+cbfs_crash_reap() {
+    local m=$1 pid=${CBFS_PID[$1]} i
+    for ((i = 0; i < 200; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -0 "$pid" 2>/dev/null && fail "$2: the daemon was not killed ($(tail -n 1 "$T/crash.calls" 2>/dev/null))"
+    wait "$pid" 2>/dev/null || true
+    unset "CBFS_PID[$m]"
+    fusermount3 -uz "$m" || fail "$2: fusermount3 -uz $m after the crash"
+}
+
+# cbfs_crash_campaign TEMPLATE OPTS OP NEW [OLD...]: the daemon killed at each counted call
+# of the operation OP (a function run with mnt set), in turn, on a copy of the store
+# TEMPLATE ($T/w) mounted on $mnt with OPTS. First OP runs whole, its calls counted, and
+# the mount must then hold NEW; then for each N from 1 to the count: a fresh copy, OP
+# killed at its call N, cbfs fsck --repair (cbfs_tool first; exit 0 or 1), cbfs fsck
+# (exit 0), and a plain mount must hold NEW or one of the OLDs exactly, never an error
+# (only NEW where OP set crash_acked=1: what it was told is done). A state is the line
+# tools/crashstate.py prints for NEW's names (file contents by the name of the file of
+# $T/tags holding them; CBFS_CRASH_PART=TAG: its --part TAG). Sets crash_points, and
+# counts in crash_found_new and crash_found_old the kill points that left NEW and an OLD.
+cbfs_crash_campaign() {
+    local tmpl=$1 opts=$2 op=$3 new=$4 k got calls names
+    shift 4
+    names=$(sed 's/=[^ ]*//g' <<<"$new")
+    local -a part=()
+    [[ -n ${CBFS_CRASH_PART:-} ]] && part=(--part "$CBFS_CRASH_PART")
+    rm -rf "$T/w" && cp -a "$tmpl" "$T/w"
+    cbfs_crash_mount "$T/w" "$mnt" "$opts" 0
+    touch "$T/crash.armed"
+    crash_acked=0
+    "$op" || fail "$op: the operation failed without a crash point"
+    sleep 0.2 # what the kernel sends right after (a RELEASE) counts with it
+    rm "$T/crash.armed"
+    got=$(python3 "$CBFS_TOOLS/crashstate.py" "${part[@]}" "$mnt" "$T/tags" $names)
+    check_eq "$new" "$got" "$op without a crash point"
+    cbfs_umount "$mnt"
+    crash_points=$(wc -l <"$T/crash.calls")
+    crash_found_new=${crash_found_new:-0} crash_found_old=${crash_found_old:-0}
+    cp "$T/crash.calls" "$T/$op.calls"
+    ((crash_points > 0)) || fail "$op: no call counted"
+    for ((k = 1; k <= crash_points; k++)); do
+        rm -rf "$T/w" && cp -a "$tmpl" "$T/w"
+        cbfs_crash_mount "$T/w" "$mnt" "$opts" "$k"
+        touch "$T/crash.armed"
+        crash_acked=0
+        "$op" 2>/dev/null || true
+        local what="$op killed at its call $k of $crash_points"
+        cbfs_crash_reap "$mnt" "$what"
+        rm "$T/crash.armed"
+        calls=$(grep " KILL\$" "$T/crash.calls" | cut -d' ' -f2-3 || true)
+        [[ -n $calls ]] || fail "$what: no call $k in $(tr '\n' '|' <"$T/crash.calls")"
+        what+=" ($calls)"
+        local rc=0
+        "$CBFS" fsck --repair "$T/w" >"$T/fsck.out" 2>&1 || rc=$?
+        ((rc <= 1)) || fail "$what: cbfs fsck --repair exited $rc: $(tr '\n' '|' <"$T/fsck.out")"
+        cp "$T/fsck.out" "$T/repair.out"
+        rc=0
+        "$CBFS" fsck "$T/w" >"$T/fsck.out" 2>&1 || rc=$?
+        ((rc == 0)) || fail "$what: cbfs fsck after --repair exited $rc: $(tr '\n' '|' <"$T/fsck.out") (repair: $(tr '\n' '|' <"$T/repair.out"))"
+        cbfs_mount "$T/w" "$mnt"
+        got=$(python3 "$CBFS_TOOLS/crashstate.py" "${part[@]}" "$mnt" "$T/tags" $names)
+        cbfs_umount "$mnt"
+        local ok=0 s
+        if [[ $got == "$new" ]]; then
+            ok=1 crash_found_new=$((crash_found_new + 1))
+        elif ((!crash_acked)); then
+            for s in "$@"; do [[ $got == "$s" ]] && ok=1; done
+            crash_found_old=$((crash_found_old + ok))
+        fi
+        ((ok)) || fail "$what: after cbfs fsck --repair the mount holds '$got', not '$new'${*:+ or '$*'}$( ((crash_acked)) && echo ' (acknowledged)') (repair: $(tr '\n' '|' <"$T/repair.out"))"
+    done
+}
+
 # ---------------------------------------------------------------- cleanup
 
 cbfs_cleanup() {

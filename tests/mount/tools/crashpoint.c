@@ -5,8 +5,15 @@
  * Counted, in one counter for all threads: write/pwrite64 to a descriptor above 2,
  * ftruncate64, fsync, fdatasync, renameat/renameat2, unlinkat, rmdir, mkdir/mkdirat,
  * open64/openat64 with O_CREAT or O_TRUNC, linkat, fchown/fchownat, fchmod/chmod,
- * setxattr/removexattr: what the cbfs tool calls of them (nm -D build/cbfs).
+ * setxattr/removexattr: what the cbfs tool calls of them (nm -D build/cbfs); and what
+ * the daemon calls besides (nm -D build/mount.cbfs; it calls no syscall(2) of its own):
+ * writev, fallocate64, truncate64, mknodat, symlinkat, fsetxattr, futimens, utimensat.
+ * A write or writev to /dev/fuse (the daemon's replies, whose number and order its
+ * threads and the kernel decide) changes no file and is not counted.
  * Environment: CBFS_CRASH_AT=N (0 or unset: never kill, count only),
+ *              CBFS_CRASH_TRIGGER=FILE: calls are counted (and logged) only while FILE
+ *              exists, so that a test arms the count for one operation of a daemon after
+ *              its setup, whatever the setup made it call,
  *              CBFS_CRASH_LOG=FILE (one line per counted call: its number, name, path or fd,
  *              and for a write its length and offset),
  *              CBFS_CRASH_TEAR=BYTES: the Nth call, if a write, first writes its first BYTES
@@ -32,12 +39,27 @@
 static atomic_ulong count;
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 
+/* Is the count armed? (CBFS_CRASH_TRIGGER, if set, must exist) */
+static int crash_armed(void)
+{
+    const char *const trig = getenv("CBFS_CRASH_TRIGGER");
+    return !trig || !*trig || access(trig, F_OK) == 0;
+}
+
+/* Does a write to fd change a file? Not one to the FUSE device. */
+static int crash_file_fd(int fd)
+{
+    char path[64];
+    return fd > 2 && !(fdpath(fd, path, sizeof path) && strcmp(path, "/dev/fuse") == 0);
+}
+
 /* One counted call: logs it, and kills the process if it is the Nth. A write
  * (buf, n at off; off -1: write(2), which cannot be torn here) is torn first
  * where CBFS_CRASH_TEAR says. */
 static void crash_call(const char *what, const char *path, int fd, const void *buf, size_t n,
                        off_t off)
 {
+    if (!crash_armed()) return;
     const unsigned long k = atomic_fetch_add(&count, 1) + 1;
     const char *const at = getenv("CBFS_CRASH_AT");
     const unsigned long kill_at = at ? strtoul(at, NULL, 10) : 0;
@@ -82,8 +104,15 @@ static void crash_point(const char *what, const char *path, int fd)
 ssize_t write(int fd, const void *buf, size_t n)
 {
     REAL(ssize_t, write, int, const void *, size_t);
-    if (fd > 2) crash_call("write", NULL, fd, buf, n, -1);
+    if (crash_file_fd(fd)) crash_call("write", NULL, fd, buf, n, -1);
     return real(fd, buf, n);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    REAL(ssize_t, writev, int, const struct iovec *, int);
+    if (crash_file_fd(fd)) crash_call("writev", NULL, fd, NULL, 0, -1);
+    return real(fd, iov, cnt);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
@@ -98,6 +127,20 @@ int ftruncate64(int fd, off_t len)
     REAL(int, ftruncate64, int, off_t);
     crash_point("ftruncate", NULL, fd);
     return real(fd, len);
+}
+
+int truncate64(const char *p, off_t len)
+{
+    REAL(int, truncate64, const char *, off_t);
+    crash_point("truncate", p, -1);
+    return real(p, len);
+}
+
+int fallocate64(int fd, int mode, off_t off, off_t len)
+{
+    REAL(int, fallocate64, int, int, off_t, off_t);
+    crash_call("fallocate", NULL, fd, NULL, (size_t)len, off);
+    return real(fd, mode, off, len);
 }
 
 int fsync(int fd)
@@ -221,4 +264,39 @@ int removexattr(const char *p, const char *name)
     REAL(int, removexattr, const char *, const char *);
     crash_point("removexattr", p, -1);
     return real(p, name);
+}
+
+int fsetxattr(int fd, const char *name, const void *v, size_t n, int flags)
+{
+    REAL(int, fsetxattr, int, const char *, const void *, size_t, int);
+    crash_point("fsetxattr", name, fd);
+    return real(fd, name, v, n, flags);
+}
+
+int mknodat(int fd, const char *p, mode_t m, dev_t d)
+{
+    REAL(int, mknodat, int, const char *, mode_t, dev_t);
+    crash_point("mknodat", p, fd);
+    return real(fd, p, m, d);
+}
+
+int symlinkat(const char *target, int fd, const char *p)
+{
+    REAL(int, symlinkat, const char *, int, const char *);
+    crash_point("symlinkat", p, fd);
+    return real(target, fd, p);
+}
+
+int futimens(int fd, const struct timespec t[2])
+{
+    REAL(int, futimens, int, const struct timespec *);
+    crash_point("futimens", NULL, fd);
+    return real(fd, t);
+}
+
+int utimensat(int fd, const char *p, const struct timespec t[2], int flags)
+{
+    REAL(int, utimensat, int, const char *, const struct timespec *, int);
+    crash_point("utimensat", p, fd);
+    return real(fd, p, t, flags);
 }
