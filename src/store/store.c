@@ -130,8 +130,9 @@ bool cbfs_store_asides(const struct cbfs_store *st, const char *path, char *msg,
     if (n)
         snprintf(msg, cap,
                  "%s/%s/%s%s: %u index file(s) a rename or unlink cut short by a crash moved "
-                 "aside; the file it was renaming over or removing may have lost its sidecar "
-                 "(see \"A file the mount answers with EIO\" in OPERATIONS.md)",
+                 "aside; the file it was renaming over or removing may have lost its sidecar: "
+                 "cbfs fsck --repair (unmounted) moves it back or removes it (see \"A file the "
+                 "mount answers with EIO\" in OPERATIONS.md)",
                  path, CBFS_STORE_DIR, first, n > 1 ? " and others" : "", n);
     return n > 0;
 }

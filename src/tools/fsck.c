@@ -3,7 +3,8 @@
  * every live block — and with --repair rebuilds missing or damaged sidecars
  * from the frames, cuts torn data tails and removes orphan and leftover
  * sidecars (docs/FORMAT.md, "Leftover sidecars"; an orphan whose file a
- * crash renamed is moved to it instead: fsck_orphan.c). Damaged
+ * crash renamed is moved to it instead, and so is a sidecar a crash left
+ * aside in .cbfs/: fsck_orphan.c). Damaged
  * payloads and damaged frames in the middle of a file cannot be repaired
  * without losing data: they are reported and left alone. Exit codes as
  * e2fsck: 0 clean, 1 errors corrected, 4 errors left uncorrected, 8 usage or
@@ -32,12 +33,13 @@ static const char tool_fsck_help[] =
     "       cbfs fsck --upgrade STORE\n"
     "Checks every data file of an unmounted store against its sidecar and reads every\n"
     "block. With --repair: rebuilds missing or damaged sidecars from the frames, cuts\n"
-    "torn tails, removes orphan sidecars (or moves one to the file of the store, of its\n"
-    "owner, whose frames carry its file id: a rename cut short) and leftover sidecars (a\n"
-    "sidecar of a lost file that shows nothing of it in the data file beside it). Damaged\n"
-    "payloads are reported, never 'fixed'. A lost sidecar is rebuilt only when the frames\n"
-    "prove the block size or back store.conf's; else give the size the files were written\n"
-    "with: --block-size SIZE (taken only for files whose frames tell no size of their own).\n"
+    "torn tails, removes orphan sidecars and those a crashed rename or unlink left in\n"
+    ".cbfs/ (or moves one to the file of the store, of its owner, whose frames carry its\n"
+    "file id: a rename or unlink cut short), and leftover sidecars (a sidecar of a lost\n"
+    "file that shows nothing of it in the data file beside it). Damaged payloads are\n"
+    "reported, never 'fixed'. A lost sidecar is rebuilt only when the frames prove the\n"
+    "block size or back store.conf's; else give the size the files were written with:\n"
+    "--block-size SIZE (taken only for files whose frames tell no size of their own).\n"
     "exit status: 0 clean, 1 errors corrected, 4 errors left uncorrected,\n"
     "             8 usage or operational error (e.g. the store is mounted)\n"
     "With --upgrade: converts a store of layout 1 (NAME.cbfsidx sidecars, names up to 247\n"

@@ -32,7 +32,9 @@ struct tool_fsck {
  * with f->repair, settles it: moved to the file whose frames carry its file
  * id where a crash cut a rename short (one file of the store without a
  * sidecar: first in its own directory, else anywhere in the store), else
- * removed. Kept, with the reason, where whose it is cannot be told. Runs
+ * removed; so is each sidecar a crash left aside in .cbfs/ (a rename over a
+ * compressed file or an unlink of one cut short), found in the whole store.
+ * Kept, with the reason, where whose it is cannot be told. Runs
  * before the files are checked, so that a file is checked with the sidecar
  * that was its. Counts in f; walk errors are the check's walk's to print. */
 void tool_fsck_orphans(struct tool_fsck *f, const struct tool_loc *loc);

@@ -12,7 +12,14 @@
  * The pass runs before fsck checks the files: checked first, the renamed file
  * was reported "sidecar lost, not repaired" and counted as left, and the
  * sidecar then moved to it (a file whose name sorts before its old one's
- * sidecar). */
+ * sidecar).
+ *
+ * The sidecars a rename over a compressed file or an unlink of one moved
+ * aside into the store's .cbfs/ (CBFS_STORE_ASIDE) and a crash left there are
+ * settled the same way, by the store's walk: a crash before the data file was
+ * replaced or removed leaves that file without a sidecar and its only record
+ * of its block size aside (moved back to it: the file whose frames carry its
+ * file id); after, it is the index of contents that are gone (removed). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -148,9 +155,10 @@ static void tool_fsck_orphan_owned(struct tool_fsck *f, const char *display,
                                    enum tool_ent_kind kind, const char *shown,
                                    const struct stat *st, cbfs_err moved)
 {
-    printf("%s: %s; it is the sidecar of %s, whose frames carry its file id (a rename cut short "
-           "by a crash)%s\n",
-           display, tool_orphan_what(kind), shown,
+    printf("%s: %s; it is the sidecar of %s, whose frames carry its file id (%s)%s\n", display,
+           tool_orphan_what(kind), shown,
+           kind == TOOL_ENT_ASIDE ? "the crash came before its data file was replaced or removed"
+                                  : "a rename cut short by a crash",
            !f->repair ? ": --repair moves it there"
            : moved    ? ""
                       : " (moved there)");
@@ -175,7 +183,10 @@ static void tool_fsck_orphan_owned(struct tool_fsck *f, const char *display,
 static void tool_fsck_orphan_none(struct tool_fsck *f, int dirfd, cbfs_err dir_err,
                                   const char *name, const char *display, enum tool_ent_kind kind)
 {
-    printf("%s: %s", display, tool_orphan_what(kind));
+    printf("%s: %s%s", display, tool_orphan_what(kind),
+           kind == TOOL_ENT_ASIDE ? "; no file of the store without a sidecar carries its file "
+                                    "id: the index of contents that are gone"
+                                  : "");
     if (!f->repair) {
         printf("\n");
         f->left++;
@@ -503,10 +514,56 @@ static void tool_fsck_lost_settle(struct tool_fsck_pass *p, unsigned layout,
     if (sdir >= 0) close(sdir);
 }
 
+/* The sidecars a crash left aside in the store's .cbfs/ (loc: the store
+ * root), each added to p's lost ones for the store's walk; one without a file
+ * id, which no file can be told to own, settled at once. */
+static void tool_fsck_asides(struct tool_fsck_pass *p, const struct tool_loc *loc)
+{
+    struct tool_fsck *const f = p->f;
+    const int meta =
+        openat(loc->dirfd, CBFS_STORE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    char **names = NULL;
+    size_t n = 0;
+    const int rd = meta < 0 ? -1 : openat(meta, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const cbfs_err e = rd < 0 ? cbfs_err_from_errno(errno) : cbfs_dir_read_names(rd, &names, &n);
+    if (e) {
+        if (e != CBFS_E_NOENT) {
+            tool_err("fsck", "%s/%s: %s", loc->display, CBFS_STORE_DIR, cbfs_err_str(e));
+            f->errors++;
+        }
+        if (meta >= 0) close(meta);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(names[i], CBFS_STORE_ASIDE, sizeof CBFS_STORE_ASIDE - 1) != 0) continue;
+        char display[PATH_MAX];
+        f->problems++;
+        if (snprintf(display, sizeof display, "%s/%s/%s", loc->display, CBFS_STORE_DIR,
+                     names[i]) >= (int)sizeof display) {
+            tool_err("fsck", "%s/%s/%s: %s", loc->display, CBFS_STORE_DIR, names[i],
+                     cbfs_err_str(CBFS_E_NAMETOOLONG));
+            f->errors++;
+            f->left++;
+            continue;
+        }
+        uint64_t id;
+        struct stat sst;
+        cbfs_err ie = tool_fsck_sidecar_id(meta, names[i], &id, &sst);
+        if (cbfs_err_is_format(ie))
+            tool_fsck_orphan_none(f, meta, CBFS_OK, names[i], display, TOOL_ENT_ASIDE);
+        else if (ie || (ie = tool_fsck_lost_add(p, meta, names[i], display, TOOL_ENT_ASIDE, id,
+                                                 &sst)) != CBFS_OK)
+            tool_fsck_orphan_unknown(f, display, TOOL_ENT_ASIDE, "the store", cbfs_err_str(ie));
+    }
+    cbfs_dir_free_names(names, n);
+    close(meta);
+}
+
 void tool_fsck_orphans(struct tool_fsck *f, const struct tool_loc *loc)
 {
     struct tool_fsck_pass p = {.f = f};
     tool_walk_silent(loc, tool_fsck_orphan_seen, &p, &p.walk_errors);
+    tool_fsck_asides(&p, loc);
     if (p.n) {
         p.by_id = malloc(p.n * sizeof *p.by_id);
         if (p.by_id) {

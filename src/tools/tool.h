@@ -141,6 +141,9 @@ enum tool_ent_kind {
     TOOL_ENT_ORPHAN_SIDECAR, /* a sidecar whose data file does not exist */
     TOOL_ENT_ORPHAN_EMPTY,   /* one of those that holds no record (cbfs_index_holds_no_record):
                                 crash debris of a file never flushed */
+    TOOL_ENT_ASIDE,          /* a sidecar in the store's .cbfs/ that a rename over its file
+                                or its unlink moved aside (CBFS_STORE_ASIDE), left there by
+                                a crash (fsck's, never the walk's) */
 };
 
 /* What fsck and verify say of an orphan sidecar of that kind. */

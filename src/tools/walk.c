@@ -323,6 +323,9 @@ static enum tool_ent_kind tool_orphan_kind(const struct stat *st)
 
 const char *tool_orphan_what(enum tool_ent_kind kind)
 {
+    if (kind == TOOL_ENT_ASIDE)
+        return "sidecar moved aside by a rename over its file or by its unlink, which a crash "
+               "cut short";
     return kind == TOOL_ENT_ORPHAN_EMPTY
                ? "orphan sidecar: its data file is missing, and it indexes nothing (as a "
                  "crash leaves of a file created and never flushed: nothing of it was "
