@@ -498,7 +498,9 @@ cbfs_crash_campaign() {
             for s in "$@"; do [[ $got == "$s" ]] && ok=1; done
             crash_found_old=$((crash_found_old + ok))
         fi
-        ((ok)) || fail "$what: after cbfs fsck --repair the mount holds '$got', not '$new'${*:+ or '$*'}$( ((crash_acked)) && echo ' (acknowledged)') (repair: $(tr '\n' '|' <"$T/repair.out"))"
+        local want="'$new'"
+        if ((crash_acked)); then want+=" (acknowledged)"; else for s in "$@"; do want+=" or '$s'"; done; fi
+        ((ok)) || fail "$what: after cbfs fsck --repair the mount holds '$got', not $want (repair: $(tr '\n' '|' <"$T/repair.out"))"
     done
 }
 
