@@ -4,11 +4,12 @@
 crashstate.py MNT TAGDIR NAME...
 Prints one line: NAME=TAG for each NAME (a path below MNT), TAG the name of the file of
 TAGDIR whose bytes it reads (bit-exact), "-" where it does not exist, ERR(text) where
-it cannot be read (an EIO), ?SIZE:SHA where it reads bytes no file of TAGDIR holds; then
+it cannot be read (text: the errno's name, EIO), ?SIZE:SHA where it reads bytes no file of TAGDIR holds; then
 extra=PATH for each file of the mount not named. With --part TAG: a NAME that reads as
 part of TAG's bytes, never acknowledged (its length at most TAG's, and each 64 KiB of it
 TAG's bytes there or zeros, a block not written yet), is NAME=~TAG (NAME=~TAG:0 if empty).
 """
+import errno
 import hashlib
 import os
 import sys
@@ -46,7 +47,7 @@ def main():
             out.append(f"{n}=-")
             continue
         except OSError as e:
-            out.append(f"{n}=ERR({e.strerror})")
+            out.append(f"{n}=ERR({errno.errorcode.get(e.errno, e.errno)})")
             continue
         h = hashlib.sha256(data).hexdigest()
         if h in known:
