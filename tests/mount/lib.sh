@@ -457,12 +457,13 @@ cbfs_crash_reap() {
 # N; a plain mount of a copy of the store must read each name as NEW or an OLD has it,
 # or fail (EIO: never other bytes); then cbfs fsck --repair (cbfs_tool first; exit 0 or
 # 1), cbfs fsck (exit 0), and a plain mount must hold NEW or one of the OLDs exactly,
-# never an error (only NEW where OP set crash_acked=1: what it was told is done). A
-# state is the line tools/crashstate.py prints for NEW's names (file contents by the
-# name of the file of $T/tags holding them; CBFS_CRASH_PART=TAG: its --part TAG). A
-# kill point the operation did not reach this time (a call the kernel makes it make
-# when it will) is a kill after it (cbfs_crash_reap). Sets crash_points, and
-# counts in crash_found_new and crash_found_old the kill points that left NEW and an OLD.
+# never an error. Where OP set crash_acked=1 (what it was told is done) only NEW counts,
+# both times. A state is the line tools/crashstate.py prints for NEW's names (file
+# contents by the name of the file of $T/tags holding them; CBFS_CRASH_PART=TAG: its
+# --part TAG). A kill point the operation did not reach this time (a call the kernel
+# makes it make when it will) is a kill after it (cbfs_crash_reap). Sets crash_points,
+# and counts in crash_found_new and crash_found_old the kill points that left NEW and
+# an OLD.
 cbfs_crash_campaign() {
     local tmpl=$1 opts=$2 op=$3 new=$4 k got calls names
     shift 4
@@ -508,11 +509,13 @@ cbfs_crash_campaign() {
         got=$(python3 "$CBFS_TOOLS/crashstate.py" "${part[@]}" "$mnt" "$T/tags" $names)
         cbfs_umount "$mnt"
         CBFS_LOG_ALLOW=$allow
+        local -a may=("$new")
+        ((crash_acked)) || may+=("$@")
         for w in $got; do
             [[ $w == *=ERR\(* ]] && continue
             seen=0
-            for s in "$new" "$@"; do [[ " $s " == *" $w "* ]] && seen=1; done
-            ((seen)) || fail "$what: before cbfs fsck the mount reads $w, neither as before nor as after the operation, nor an error ($got)"
+            for s in "${may[@]}"; do [[ " $s " == *" $w "* ]] && seen=1; done
+            ((seen)) || fail "$what: before cbfs fsck the mount reads $w, neither as before nor as after the operation$( ((crash_acked)) && echo ' (acknowledged)'), nor an error ($got)"
         done
         local rc=0
         "$CBFS" fsck --repair "$T/w" >"$T/fsck.out" 2>&1 || rc=$?
