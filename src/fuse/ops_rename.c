@@ -2,7 +2,8 @@
  * a compressed file's sidecar follows it. Room for the sidecar's new name is
  * made before anything moves (a full store fails the rename whole), and a
  * replaced file's sidecar is set aside, not removed, so that a rename that
- * fails puts it back. What a crash between the steps leaves: docs/ENGINE.md
+ * fails puts it back; an exchange sets both sides' aside until the data
+ * files are exchanged. What a crash between the steps leaves: docs/ENGINE.md
  * (known limits) and docs/OPERATIONS.md. */
 #include <errno.h>
 #include <string.h>
@@ -137,6 +138,33 @@ struct cbfs_rename_sc {
     const char *aname, *bname; /* the sidecar names there */
 };
 
+/* An exchange's sidecars, each side's that has one, moved aside
+ * (cbfs_sidecar_aside) before the data files are exchanged, and from there to
+ * their new names after. Exchanged in place after the data files, a crash in
+ * between left each name with the other file's sidecar (both EIO, and cbfs
+ * fsck --repair could not rebuild them where the frames do not prove the
+ * block size), or a plain file beside a compressed one's sidecar (a leftover,
+ * which fsck --repair removed: the only record of the other file's block
+ * size). An aside is found again by the file id its file's frames carry
+ * (fsck --repair moves it there), wherever the crash came (t_crash_rename).
+ * *xa, *xb: true where a's, b's is at apath, bpath. Where the store cannot
+ * take one (EXDEV) none is moved (those moved are put back), and the
+ * sidecars are exchanged in place as before. @return 0 or errno (nothing
+ * moved). */
+static int cbfs_rename_xchg_aside(struct cbfs_fs *fs, const struct cbfs_rename_side *a,
+                                  const struct cbfs_rename_side *b, char *apath, bool *xa,
+                                  char *bpath, bool *xb)
+{
+    *xa = *xb = false;
+    int err = a->has_sc ? cbfs_sidecar_aside(fs, a->fd, a->sc, apath, xa) : 0;
+    if (!err && b->has_sc) err = cbfs_sidecar_aside(fs, b->fd, b->sc, bpath, xb);
+    if (!err) return 0;
+    if (*xa) cbfs_sidecar_restore(fs, apath, a->fd, a->sc, "exchange", a->name, err);
+    if (*xb) cbfs_sidecar_restore(fs, bpath, b->fd, b->sc, "exchange", b->name, err);
+    *xa = *xb = false;
+    return err == EXDEV ? 0 : err;
+}
+
 /* The moves of cbfs_rename_at, with sc opened where a sidecar moves.
  * fs->names_lock held. @return 0 or errno. */
 static int cbfs_rename_moves(struct cbfs_fs *fs, struct cbfs_rename_side *a,
@@ -183,6 +211,13 @@ static int cbfs_rename_moves(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     if (!same && xchg && b->has_sc && !a->has_sc &&
         (err = cbfs_rename_make_room(fs, b, a, sc->bat, sc->bname, sc->aat, sc->aname)) != 0)
         return err;
+    bool xa = false, xb = false;
+    char apath[CBFS_STORE_ASIDE_MAX], bpath[CBFS_STORE_ASIDE_MAX];
+    if (!same && xchg && (err = cbfs_rename_xchg_aside(fs, a, b, apath, &xa, bpath, &xb)) != 0) {
+        cbfs_log_err("exchange of '%s' and '%s': cannot move their sidecars aside: %s", a->name,
+                     b->name, strerror(err));
+        return err;
+    }
     int moved = renameat2(a->fd, a->name, b->fd, b->name, flags);
     if (moved == -1 && (errno == ENOTEMPTY || errno == EEXIST) && S_ISDIR(a->st.st_mode) &&
         b->exists && S_ISDIR(b->st.st_mode) && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {
@@ -194,12 +229,25 @@ static int cbfs_rename_moves(struct cbfs_fs *fs, struct cbfs_rename_side *a,
     if (moved == -1) {
         err = errno;
         if (aside) cbfs_sidecar_restore(fs, aside_path, b->fd, b->sc, "rename over", b->name, err);
+        if (xa) cbfs_sidecar_restore(fs, apath, a->fd, a->sc, "exchange", a->name, err);
+        if (xb) cbfs_sidecar_restore(fs, bpath, b->fd, b->sc, "exchange", b->name, err);
         return err;
     }
     if (aside) cbfs_sidecar_drop(fs, aside_path, "rename over", b->name);
     if (same) return 0;
     int r = 0;
-    if (flags & RENAME_EXCHANGE) {
+    if (xa || xb) {
+        /* from the store root's .cbfs/, through the directories held open
+         * (struct cbfs_rename_sc): no new descriptor */
+        if (xa && renameat2(fs->opt.store_fd, apath, sc->bat, sc->bname, 0) == -1)
+            cbfs_log_err("exchange of '%s' and '%s': the sidecar of '%s' stays in %s (%s): "
+                         "cbfs fsck --repair moves it to '%s'",
+                         a->name, b->name, a->name, apath, strerror(errno), b->name);
+        if (xb && renameat2(fs->opt.store_fd, bpath, sc->aat, sc->aname, 0) == -1)
+            cbfs_log_err("exchange of '%s' and '%s': the sidecar of '%s' stays in %s (%s): "
+                         "cbfs fsck --repair moves it to '%s'",
+                         a->name, b->name, b->name, bpath, strerror(errno), a->name);
+    } else if (flags & RENAME_EXCHANGE) {
         if (a->has_sc && b->has_sc)
             r = renameat2(sc->aat, sc->aname, sc->bat, sc->bname, RENAME_EXCHANGE);
         else if (a->has_sc)
