@@ -139,6 +139,18 @@ frame_codecs() { python3 "$CBFS_TOOLS/frames.py" --codecs "$1"; }
 # tests: mount with allow_other, and make the test's directories reachable).
 as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
 
+# as_user USER CMD...: CMD as USER, without supplementary groups.
+as_user() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups -- "$@"; }
+
+# cbfs_two_users: for tests of a store whose directories two users write, run as root:
+# A=nobody B=daemon, and $T reachable by them; passes at once where not root
+cbfs_two_users() {
+    [[ $(id -u) == 0 ]] || pass "not root: cannot give the store's directories to users, nothing checked"
+    id nobody >/dev/null 2>&1 && id daemon >/dev/null 2>&1 || fail "needs the users nobody and daemon"
+    A=nobody B=daemon
+    chmod 755 "$T"
+}
+
 # answer WHAT CMD...: runs CMD; prints "WHAT: ok", or "WHAT: " and the end of CMD's
 # last error line (the errno text, the path left out), for comparing the answers of
 # the mount with those of the local filesystem (ext4).
@@ -449,6 +461,77 @@ cbfs_crash_reap() {
     fusermount3 -uz "$m" || fail "$2: fusermount3 -uz $m after the crash"
 }
 
+# cbfs_crash_pass: pass, with what the test's campaigns counted
+cbfs_crash_pass() {
+    pass "${crash_total:-0} kill points: ${crash_found_old:-0} left the state before, ${crash_found_new:-0} the one after"
+}
+
+# cbfs_crash_setup: what every crash-point test needs: the tool, the crashpoint shim,
+# mnt=$T/mnt, and the contents its files are made of, by tag, in $T/tags: A (3 blocks of
+# 1M: no 256K frame), C, Z (a bystander), Q (for a plain file)
+cbfs_crash_setup() {
+    cbfs_tool
+    cbfs_preload crashpoint
+    mnt=$T/mnt
+    mkdir -p "$T/tags"
+    python3 "$CBFS_TOOLS/gendata.py" csv 2600K "$T/tags/A" 64
+    python3 "$CBFS_TOOLS/gendata.py" csv 2300K "$T/tags/C" 65
+    python3 "$CBFS_TOOLS/gendata.py" csv 1500K "$T/tags/Z" 66
+    python3 "$CBFS_TOOLS/gendata.py" csv 1800K "$T/tags/Q" 67
+}
+
+# cbfs_crash_template DIR LAYOUT SPEC...: a store of LAYOUT at DIR whose store.conf says
+# block_size=256K, its files written through a mount with block_size=1M: their frames do
+# not prove their block size, so a sidecar lost by a crash would leave them unreadable
+# (EIO). SPEC: NAME=TAG (a file of $T/tags/TAG's contents), D/ (a directory), D/:plain (a
+# directory of codec none: its files, checked to have no sidecar, are plain)
+cbfs_crash_template() {
+    local dir=$1 layout=$2 spec plain=()
+    shift 2
+    cbfs_layout_store "$dir" "$layout"
+    if ((layout == 1)); then
+        sed -i 's/^block_size=.*/block_size=262144/' "$dir/.cbfs/store.conf"
+    else
+        "$CBFS" mkfs -o codec=lz4,block_size=256K "$dir" >/dev/null
+    fi
+    cbfs_mount "$dir" "$mnt" block_size=1M
+    for spec in "$@"; do
+        case $spec in
+        */:plain)
+            mkdir -p "$mnt/${spec%:plain}"
+            setfattr -n user.cbfs.codec -v none "$mnt/${spec%:plain}"
+            plain+=("${spec%:plain}")
+            ;;
+        */) mkdir -p "$mnt/$spec" ;;
+        *=*) cp "$T/tags/${spec#*=}" "$mnt/${spec%%=*}" ;;
+        *) fail "cbfs_crash_template: bad spec '$spec'" ;;
+        esac
+    done
+    cbfs_umount "$mnt"
+    for spec in "$@"; do
+        [[ $spec == *=* ]] || continue
+        local name=${spec%%=*} d
+        for d in "${plain[@]}"; do
+            [[ $name == "$d"* && -e $(cbfs_sidecar_of "$dir" "$name" "$layout") ]] &&
+                fail "layout $layout: $name is not plain"
+        done
+    done
+    return 0
+}
+
+# cbfs_crash_needs_sidecar STORE LAYOUT NAME: a copy of STORE without NAME's sidecar does not
+# read NAME (the case a crash test is about: else it proves nothing); uses $T/w and $mnt
+cbfs_crash_needs_sidecar() {
+    rm -rf "$T/w" && cp -a "$1" "$T/w"
+    rm "$(cbfs_sidecar_of "$T/w" "$3" "$2")"
+    local allow=$CBFS_LOG_ALLOW
+    cbfs_expect_log_errors 'block size of a lost index'
+    cbfs_mount "$T/w" "$mnt"
+    cat "$mnt/$3" >/dev/null 2>&1 && fail "layout $2: $3 reads without its sidecar: the test does not reach its case"
+    cbfs_umount "$mnt"
+    CBFS_LOG_ALLOW=$allow
+}
+
 # cbfs_crash_campaign TEMPLATE OPTS OP NEW [OLD...]: the daemon killed at each counted call
 # of the operation OP (a function run with mnt set), in turn, on a copy of the store
 # TEMPLATE ($T/w) mounted on $mnt with OPTS. First OP runs whole, its calls counted, and
@@ -461,9 +544,9 @@ cbfs_crash_reap() {
 # both times. A state is the line tools/crashstate.py prints for NEW's names (file
 # contents by the name of the file of $T/tags holding them; CBFS_CRASH_PART=TAG: its
 # --part TAG). A kill point the operation did not reach this time (a call the kernel
-# makes it make when it will) is a kill after it (cbfs_crash_reap). Sets crash_points,
-# and counts in crash_found_new and crash_found_old the kill points that left NEW and
-# an OLD.
+# makes it make when it will) is a kill after it (cbfs_crash_reap). Sets crash_points
+# (added to crash_total), and counts in crash_found_new and crash_found_old the kill
+# points that left NEW and an OLD (cbfs_crash_pass reports them).
 cbfs_crash_campaign() {
     local tmpl=$1 opts=$2 op=$3 new=$4 k got calls names
     shift 4
@@ -487,6 +570,7 @@ cbfs_crash_campaign() {
     cbfs_umount "$mnt"
     crash_points=$(wc -l <"$T/crash.calls")
     crash_found_new=${crash_found_new:-0} crash_found_old=${crash_found_old:-0}
+    crash_total=$((${crash_total:-0} + crash_points))
     cp "$T/crash.calls" "$T/$op.calls"
     ((crash_points > 0)) || fail "$op: no call counted"
     for ((k = 1; k <= crash_points; k++)); do

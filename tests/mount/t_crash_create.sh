@@ -8,12 +8,7 @@
 # there, or part of it: no longer, each 64 KiB its own bytes or zeros (a block not
 # written yet), never an error (cbfs_crash_campaign in lib.sh).
 . "$(dirname "$0")/lib.sh"
-cbfs_tool
-cbfs_preload crashpoint
-mnt=$T/mnt
-mkdir "$T/tags"
-python3 "$CBFS_TOOLS/gendata.py" csv 2600K "$T/tags/A" 64 # 3 blocks of 1M: no 256K frame
-python3 "$CBFS_TOOLS/gendata.py" csv 1500K "$T/tags/Z" 66 # a bystander
+cbfs_crash_setup
 
 # the op: n.bin created, written, fsync'd (then $T/acked made, outside the mount), closed
 create() {
@@ -34,21 +29,11 @@ PY
     return "$rc"
 }
 
-total=0
 export CBFS_CRASH_PART=A
 for layout in 2 1; do
     tmpl=$T/tmpl$layout
-    cbfs_layout_store "$tmpl" "$layout"
-    if ((layout == 1)); then
-        sed -i 's/^block_size=.*/block_size=262144/' "$tmpl/.cbfs/store.conf"
-    else
-        "$CBFS" mkfs -o codec=lz4,block_size=256K "$tmpl" >/dev/null
-    fi
-    cbfs_mount "$tmpl" "$mnt" block_size=1M
-    cp "$T/tags/Z" "$mnt/z.bkp"
-    cbfs_umount "$mnt"
+    cbfs_crash_template "$tmpl" "$layout" z.bkp=Z
     cbfs_crash_campaign "$tmpl" block_size=1M create "n.bin=A z.bkp=Z" \
         "n.bin=- z.bkp=Z" "n.bin=~A z.bkp=Z" "n.bin=~A:0 z.bkp=Z"
-    total=$((total + crash_points))
 done
-pass "$total kill points: $crash_found_old left the state before, $crash_found_new the one after"
+cbfs_crash_pass

@@ -10,11 +10,7 @@
 # another owner is left where it is, and fsck says why.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
-[[ $(id -u) == 0 ]] || pass "not root: cannot give the store's directories to users, nothing checked"
-id nobody >/dev/null 2>&1 && id daemon >/dev/null 2>&1 || fail "needs the users nobody and daemon"
-A=nobody B=daemon
-as() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups -- "$@"; }
-chmod 755 "$T"
+cbfs_two_users
 python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/a.csv" 14
 python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/plain.csv" 15
 mnt=$T/mnt
@@ -37,8 +33,8 @@ for layout in 1 2; do
     mv "$store/S/y.bkp" "$store/B/z.bkp"
     mv "$store/S/w.bkp" "$store/B/v.bkp"
     # A makes the old names: a plain file, and a copy of A's own compressed file
-    as "$A" cp "$store/A/mine.txt" "$store/S/y.bkp" || fail "A cannot write S"
-    as "$A" cp "$store/A/mine.bkp" "$store/S/w.bkp" || fail "A cannot write S"
+    as_user "$A" cp "$store/A/mine.txt" "$store/S/y.bkp" || fail "A cannot write S"
+    as_user "$A" cp "$store/A/mine.bkp" "$store/S/w.bkp" || fail "A cannot write S"
     rc=0
     "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
     for s in "$y" "$w"; do

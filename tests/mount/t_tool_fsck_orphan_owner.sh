@@ -15,11 +15,7 @@
 # the id, the orphan is kept and fsck says why.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
-[[ $(id -u) == 0 ]] || pass "not root: cannot give the store's directories to users, nothing checked"
-id nobody >/dev/null 2>&1 && id daemon >/dev/null 2>&1 || fail "needs the users nobody and daemon"
-A=nobody B=daemon
-as() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups -- "$@"; }
-chmod 755 "$T"
+cbfs_two_users
 cc -O1 -o "$T/xxh3seal" "$CBFS_TOOLS/xxh3seal.c" -lxxhash || fail "cannot build xxh3seal"
 python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/a.csv" 11
 mnt=$T/mnt
@@ -47,14 +43,14 @@ for layout in 1 2; do
     new=$(cbfs_sidecar_of "$store" B/sub/y.bkp "$layout")
     ghost=$(cbfs_sidecar_of "$store" A/ghost.bkp "$layout")
     # B's unlink of gone.bkp cut short (its sidecar left); A had copied the file (0644)
-    as "$A" cp "$store/B/gone.bkp" "$store/A/copy.bkp"
+    as_user "$A" cp "$store/B/gone.bkp" "$store/A/copy.bkp"
     rm "$store/B/gone.bkp"
     # B's rename of x.bkp to sub/y.bkp cut short (the data file moved, its sidecar not)
-    as "$B" mkdir "$store/B/sub"
+    as_user "$B" mkdir "$store/B/sub"
     mv "$store/B/x.bkp" "$store/B/sub/y.bkp"
     # A's orphan sidecar that carries y.bkp's file id: A's own sidecar's header, its
     # file id (bytes 16..23) the one of y.bkp's first frame (bytes 48..55), sealed again
-    as "$A" sh -c "head -c 64 '$(cbfs_sidecar_of "$store" A/mine.bkp "$layout")' >'$ghost' &&
+    as_user "$A" sh -c "head -c 64 '$(cbfs_sidecar_of "$store" A/mine.bkp "$layout")' >'$ghost' &&
         dd if='$store/B/sub/y.bkp' bs=1 skip=48 count=8 of='$ghost' seek=16 conv=notrunc status=none &&
         '$T/xxh3seal' '$ghost' 0" || fail "A cannot write the sidecar"
 

@@ -10,11 +10,7 @@
 # the last moment (a shim renames it in inside renameat2) is moved back, and fsck says so.
 . "$(dirname "$0")/lib.sh"
 cbfs_tool
-[[ $(id -u) == 0 ]] || pass "not root: cannot give the store's directories to users, nothing checked"
-id nobody >/dev/null 2>&1 && id daemon >/dev/null 2>&1 || fail "needs the users nobody and daemon"
-A=nobody B=daemon
-as() { local u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups -- "$@"; }
-chmod 755 "$T"
+cbfs_two_users
 cbfs_preload renameswap
 python3 "$CBFS_TOOLS/gendata.py" csv 300K "$T/a.csv" 12
 mnt=$T/mnt
@@ -34,7 +30,7 @@ for layout in 1 2; do
     # B's rename of S/x.bkp to B/y.bkp cut short (the data file moved, its sidecar not)
     mv "$store/S/x.bkp" "$store/B/y.bkp"
     # A's file to swap in: a copy of B's sidecar (0644), A's own
-    as "$A" cp "$old" "$store/S/mine"
+    as_user "$A" cp "$old" "$store/S/mine"
     rc=0
     CBFS_RENAMESWAP_NAME=$(basename "$old") CBFS_RENAMESWAP_WITH=$store/S/mine LD_PRELOAD=$T/renameswap.so \
         "$CBFS" fsck --repair "$store" >"$T/fsck.out" 2>&1 || rc=$?
