@@ -19,7 +19,12 @@
  * settled the same way, by the store's walk: a crash before the data file was
  * replaced or removed leaves that file without a sidecar and its only record
  * of its block size aside (moved back to it: the file whose frames carry its
- * file id); after, it is the index of contents that are gone (removed). */
+ * file id); after, it is the index of contents that are gone (removed).
+ *
+ * fsck runs as root over stores whose directories users write (helper-67):
+ * a file of another owner than the sidecar's is never taken for its file
+ * (the store's rule: a file id is readable wherever the file is), and a move
+ * checks both names right before it and the file moved right after it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
