@@ -516,8 +516,7 @@ void cbfs_inode_hold_name(struct cbfs_fs *fs, int dirfd, const char *name,
     h->inode = inode;
     if (inode->kind != CBFS_KIND_COMPRESSED) return;
     cbfs_mutex_lock(&inode->lock);
-    if (!inode->has_idx || cbfs_storeobj_pin_open(&fs->fdc, &inode->idx, &h->ifd) != 0)
-        h->ifd = -1;
+    if (!inode->has_idx || cbfs_storeobj_pin_open(&fs->fdc, &inode->idx, &h->ifd) != 0) h->ifd = -1;
     cbfs_mutex_unlock(&inode->lock);
 }
 

@@ -543,8 +543,8 @@ static void tool_fsck_asides(struct tool_fsck_pass *p, const struct tool_loc *lo
         if (strncmp(names[i], CBFS_STORE_ASIDE, sizeof CBFS_STORE_ASIDE - 1) != 0) continue;
         char display[PATH_MAX];
         f->problems++;
-        if (snprintf(display, sizeof display, "%s/%s/%s", loc->display, CBFS_STORE_DIR,
-                     names[i]) >= (int)sizeof display) {
+        if (snprintf(display, sizeof display, "%s/%s/%s", loc->display, CBFS_STORE_DIR, names[i]) >=
+            (int)sizeof display) {
             tool_err("fsck", "%s/%s/%s: %s", loc->display, CBFS_STORE_DIR, names[i],
                      cbfs_err_str(CBFS_E_NAMETOOLONG));
             f->errors++;
@@ -557,7 +557,7 @@ static void tool_fsck_asides(struct tool_fsck_pass *p, const struct tool_loc *lo
         if (cbfs_err_is_format(ie))
             tool_fsck_orphan_none(f, meta, CBFS_OK, names[i], display, TOOL_ENT_ASIDE);
         else if (ie || (ie = tool_fsck_lost_add(p, meta, names[i], display, TOOL_ENT_ASIDE, id,
-                                                 &sst)) != CBFS_OK)
+                                                &sst)) != CBFS_OK)
             tool_fsck_orphan_unknown(f, display, TOOL_ENT_ASIDE, "the store", cbfs_err_str(ie));
     }
     cbfs_dir_free_names(names, n);

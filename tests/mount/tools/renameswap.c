@@ -18,7 +18,7 @@ int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpa
     static int done;
     if (!real)
         real = (int (*)(int, const char *, int, const char *, unsigned int))dlsym(RTLD_NEXT,
-                                                                                "renameat2");
+                                                                                  "renameat2");
     const char *const name = getenv("CBFS_RENAMESWAP_NAME");
     const char *const with = getenv("CBFS_RENAMESWAP_WITH");
     const size_t pl = strlen(oldpath), nl = name ? strlen(name) : 0;
