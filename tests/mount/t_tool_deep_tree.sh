@@ -30,6 +30,28 @@ for sub in verify fsck stat; do
     check_eq 0 "$rc" "cbfs $sub of a 2500-deep tree ($(tail -c 300 "$T/$sub.out"))"
 done
 grep -q '1 file' "$T/verify.out" || fail "verify did not find the file at the bottom: $(tail -c 300 "$T/verify.out")"
+# an orphan sidecar at the bottom (its path past PATH_MAX) is said, not skipped; no file of
+# its directory owns it, and its directory cannot be named for the store's walk (past
+# PATH_MAX): kept, an error
+deep_orphan() {
+    python3 - "$store" 2500 "$1" <<'PY'
+import os, shutil, sys
+os.chdir(os.path.join(sys.argv[1], "deep"))
+for _ in range(int(sys.argv[2])):
+    os.chdir("a")
+if sys.argv[3] == "make":
+    shutil.copyfile(os.path.join(".cbfsidx", "f.csv"), os.path.join(".cbfsidx", "g.csv"))
+else:
+    os.unlink(os.path.join(".cbfsidx", "g.csv"))
+PY
+}
+deep_orphan make
+rc=0; "$CBFS" fsck "$store" >"$T/fsck.out" 2>&1 || rc=$?
+check_eq 8 "$rc" "cbfs fsck of a 2500-deep tree with an orphan sidecar at its bottom ($(tail -c 300 "$T/fsck.out"))"
+grep -q 'orphan sidecar: its data file is missing' "$T/fsck.out" &&
+    grep -q 'cannot tell whether a file of the store is its: file name too long; left as it is' "$T/fsck.out" ||
+    fail "fsck did not say the orphan at the bottom: $(tail -c 300 "$T/fsck.out")"
+deep_orphan remove
 # deeper than the walk goes
 python3 - "$store" 4200 <<'PY'
 import os, sys
