@@ -31,7 +31,7 @@ secs=${STRESS_SECONDS:-8}
 # daemon, out of descriptors, answered EMFILE. Fixed where the file is open (the SETATTR
 # goes through the open file's descriptors: t_emfile_flush_times); for a file nobody has
 # open, the reopen of its O_PATH fd waits a little on EMFILE and ENOMEM (ENGINE.md, "Known
-# limits"): 4 runs of 4 passed after that, then 14 of 17 (twenty-third session: EIO in 3),
+# limits"): 4 runs of 4 passed after that, then 17 of 23 (twenty-third session: EIO in 6),
 # so not a default.
 variants=${STRESS_VARIANTS:-drop:codec=lz4,block_size=4K ext4:drop:codec=zstd,block_size=16K,writeback_cache=off codec=zstd,block_size=4K}
 n=0
