@@ -153,6 +153,12 @@ void cbfs_index_rec_encode(const struct cbfs_index_rec *r, uint8_t out[CBFS_INDE
  * (header record of a newer format version; unknown record type). */
 cbfs_err cbfs_index_rec_decode(const uint8_t in[CBFS_INDEX_REC_SIZE], struct cbfs_index_rec *r);
 
+/* The header record of sidecar idx_fd (its first record) into *hdr.
+ * @return CBFS_OK; CBFS_E_BAD_MAGIC where the first record is another kind,
+ * or cbfs_index_rec_decode's or cbfs_pread_full's error (CBFS_E_TRUNCATED:
+ * shorter than a record). */
+cbfs_err cbfs_index_read_header(int idx_fd, struct cbfs_index_rec *hdr);
+
 /* Builds the index record that describes frame h written at offset. */
 void cbfs_index_rec_from_frame(const struct cbfs_frame_hdr *h, uint64_t offset,
                                struct cbfs_index_rec *r);

@@ -126,5 +126,9 @@ uint64_t cbfs_now_ns(void);
  * the file that fd names. The one formatter for the daemon, store and tools. */
 #define CBFS_PROCFD_MAX 32
 void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd);
+/* The path the kernel gives for what fd names (readlink of its /proc/self/fd
+ * path) into buf, NUL-terminated. @return CBFS_OK, CBFS_E_NAMETOOLONG where it
+ * does not fit in cap (buf then holds it cut), or the readlink's error. */
+cbfs_err cbfs_procfd_path(int fd, char *buf, size_t cap);
 
 #endif

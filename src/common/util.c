@@ -200,6 +200,19 @@ void cbfs_procfd(char buf[CBFS_PROCFD_MAX], int fd)
     (void)snprintf(buf, CBFS_PROCFD_MAX, "/proc/self/fd/%d", fd);
 }
 
+cbfs_err cbfs_procfd_path(int fd, char *buf, size_t cap)
+{
+    char proc[CBFS_PROCFD_MAX];
+    cbfs_procfd(proc, fd);
+    const ssize_t n = readlink(proc, buf, cap - 1);
+    if (n < 0) {
+        buf[0] = '\0';
+        return cbfs_err_from_errno(errno);
+    }
+    buf[n] = '\0';
+    return (size_t)n == cap - 1 ? CBFS_E_NAMETOOLONG : CBFS_OK; /* maybe cut */
+}
+
 uint64_t cbfs_now_ns(void)
 {
     struct timespec ts;

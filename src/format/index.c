@@ -328,6 +328,15 @@ cbfs_err cbfs_index_append(struct cbfs_index *idx, int idx_fd, const struct cbfs
     return CBFS_OK;
 }
 
+cbfs_err cbfs_index_read_header(int idx_fd, struct cbfs_index_rec *hdr)
+{
+    uint8_t buf[CBFS_INDEX_REC_SIZE];
+    cbfs_err e = cbfs_pread_full(idx_fd, buf, sizeof buf, 0);
+    if (!e) e = cbfs_index_rec_decode(buf, hdr);
+    if (!e && hdr->type != CBFS_REC_HEADER) e = CBFS_E_BAD_MAGIC;
+    return e;
+}
+
 cbfs_err cbfs_index_put_header(const struct cbfs_index *idx, int idx_fd)
 {
     if (idx->block_size < CBFS_BLOCK_MIN || idx->block_size > CBFS_BLOCK_MAX) return CBFS_E_INVAL;

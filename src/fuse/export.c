@@ -16,7 +16,6 @@
 static bool cbfs_export_is_sidecar(struct cbfs_fs *fs, int fd, int *err)
 {
     char path[CBFS_PROCFD_MAX];
-    uint8_t buf[CBFS_INDEX_REC_SIZE];
     struct cbfs_index_rec r;
     cbfs_procfd(path, fd);
     const int rfd = cbfs_fs_openat(fs, AT_FDCWD, path, O_RDONLY | O_CLOEXEC | O_NOATIME, 0);
@@ -24,11 +23,11 @@ static bool cbfs_export_is_sidecar(struct cbfs_fs *fs, int fd, int *err)
         *err = errno;
         return false;
     }
-    const ssize_t n = pread(rfd, buf, sizeof buf, 0);
-    *err = n == -1 ? errno : 0;
+    const cbfs_err e = cbfs_index_read_header(rfd, &r);
     close(rfd);
-    return n == (ssize_t)sizeof buf && cbfs_index_rec_decode(buf, &r) == CBFS_OK &&
-           r.type == CBFS_REC_HEADER;
+    /* what is no header record says "no"; a read that failed, neither */
+    *err = e && !cbfs_err_is_format(e) && e != CBFS_E_VERSION ? cbfs_err_errno(e) : 0;
+    return e == CBFS_OK;
 }
 
 /* Is ino an entry of the directory dirfd (any fd on it)? *found says.

@@ -217,14 +217,11 @@ int cbfs_inode_stat(struct cbfs_fs *fs, struct cbfs_inode *inode, struct stat *s
 void cbfs_inode_log_name(const struct cbfs_fs *fs, const struct cbfs_inode *inode, int fd,
                          char *buf, size_t cap)
 {
-    char path[CBFS_PROCFD_MAX];
-    cbfs_procfd(path, fd);
-    const ssize_t n = readlink(path, buf, cap - 1);
-    if (n <= 0) {
+    const cbfs_err e = cbfs_procfd_path(fd, buf, cap);
+    if (buf[0] == '\0' || (e && e != CBFS_E_NAMETOOLONG)) { /* a cut name still names it */
         snprintf(buf, cap, "inode %llu", (unsigned long long)inode->ino);
         return;
     }
-    buf[n] = '\0';
     const size_t sl = strlen(fs->store_path);
     if (sl > 0 && strncmp(buf, fs->store_path, sl) == 0 && buf[sl] == '/')
         memmove(buf, buf + sl + 1, strlen(buf + sl + 1) + 1);

@@ -45,15 +45,12 @@
  * decodes), or the error that kept it from being read. */
 static cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id, struct stat *st)
 {
-    uint8_t buf[CBFS_INDEX_REC_SIZE];
     struct cbfs_index_rec r;
     int fd;
     cbfs_err e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
     if (e) return e;
-    e = fstat(fd, st) != 0 ? cbfs_err_from_errno(errno) : cbfs_pread_full(fd, buf, sizeof buf, 0);
-    if (!e) e = cbfs_index_rec_decode(buf, &r);
+    e = fstat(fd, st) != 0 ? cbfs_err_from_errno(errno) : cbfs_index_read_header(fd, &r);
     close(fd);
-    if (!e && r.type != CBFS_REC_HEADER) e = CBFS_E_BAD_MAGIC;
     if (!e) *id = r.file_id;
     return e;
 }
@@ -303,13 +300,10 @@ struct tool_fsck_pass {
 /* dirfd's path as the kernel names it, and its stat. */
 static cbfs_err tool_fsck_dir_name(int dirfd, char **path, struct stat *st)
 {
-    char proc[CBFS_PROCFD_MAX], buf[PATH_MAX];
+    char buf[PATH_MAX];
     if (fstat(dirfd, st) != 0) return cbfs_err_from_errno(errno);
-    cbfs_procfd(proc, dirfd);
-    const ssize_t n = readlink(proc, buf, sizeof buf - 1);
-    if (n < 0) return cbfs_err_from_errno(errno);
-    if ((size_t)n == sizeof buf - 1) return CBFS_E_NAMETOOLONG; /* maybe cut */
-    buf[n] = '\0';
+    const cbfs_err e = cbfs_procfd_path(dirfd, buf, sizeof buf);
+    if (e) return e;
     *path = strdup(buf);
     return *path ? CBFS_OK : CBFS_E_NOMEM;
 }

@@ -429,11 +429,8 @@ __attribute__((noinline)) static bool tool_walk_mount(const struct tool_walker *
     if (fstat(parent, &pst) != 0 || st->st_dev == pst.st_dev ||
         fstatfs(sub, &sf) != 0 || sf.f_type != FUSE_SUPER_MAGIC)
         return false;
-    char proc[CBFS_PROCFD_MAX], abs[PATH_MAX];
-    cbfs_procfd(proc, sub);
-    const ssize_t n = readlink(proc, abs, sizeof abs - 1);
-    if (n <= 0) return false;
-    abs[n] = '\0';
+    char abs[PATH_MAX];
+    if (cbfs_procfd_path(sub, abs, sizeof abs) != CBFS_OK || !abs[0]) return false;
     char *store = NULL;
     const char *rest = NULL;
     if (!tool_find_mount(abs, &store, &rest) || *rest != '\0') {

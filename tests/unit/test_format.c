@@ -180,6 +180,30 @@ Test(format, rec_roundtrip_and_bit_flips)
     }
 }
 
+/* A sidecar's header record, read where it is: its first record, and only a
+ * header (fsck's orphans and the daemon's file handles ask this of a file). */
+Test(format, read_header)
+{
+    FILE *const f = tmpfile();
+    cr_assert_not_null(f);
+    const int fd = fileno(f);
+    struct cbfs_index_rec got, h = sample_rec(CBFS_REC_HEADER), b = sample_rec(CBFS_REC_BLOCK);
+    uint8_t buf[CBFS_INDEX_REC_SIZE];
+    cr_assert_eq(cbfs_index_read_header(fd, &got), CBFS_E_TRUNCATED, "empty");
+    cbfs_index_rec_encode(&b, buf);
+    cr_assert_eq(cbfs_pwrite_full(fd, buf, sizeof buf, 0), CBFS_OK);
+    cr_assert_eq(cbfs_index_read_header(fd, &got), CBFS_E_BAD_MAGIC, "a block record first");
+    cbfs_index_rec_encode(&h, buf);
+    cr_assert_eq(cbfs_pwrite_full(fd, buf, sizeof buf, 0), CBFS_OK);
+    cr_assert_eq(cbfs_index_read_header(fd, &got), CBFS_OK);
+    cr_assert_eq(got.file_id, h.file_id);
+    cr_assert_eq(got.block_size, h.block_size);
+    buf[20] ^= 1;
+    cr_assert_eq(cbfs_pwrite_full(fd, buf, sizeof buf, 0), CBFS_OK);
+    cr_assert_eq(cbfs_index_read_header(fd, &got), CBFS_E_CORRUPT, "a flipped bit");
+    fclose(f);
+}
+
 Test(format, rec_versions_and_reserved)
 {
     struct cbfs_index_rec r = sample_rec(CBFS_REC_HEADER), d;
