@@ -207,23 +207,29 @@ void cbfs_storeobj_release(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
     o->fd = -1;
 }
 
-int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
+int cbfs_storeobj_pin_open(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
 {
     if (!o->fh) { /* kept for life */
         *fd = o->fd;
         return o->fd >= 0 ? 0 : EBADF;
     }
     cbfs_mutex_lock(&c->lock);
-    if (o->fd >= 0) {
+    const int err = o->fd >= 0 ? 0 : EAGAIN;
+    if (!err) {
         if (o->pins++ == 0 && !o->kept) cbfs_fdcache_lru_remove(c, o);
         *fd = o->fd;
-        cbfs_mutex_unlock(&c->lock);
-        return 0;
     }
     cbfs_mutex_unlock(&c->lock);
+    return err;
+}
 
-    /* Reopen outside the lock: reconnecting a directory handle walks up the
-     * store's tree. */
+int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
+{
+    const int open = cbfs_storeobj_pin_open(c, o, fd);
+    if (open != EAGAIN) return open;
+
+    /* Evicted: reopened outside the lock, as reconnecting a directory handle
+     * walks up the store's tree. */
     int nfd;
     const int err = cbfs_fdcache_open_handle(c, o->fh, &nfd);
     if (err) return err;
@@ -241,22 +247,6 @@ int cbfs_storeobj_pin(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
     cbfs_fdcache_evict(c, c->cap);
     cbfs_mutex_unlock(&c->lock);
     return 0;
-}
-
-int cbfs_storeobj_pin_open(struct cbfs_fdcache *c, struct cbfs_storeobj *o, int *fd)
-{
-    if (!o->fh) { /* kept for life */
-        *fd = o->fd;
-        return o->fd >= 0 ? 0 : EBADF;
-    }
-    cbfs_mutex_lock(&c->lock);
-    const int err = o->fd >= 0 ? 0 : EAGAIN;
-    if (!err) {
-        if (o->pins++ == 0 && !o->kept) cbfs_fdcache_lru_remove(c, o);
-        *fd = o->fd;
-    }
-    cbfs_mutex_unlock(&c->lock);
-    return err;
 }
 
 void cbfs_storeobj_unpin(struct cbfs_fdcache *c, struct cbfs_storeobj *o)
