@@ -396,13 +396,11 @@ __attribute__((noinline)) static int tool_walk_store(const struct tool_walker *w
     const cbfs_err e = lay ? tool_tree_layout(sub, true, lay, &store, why, sizeof why)
                            : CBFS_E_NOMEM;
     if (e || lay->state == CBFS_LAYOUT_CUT_SHORT) {
-        if (e)
+        if (e) {
             tool_walk_err(w, "%s: %s", display, why[0] ? why : cbfs_err_str(e));
-        else if (w->silent)
+        } else {
             (*w->errors)++;
-        else {
-            tool_layout_refusal(w->sub, lay, display);
-            (*w->errors)++;
+            if (!w->silent) tool_layout_refusal(w->sub, lay, display);
         }
         free(lay);
         return 0;
