@@ -120,14 +120,16 @@ struct tool_loc {
 };
 
 /* Resolves path: a path inside a mounted cbfs (fuse.cbfs in
- * /proc/self/mounts) is mapped to its store (the fsname); any other path is
+ * /proc/self/mountinfo) is mapped to its store (the fsname; that store's
+ * directory a bind mount shows), where the mount's claim is taken (made by
+ * root, the store's owner or the caller: else CBFS_E_PERM); any other path is
  * taken as a store path. Its layout is its store's (cbfs_store_read_layout);
  * outside a store, layout 2 only where an index directory shows it (a file:
  * in its own directory). A store whose upgrade was cut short is refused
  * unless cut_short_ok (cbfs fsck --upgrade, which finishes it; cat, which
  * salvages: loc->layout_state says so). Writes one sentence to msg on
  * failure (e.g. an in-place mount hides its store).
- * @return CBFS_E_NOENT, CBFS_E_NOTSUP, ... */
+ * @return CBFS_E_NOENT, CBFS_E_NOTSUP, CBFS_E_PERM, ... */
 cbfs_err tool_loc_resolve(const char *path, bool cut_short_ok, struct tool_loc *loc, char *msg,
                           size_t msg_cap);
 void tool_loc_free(struct tool_loc *loc);

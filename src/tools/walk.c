@@ -1,8 +1,8 @@
 /* Finding files for the cbfs command: maps a user path (in a store, or inside
- * a mounted cbfs via /proc/self/mounts) to a store location, and walks a
- * store tree (sorted, no symlinks followed, the names the mount hides
- * skipped: see the layout rules in cbfs/store.h). Opening what it finds:
- * file.c. */
+ * a mounted cbfs via /proc/self/mountinfo, where its claim is taken) to a
+ * store location, and walks a store tree (sorted, no symlinks followed, the
+ * names the mount hides skipped: see the layout rules in cbfs/store.h).
+ * Opening what it finds: file.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,72 +28,155 @@ static size_t tool_under(const char *abs, const char *mnt)
     return 0;
 }
 
-/* Finds the innermost fuse.cbfs mount containing abs. On a hit, *store gets a
- * malloc'd store path and *rest the part of abs below the mount point. */
-static bool tool_find_mount(const char *abs, char **store, const char **rest)
+/* A fuse.cbfs mount as /proc/self/mountinfo shows it. */
+struct tool_mount {
+    char *point;      /* its mount point */
+    char *store;      /* its source field (the fsname): the store it claims to serve */
+    char *root;       /* the directory of that store it shows: "/", or the one below
+                         that a bind mount of a directory of the mount shows */
+    const char *rest; /* the part of the path looked up below the mount point */
+    long uid;         /* user_id= of its super options: who made it; -1 not shown */
+};
+
+static void tool_mount_free(struct tool_mount *m)
 {
-    FILE *const f = fopen("/proc/self/mounts", "re");
-    if (!f) return false;
-    char line[3 * PATH_MAX];
-    size_t best = 0;
-    *store = NULL;
-    while (fgets(line, sizeof line, f)) {
-        char *save = NULL;
-        char *const src = strtok_r(line, " ", &save);
-        char *const mnt = strtok_r(NULL, " ", &save);
-        const char *const type = strtok_r(NULL, " ", &save);
-        if (!src || !mnt || !type || strcmp(type, CBFS_FS_TYPE) != 0) continue;
-        cbfs_mounts_unescape(src);
-        cbfs_mounts_unescape(mnt);
-        const size_t n = tool_under(abs, mnt);
-        if (n == 0 || n < best) continue;
-        char *const s = strdup(src);
-        if (!s) continue;
-        free(*store);
-        *store = s;
-        best = n;
-        *rest = abs + (strcmp(mnt, "/") == 0 ? 0 : n);
+    free(m->point);
+    free(m->store);
+    free(m->root);
+    memset(m, 0, sizeof *m);
+}
+
+/* The user_id= of a FUSE mount's super options (who made it), or -1. */
+static long tool_mount_uid(const char *opts)
+{
+    for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, "user_id=", 8) != 0) continue;
+        char *end;
+        errno = 0;
+        const unsigned long v = strtoul(p + 8, &end, 10);
+        return errno || end == p + 8 || (*end && *end != ',') || v > INT32_MAX ? -1 : (long)v;
     }
-    fclose(f);
-    return *store != NULL;
+    return -1;
+}
+
+/* Finds the innermost fuse.cbfs mount containing abs (the last one listed at
+ * that mount point: the topmost), from /proc/self/mountinfo ("ID PARENT
+ * MAJ:MIN ROOT POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER_OPTIONS"), which,
+ * unlike /proc/self/mounts, says which directory a bind mount shows and who
+ * made a FUSE mount. @return true with *m filled (tool_mount_free). */
+static bool tool_find_mount(const char *abs, struct tool_mount *m)
+{
+    memset(m, 0, sizeof *m);
+    FILE *const mi = fopen("/proc/self/mountinfo", "re");
+    if (!mi) return false;
+    char *line = NULL;
+    size_t lcap = 0, best = 0;
+    while (getline(&line, &lcap, mi) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        /* f: ID PARENT MAJ:MIN ROOT POINT OPTIONS, then past the tags up to
+         * "-": TYPE SOURCE SUPER_OPTIONS */
+        char *save = NULL, *f[9] = {NULL};
+        size_t nf = 0;
+        bool sep = false;
+        for (char *t = strtok_r(line, " ", &save); t && nf < 9; t = strtok_r(NULL, " ", &save)) {
+            if (nf == 6 && !sep) {
+                sep = strcmp(t, "-") == 0;
+                continue;
+            }
+            f[nf++] = t;
+        }
+        if (nf < 9 || strcmp(f[6], CBFS_FS_TYPE) != 0) continue;
+        char *const root = f[3], *const point = f[4], *const src = f[7];
+        const char *const opts = f[8];
+        cbfs_mounts_unescape(src);
+        cbfs_mounts_unescape(root);
+        cbfs_mounts_unescape(point);
+        const size_t n = tool_under(abs, point);
+        if (n == 0 || n < best) continue;
+        char *const p = strdup(point), *const s = strdup(src), *const r = strdup(root);
+        if (!p || !s || !r) {
+            free(p);
+            free(s);
+            free(r);
+            continue;
+        }
+        tool_mount_free(m);
+        *m = (struct tool_mount){.point = p,
+                                 .store = s,
+                                 .root = r,
+                                 .rest = abs + (strcmp(point, "/") == 0 ? 0 : n),
+                                 .uid = tool_mount_uid(opts)};
+        best = n;
+    }
+    free(line);
+    fclose(mi);
+    return m->store != NULL;
+}
+
+/* Takes m's word for the store it serves: *real (PATH_MAX bytes) gets that
+ * store's path without symlinks. Anyone may make a FUSE mount of type
+ * fuse.cbfs (fusermount3; mount.cbfs -o fsname=, or any FUSE server of
+ * subtype cbfs) that names another's store: root's cbfs fsck --repair or cat
+ * of a path in it would then act on that store. So the claim is taken only
+ * from a mount made by root, by the owner of the directory it names (the
+ * store's root: whose store it is to name), or by the caller (who then acts with its own
+ * rights on what it could name itself). The kernel gives user_id= in the
+ * user namespace the mount was made in: a tool run in another namespace's
+ * mount namespace (nsenter into a container's) reads that namespace's uids.
+ * @return CBFS_OK; CBFS_E_NOENT where the store cannot be reached,
+ * CBFS_E_PERM where the claim is not taken; why says so (a clause, cap bytes). */
+static cbfs_err tool_mount_claim(const struct tool_mount *m, char *real, char *why, size_t cap)
+{
+    struct stat st;
+    if (m->store[0] != '/' || !realpath(m->store, real) || stat(real, &st) != 0) {
+        snprintf(why, cap, "claims the store '%s', which cannot be reached", m->store);
+        return CBFS_E_NOENT;
+    }
+    if (m->uid == 0 || (m->uid >= 0 && ((uid_t)m->uid == st.st_uid || (uid_t)m->uid == geteuid())))
+        return CBFS_OK;
+    char who[32] = "an unknown uid";
+    if (m->uid >= 0) snprintf(who, sizeof who, "uid %ld", m->uid);
+    snprintf(why, cap,
+             "was made by %s and claims the store %s, which uid %u owns: not taken as that "
+             "store's (only a mount made by root, by the store's owner or by yourself is)",
+             who, real, (unsigned)st.st_uid);
+    return CBFS_E_PERM;
 }
 
 /* Maps abs inside a cbfs mount to the same path in its store (malloc'd in
  * *out; the store root is its first *root_len bytes), or leaves *out NULL
- * when abs is not on a cbfs mount. */
+ * when abs is not on a cbfs mount. A mount whose claim is not taken
+ * (tool_mount_claim) or that hides its store is refused: msg says why. */
 static cbfs_err tool_map_mount(const char *abs, char **out, size_t *root_len, char *msg,
                                size_t cap)
 {
-    char *store = NULL;
-    const char *rest = NULL;
+    struct tool_mount m;
     *out = NULL;
-    if (!tool_find_mount(abs, &store, &rest)) return CBFS_OK;
-    char real[PATH_MAX];
-    if (store[0] != '/' || !realpath(store, real)) {
-        snprintf(msg, cap, "%s is on a cbfs mount whose store '%s' cannot be reached", abs,
-                 store);
-        free(store);
-        return CBFS_E_NOENT;
-    }
-    const size_t mlen = (size_t)(rest - abs);
-    if (strlen(real) == mlen && strncmp(real, abs, mlen) == 0) {
+    if (!tool_find_mount(abs, &m)) return CBFS_OK;
+    char real[PATH_MAX], why[2 * PATH_MAX];
+    cbfs_err e = tool_mount_claim(&m, real, why, sizeof why);
+    if (e) {
+        snprintf(msg, cap, "%s is on the cbfs mount %s: it %s", abs, m.point, why);
+    } else if (strcmp(real, m.point) == 0) {
         snprintf(msg, cap,
                  "%s is on an in-place cbfs mount: its store %s is hidden by the mount; "
                  "unmount it first (or mount the store elsewhere)",
                  abs, real);
-        free(store);
-        return CBFS_E_NOTSUP;
+        e = CBFS_E_NOTSUP;
+    } else {
+        /* a bind mount of a directory of the mount shows that directory */
+        const char *const below = strcmp(m.root, "/") == 0 ? "" : m.root;
+        const size_t len = strlen(real) + strlen(below) + strlen(m.rest) + 1;
+        *out = malloc(len);
+        if (*out) {
+            snprintf(*out, len, "%s%s%s", real, below, m.rest);
+            *root_len = strlen(real);
+        } else {
+            e = CBFS_E_NOMEM;
+        }
     }
-    const size_t len = strlen(real) + strlen(rest) + 1;
-    *out = malloc(len);
-    if (!*out) {
-        free(store);
-        return CBFS_E_NOMEM;
-    }
-    snprintf(*out, len, "%s%s", real, rest);
-    *root_len = strlen(real);
-    free(store);
-    return CBFS_OK;
+    tool_mount_free(&m);
+    return e;
 }
 
 bool tool_loc_not_cbfs(const struct tool_loc *loc, const char *sub, uint64_t cbfs_files)
@@ -429,25 +512,29 @@ __attribute__((noinline)) static bool tool_walk_mount(const struct tool_walker *
         return false;
     char abs[PATH_MAX];
     if (cbfs_procfd_path(sub, abs, sizeof abs) != CBFS_OK || !abs[0]) return false;
-    char *store = NULL;
-    const char *rest = NULL;
-    if (!tool_find_mount(abs, &store, &rest) || *rest != '\0') {
-        free(store);
-        return false; /* another FUSE file system: a tree like any other */
+    struct tool_mount m;
+    if (!tool_find_mount(abs, &m)) return false;
+    if (*m.rest != '\0') { /* another FUSE file system: a tree like any other */
+        tool_mount_free(&m);
+        return false;
     }
-    char real[PATH_MAX];
-    if (store[0] == '/' && realpath(store, real) && strcmp(real, abs) == 0) {
+    char real[PATH_MAX], why[2 * PATH_MAX];
+    const cbfs_err ce = tool_mount_claim(&m, real, why, sizeof why);
+    if (ce == CBFS_E_PERM) {
+        /* not walked either: its files are whatever its server says */
+        tool_walk_err(w, "%s is a cbfs mount: it %s; not walked", display, why);
+    } else if (ce == CBFS_OK && strcmp(real, abs) == 0) {
         tool_walk_err(w,
                       "%s is an in-place cbfs mount: its store is hidden by the mount, not "
                       "checked; unmount it first",
                       display);
     } else if (!w->silent) {
         tool_err(w->sub,
-                 "%s is a cbfs mount of %s: not walked (its files are that store's; name the "
+                 "%s is a cbfs mount of %s%s: not walked (its files are that store's; name the "
                  "store to check it)",
-                 display, store);
+                 display, m.store, strcmp(m.root, "/") == 0 ? "" : m.root);
     }
-    free(store);
+    tool_mount_free(&m);
     return true;
 }
 
