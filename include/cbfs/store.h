@@ -359,6 +359,15 @@ cbfs_err cbfs_store_lock(struct cbfs_store *st, bool readonly, pid_t *holder);
  * cbfs verify of a live store can, never change a byte.
  * @return CBFS_E_BUSY with *holder as cbfs_store_lock gives it, I/O errors. */
 cbfs_err cbfs_store_lock_existing(struct cbfs_store *st, pid_t *holder);
+/* Does st hold .cbfs/lock's flock (after cbfs_store_lock, always; after
+ * cbfs_store_lock_existing, where the store has the file)? Every daemon takes
+ * that lock before it serves the store and keeps it until it has stopped
+ * serving (mount.cbfs drops it only after its FUSE session is destroyed and
+ * its files are flushed), and refuses a store that is a directory of
+ * another: while it is held no daemon changes the store, so a tool meets no
+ * rename or unlink of a live mount half done. (The root's flock alone does
+ * not say as much: a daemon that cannot read the root goes on without it.) */
+bool cbfs_store_lock_excludes_daemons(const struct cbfs_store *st);
 /* Who holds a store's lock, for the one wording of "in use" in the daemon and
  * the tools. */
 enum cbfs_store_holder {

@@ -329,6 +329,11 @@ fail:
     return cbfs_store_lock_undo(st, e);
 }
 
+bool cbfs_store_lock_excludes_daemons(const struct cbfs_store *st)
+{
+    return st->lock_fd >= 0;
+}
+
 cbfs_err cbfs_store_lock_existing(struct cbfs_store *st, pid_t *holder)
 {
     cbfs_err e;

@@ -368,6 +368,8 @@ int tool_fsck_main(int argc, char **argv)
     loc.at_root = true;
     /* a store below a tree in no store is its own, not this lock's */
     loc.one_store = true;
+    /* no mount is live to finish a rename the walks meet half done */
+    loc.no_daemon = cbfs_store_lock_excludes_daemons(st);
     /* The layout again, under the lock, by the mount's rules: what was read
      * before it may be gone (an fsck --upgrade that held the lock meanwhile
      * moved the sidecars), and a repair by the old layout would put

@@ -115,6 +115,10 @@ struct tool_loc {
     bool one_store;   /* set by the caller before tool_walk: a store met below a tree
                          in no store is an error, not walked (fsck: one store under
                          its lock) */
+    bool no_daemon;   /* set by the caller before tool_walk: it holds a lock that keeps
+                         every daemon off the store (cbfs_store_lock_excludes_daemons),
+                         so an orphan sidecar met is not looked at again after a pause
+                         (tool_orphan_settled): no live mount is finishing a rename */
     struct tool_store store;
     enum cbfs_layout_state layout_state; /* what the layout rules made of its tree */
 };

@@ -339,6 +339,7 @@ struct tool_walker {
     bool outside;      /* the tree walked is in no store: a store met below it is
                           its own (cbfs_store_nested_root) */
     bool refuse_stores; /* such a store is not walked, an error (tool_loc.one_store) */
+    bool no_daemon;     /* no daemon serves the store walked (tool_loc.no_daemon) */
     const char *sub;
     bool silent; /* errors counted, not printed (tool_walk_silent) */
     tool_walk_fn fn;
@@ -386,11 +387,15 @@ void tool_settle(void)
  * after a pause (tool_settle): a rename through a mount moves the data file
  * and then its sidecar, and an unlink removes them one after the other, so a
  * walk beside a live mount meets the sidecar alone for a moment
- * (tool_file_look_again's rule, for names). */
-static bool tool_orphan_settled(int sdir, const char *sname, int ddir, const char *dname,
-                                const struct stat *sst)
+ * (tool_file_look_again's rule, for names). Where w's caller keeps every
+ * daemon off the store (fsck under .cbfs/lock) there is no such moment: what
+ * it meets stays as it is, and the pause (each recent orphan's, in each of
+ * fsck's two or three walks) would only cost time. */
+static bool tool_orphan_settled(const struct tool_walker *w, int sdir, const char *sname, int ddir,
+                                const char *dname, const struct stat *sst)
 {
     struct stat st;
+    if (w->no_daemon) return true;
     if (!tool_recent(sst) && !(fstat(ddir, &st) == 0 && tool_recent(&st))) return true;
     tool_settle();
     return fstatat(sdir, sname, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == sst->st_ino &&
@@ -445,7 +450,7 @@ __attribute__((noinline)) static int tool_walk_index(const struct tool_walker *w
         struct stat dst;
         if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
             fstatat(dirfd, names[i], &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
-            tool_orphan_settled(idx, names[i], dirfd, names[i], &st))
+            tool_orphan_settled(w, idx, names[i], dirfd, names[i], &st))
             rc = w->fn(w->arg, w->store, idx, names[i], path, tool_orphan_kind(&st));
     }
     cbfs_dir_free_names(names, n);
@@ -492,6 +497,7 @@ __attribute__((noinline)) static int tool_walk_store(const struct tool_walker *w
     struct tool_walker in = *w;
     in.store = &store;
     in.outside = false;
+    in.no_daemon = false; /* a lock on the tree above is none of this store's */
     return tool_walk_dir(&in, sub, display, true, depth);
 }
 
@@ -601,7 +607,7 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
             if (cbfs_store_data_name(name, data, sizeof data) == CBFS_OK &&
                 (data[0] == '\0' ||
                  (fstatat(dirfd, data, &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
-                  tool_orphan_settled(dirfd, name, dirfd, data, &st))))
+                  tool_orphan_settled(w, dirfd, name, dirfd, data, &st))))
                 rc = w->fn(w->arg, w->store, dirfd, name, path,
                            data[0] ? tool_orphan_kind(&st) : TOOL_ENT_ORPHAN_SIDECAR);
         }
@@ -619,6 +625,7 @@ static int tool_walk_loc(const struct tool_loc *loc, const char *sub, bool silen
     const struct tool_walker w = {.store = &loc->store,
                                   .outside = !loc->in_store,
                                   .refuse_stores = loc->one_store,
+                                  .no_daemon = loc->no_daemon,
                                   .sub = sub,
                                   .silent = silent,
                                   .fn = fn,
