@@ -381,7 +381,8 @@ enum cbfs_store_holder {
  * (PROGRAM)", "process N" or "an unknown process". @return its kind. */
 enum cbfs_store_holder cbfs_store_holder_describe(pid_t holder, char *buf, size_t cap);
 
-/* Whether a crash mid-rename left files in .cbfs/ (CBFS_STORE_ASIDE...):
+/* Whether a crash mid-rename left files in .cbfs/ (CBFS_STORE_ASIDE...; only
+ * regular files count, as only those can be sidecars put aside):
  * if so, msg (cap bytes) says which and where to read what to do, for the
  * daemon's log and fsck alike (path: the store's, as the user gave it).
  * After cbfs_store_lock; false where .cbfs/ cannot be read. */

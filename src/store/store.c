@@ -124,6 +124,11 @@ bool cbfs_store_asides(const struct cbfs_store *st, const char *path, char *msg,
     unsigned n = 0;
     for (const struct dirent *de; (de = readdir(d)) != NULL;) {
         if (strncmp(de->d_name, CBFS_STORE_ASIDE, sizeof CBFS_STORE_ASIDE - 1) != 0) continue;
+        /* only a regular file is a sidecar a rename put aside, which fsck --repair
+         * settles; anything else at such a name is no index (fsck reports it) */
+        struct stat sb;
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
         if (n++ == 0) snprintf(first, sizeof first, "%s", de->d_name);
     }
     closedir(d);

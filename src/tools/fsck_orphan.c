@@ -211,6 +211,24 @@ static void tool_fsck_orphan_none(struct tool_fsck *f, int dirfd, cbfs_err dir_e
     }
 }
 
+/* Not a regular file (mode: its lstat's; 0 where gone meanwhile) at a
+ * sidecar's name whose data file is missing, or at an aside's name in .cbfs/:
+ * cbfs makes none, so it indexes nothing and holds no file's block size, and
+ * nothing of it is cbfs's to settle. It is never opened (a FIFO would block
+ * the open, a device's open has effects of its own), followed (a symlink may
+ * lead anywhere, out of the store) or removed, also by --repair (a directory
+ * may hold anything; whatever it is, someone put it there by hand): a
+ * problem left, for the user. */
+static void tool_fsck_not_regular(struct tool_fsck *f, const char *display, bool aside, mode_t mode)
+{
+    printf("%s: %s at %s: left as it is, never opened, followed or removed by fsck (cbfs "
+           "never makes one; look at it and remove it by hand)\n",
+           display, tool_mode_what(mode),
+           aside ? "a name where a rename or unlink puts a sidecar aside"
+                 : "a sidecar's name, without a data file of its name");
+    f->left++;
+}
+
 /* ---- the orphan's own directory ---- */
 
 /* Finds the file of the directory of orphan sidecar dirfd/name (file id id,
@@ -367,6 +385,11 @@ static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int 
     f->problems++;
     uint64_t id;
     struct stat sst;
+    if (kind == TOOL_ENT_ORPHAN_NOT_REGULAR) {
+        if (fstatat(dirfd, name, &sst, AT_SYMLINK_NOFOLLOW) != 0) sst.st_mode = 0;
+        tool_fsck_not_regular(f, display, false, sst.st_mode);
+        return 0;
+    }
     cbfs_err e = tool_fsck_sidecar_id(dirfd, name, &id, &sst);
     if (cbfs_err_is_format(e)) { /* no file id: no file can be told its */
         tool_fsck_orphan_none(f, dirfd, CBFS_OK, name, display, kind);
@@ -547,6 +570,10 @@ static void tool_fsck_asides(struct tool_fsck_pass *p, const struct tool_loc *lo
         }
         uint64_t id;
         struct stat sst;
+        if (fstatat(meta, names[i], &sst, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(sst.st_mode)) {
+            tool_fsck_not_regular(f, display, true, sst.st_mode);
+            continue;
+        }
         cbfs_err ie = tool_fsck_sidecar_id(meta, names[i], &id, &sst);
         if (cbfs_err_is_format(ie))
             tool_fsck_orphan_none(f, meta, CBFS_OK, names[i], display, TOOL_ENT_ASIDE);

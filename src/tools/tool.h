@@ -150,10 +150,15 @@ enum tool_ent_kind {
     TOOL_ENT_ASIDE,          /* a sidecar in the store's .cbfs/ that a rename over its file
                                 or its unlink moved aside (CBFS_STORE_ASIDE), left there by
                                 a crash (fsck's, never the walk's) */
+    TOOL_ENT_ORPHAN_NOT_REGULAR, /* not a regular file (a directory, symlink, FIFO, ...) at a
+                                    sidecar's name, and no data file of its name: cbfs makes
+                                    none, so it indexes nothing; never opened nor followed */
 };
 
 /* What fsck and verify say of an orphan sidecar of that kind. */
 const char *tool_orphan_what(enum tool_ent_kind kind);
+/* What a file of mode st_mode is, for a message: "a directory", "a FIFO", ... */
+const char *tool_mode_what(mode_t mode);
 /* store: the store's layout and block size hint; dirfd: the entry's directory (for an orphan sidecar:
  * the directory holding it); name: entry name in it; display: full path for
  * messages. @return nonzero to stop the walk with that value. */

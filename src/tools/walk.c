@@ -411,6 +411,9 @@ static enum tool_ent_kind tool_orphan_kind(const struct stat *st)
 
 const char *tool_orphan_what(enum tool_ent_kind kind)
 {
+    if (kind == TOOL_ENT_ORPHAN_NOT_REGULAR)
+        return "not a regular file where cbfs keeps a sidecar, and no data file of its name "
+               "(cbfs never makes one: it indexes nothing; not opened, not followed)";
     if (kind == TOOL_ENT_ASIDE)
         return "sidecar moved aside by a rename over its file or by its unlink, which a crash "
                "cut short";
@@ -419,6 +422,28 @@ const char *tool_orphan_what(enum tool_ent_kind kind)
                  "crash leaves of a file created and never flushed: nothing of it was "
                  "acknowledged)"
                : "orphan sidecar: its data file is missing";
+}
+
+const char *tool_mode_what(mode_t mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG:
+        return "a regular file";
+    case S_IFDIR:
+        return "a directory";
+    case S_IFLNK:
+        return "a symbolic link";
+    case S_IFIFO:
+        return "a FIFO";
+    case S_IFSOCK:
+        return "a socket";
+    case S_IFCHR:
+        return "a character device";
+    case S_IFBLK:
+        return "a block device";
+    default:
+        return "not a regular file";
+    }
 }
 
 /* Layout 2: reports the sidecars in dirfd's index directory (display: its
@@ -448,9 +473,13 @@ __attribute__((noinline)) static int tool_walk_index(const struct tool_walker *w
          * orphan deeper than PATH_MAX was not said at all, helper-67) */
         (void)tool_display_join(path, sizeof path, display, names[i]);
         struct stat dst;
-        if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-            fstatat(dirfd, names[i], &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
-            tool_orphan_settled(w, idx, names[i], dirfd, names[i], &st))
+        if (fstatat(idx, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            fstatat(dirfd, names[i], &dst, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+            continue; /* raced away, or its data file is there (whose open checks it) */
+        /* not regular: no mount makes one, none is halfway through a rename */
+        if (!S_ISREG(st.st_mode))
+            rc = w->fn(w->arg, w->store, idx, names[i], path, TOOL_ENT_ORPHAN_NOT_REGULAR);
+        else if (tool_orphan_settled(w, idx, names[i], dirfd, names[i], &st))
             rc = w->fn(w->arg, w->store, idx, names[i], path, tool_orphan_kind(&st));
     }
     cbfs_dir_free_names(names, n);
@@ -581,7 +610,19 @@ static int tool_walk_dir(const struct tool_walker *w, int dirfd, const char *dis
         if (cbfs_store_name_hidden(w->store->layout, name, in_root) && !sidecar) continue; /* .cbfs/ */
         struct stat st;
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; /* raced away */
-        if (sidecar && !S_ISREG(st.st_mode)) continue; /* hidden by the mount too */
+        if (sidecar && !S_ISREG(st.st_mode)) {
+            /* Hidden by the mount too, and never walked into: where its data file
+             * is gone it is reported (no mount makes one: no settle); where the
+             * data file is there, that file's open reports it. A directory named
+             * just ".cbfsidx" is a layout-2 index directory, the layout rules'. */
+            char data[NAME_MAX + 1];
+            struct stat dst;
+            if (cbfs_store_data_name(name, data, sizeof data) == CBFS_OK &&
+                (data[0] ? fstatat(dirfd, data, &dst, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
+                         : !S_ISDIR(st.st_mode)))
+                rc = w->fn(w->arg, w->store, dirfd, name, path, TOOL_ENT_ORPHAN_NOT_REGULAR);
+            continue;
+        }
         if (S_ISDIR(st.st_mode)) {
             const int sub = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub < 0) {
