@@ -102,6 +102,23 @@ void cbfs_dir_free_names(char **names, size_t count);
  * for a space, \011, \012, \134) in place. */
 void cbfs_mounts_unescape(char *s);
 
+/* The fields of one line of /proc/self/mountinfo ("ID PARENT MAJ:MIN ROOT
+ * POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER_OPTIONS"), pointing into the
+ * line, root, point and source unescaped. */
+struct cbfs_mountinfo {
+    const char *dev;    /* MAJ:MIN */
+    const char *root;   /* the directory of its file system it shows ("/"; a bind
+                           mount's directory) */
+    const char *point;  /* where it is mounted */
+    const char *type;   /* "ext4", "fuse.cbfs", ... */
+    const char *source; /* the file system's source (a FUSE mount's fsname) */
+    const char *super;  /* its super options (a FUSE mount's user_id=, ...) */
+};
+/* Splits line, one line of /proc/self/mountinfo (changed in place; a trailing
+ * newline is cut), into *m: the one reader of that format. @return false
+ * where it is not such a line. */
+bool cbfs_mountinfo_parse(char *line, struct cbfs_mountinfo *m);
+
 /* The device (MAJ:MIN, cap bytes) of the topmost FUSE mount at mnt (an
  * absolute path without symlinks), from /proc/self/mountinfo. @return
  * CBFS_E_NOENT if no FUSE mount is at mnt, else 0 or the error of reading. */

@@ -291,23 +291,43 @@ void cbfs_mounts_unescape(char *s)
     *w = '\0';
 }
 
+bool cbfs_mountinfo_parse(char *line, struct cbfs_mountinfo *m)
+{
+    line[strcspn(line, "\n")] = '\0';
+    /* f: ID PARENT MAJ:MIN ROOT POINT OPTIONS, then, past the optional tags
+     * up to "-": TYPE SOURCE SUPER_OPTIONS */
+    char *save = NULL, *f[9] = {NULL};
+    size_t nf = 0;
+    bool sep = false;
+    for (char *t = strtok_r(line, " ", &save); t && nf < 9; t = strtok_r(NULL, " ", &save)) {
+        if (nf == 6 && !sep) {
+            sep = strcmp(t, "-") == 0;
+            continue;
+        }
+        f[nf++] = t;
+    }
+    if (nf < 9) return false;
+    cbfs_mounts_unescape(f[3]);
+    cbfs_mounts_unescape(f[4]);
+    cbfs_mounts_unescape(f[7]);
+    *m = (struct cbfs_mountinfo){
+        .dev = f[2], .root = f[3], .point = f[4], .type = f[6], .source = f[7], .super = f[8]};
+    return true;
+}
+
 cbfs_err cbfs_mount_fuse_dev(const char *mnt, char *dev, size_t cap)
 {
     FILE *mi = fopen("/proc/self/mountinfo", "re");
     if (!mi) return cbfs_err_from_errno(errno);
-    /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS...] - FSTYPE SOURCE ..."
-     * The last line at mnt is the topmost mount there. */
+    /* The last line at mnt is the topmost mount there. */
     char *line = NULL;
     size_t lcap = 0;
     bool found = false;
+    struct cbfs_mountinfo m;
     while (getline(&line, &lcap, mi) > 0) {
-        char mdev[32], point[4096];
-        const char *sep = strstr(line, " - ");
-        if (!sep || sscanf(line, "%*s %*s %31s %*s %4095s", mdev, point) != 2) continue;
-        cbfs_mounts_unescape(point);
-        if (strcmp(point, mnt) == 0 && strncmp(sep + 3, "fuse", 4) == 0 &&
-            (sep[7] == ' ' || sep[7] == '.')) {
-            snprintf(dev, cap, "%s", mdev);
+        if (!cbfs_mountinfo_parse(line, &m) || strcmp(m.point, mnt) != 0) continue;
+        if (strcmp(m.type, "fuse") == 0 || strncmp(m.type, "fuse.", 5) == 0) {
+            snprintf(dev, cap, "%s", m.dev);
             found = true;
         }
     }

@@ -60,9 +60,8 @@ static long tool_mount_uid(const char *opts)
 }
 
 /* Finds the innermost fuse.cbfs mount containing abs (the last one listed at
- * that mount point: the topmost), from /proc/self/mountinfo ("ID PARENT
- * MAJ:MIN ROOT POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER_OPTIONS"), which,
- * unlike /proc/self/mounts, says which directory a bind mount shows and who
+ * that mount point: the topmost), from /proc/self/mountinfo, which, unlike
+ * /proc/self/mounts, says which directory a bind mount shows and who
  * made a FUSE mount. @return true with *m filled (tool_mount_free). */
 static bool tool_find_mount(const char *abs, struct tool_mount *m)
 {
@@ -71,29 +70,12 @@ static bool tool_find_mount(const char *abs, struct tool_mount *m)
     if (!mi) return false;
     char *line = NULL;
     size_t lcap = 0, best = 0;
+    struct cbfs_mountinfo e;
     while (getline(&line, &lcap, mi) > 0) {
-        line[strcspn(line, "\n")] = '\0';
-        /* f: ID PARENT MAJ:MIN ROOT POINT OPTIONS, then past the tags up to
-         * "-": TYPE SOURCE SUPER_OPTIONS */
-        char *save = NULL, *f[9] = {NULL};
-        size_t nf = 0;
-        bool sep = false;
-        for (char *t = strtok_r(line, " ", &save); t && nf < 9; t = strtok_r(NULL, " ", &save)) {
-            if (nf == 6 && !sep) {
-                sep = strcmp(t, "-") == 0;
-                continue;
-            }
-            f[nf++] = t;
-        }
-        if (nf < 9 || strcmp(f[6], CBFS_FS_TYPE) != 0) continue;
-        char *const root = f[3], *const point = f[4], *const src = f[7];
-        const char *const opts = f[8];
-        cbfs_mounts_unescape(src);
-        cbfs_mounts_unescape(root);
-        cbfs_mounts_unescape(point);
-        const size_t n = tool_under(abs, point);
+        if (!cbfs_mountinfo_parse(line, &e) || strcmp(e.type, CBFS_FS_TYPE) != 0) continue;
+        const size_t n = tool_under(abs, e.point);
         if (n == 0 || n < best) continue;
-        char *const p = strdup(point), *const s = strdup(src), *const r = strdup(root);
+        char *const p = strdup(e.point), *const s = strdup(e.source), *const r = strdup(e.root);
         if (!p || !s || !r) {
             free(p);
             free(s);
@@ -104,8 +86,8 @@ static bool tool_find_mount(const char *abs, struct tool_mount *m)
         *m = (struct tool_mount){.point = p,
                                  .store = s,
                                  .root = r,
-                                 .rest = abs + (strcmp(point, "/") == 0 ? 0 : n),
-                                 .uid = tool_mount_uid(opts)};
+                                 .rest = abs + (strcmp(e.point, "/") == 0 ? 0 : n),
+                                 .uid = tool_mount_uid(e.super)};
         best = n;
     }
     free(line);

@@ -809,6 +809,29 @@ Test(util_mounts, unescapes_octal_escapes_only)
     cr_assert_str_eq(s, "/a b\tc\nd\\e\\0f\\999");
 }
 
+/* The one reader of a mountinfo line (the tools' mapping of a path to its
+ * store, the daemon's read-ahead): optional tags before "-", escapes in the
+ * paths and the source, a FUSE mount's super options. */
+Test(util_mounts, mountinfo_line_fields)
+{
+    char line[] = "36 35 0:52 /sub\\040dir /mnt/my\\040backups rw,nosuid shared:17 master:1 - "
+                  "fuse.cbfs /srv/st\\040ore rw,user_id=1000,group_id=1000\n";
+    struct cbfs_mountinfo m;
+    cr_assert(cbfs_mountinfo_parse(line, &m));
+    cr_assert_str_eq(m.dev, "0:52");
+    cr_assert_str_eq(m.root, "/sub dir");
+    cr_assert_str_eq(m.point, "/mnt/my backups");
+    cr_assert_str_eq(m.type, "fuse.cbfs");
+    cr_assert_str_eq(m.source, "/srv/st ore");
+    cr_assert_str_eq(m.super, "rw,user_id=1000,group_id=1000");
+    char bare[] = "20 1 8:1 / / rw - ext4 /dev/sda1 rw";
+    cr_assert(cbfs_mountinfo_parse(bare, &m));
+    cr_assert_str_eq(m.point, "/");
+    cr_assert_str_eq(m.type, "ext4");
+    char cut[] = "20 1 8:1 / / rw shared:1 - ext4";
+    cr_assert(!cbfs_mountinfo_parse(cut, &m));
+}
+
 /* A sidecar path never leads out through a symlink at the index directory:
  * whoever can write the store could otherwise point it at /etc. */
 Test(store_layout, sidecar_path_does_not_follow_an_index_dir_symlink, .init = st_setup,
