@@ -543,8 +543,9 @@ cbfs_crash_needs_sidecar() {
 # never an error. Where OP set crash_acked=1 (what it was told is done) only NEW counts,
 # both times. A state is the line tools/crashstate.py prints for NEW's names (file
 # contents by the name of the file of $T/tags holding them; CBFS_CRASH_PART=TAG: its
-# --part TAG). A kill point the operation did not reach this time (a call the kernel
-# makes it make when it will) is a kill after it (cbfs_crash_reap). Sets crash_points
+# --part TAG; CBFS_CRASH_MIX="OLD~NEW ...": its --mix OLD~NEW for each). A kill point
+# the operation did not reach this time (a call the kernel makes it make when it will)
+# is a kill after it (cbfs_crash_reap). Sets crash_points
 # (added to crash_total), and counts in crash_found_new and crash_found_old the kill
 # points that left NEW and an OLD (cbfs_crash_pass reports them).
 cbfs_crash_campaign() {
@@ -553,6 +554,7 @@ cbfs_crash_campaign() {
     names=$(sed 's/=[^ ]*//g' <<<"$new")
     local -a part=()
     [[ -n ${CBFS_CRASH_PART:-} ]] && part=(--part "$CBFS_CRASH_PART")
+    for k in ${CBFS_CRASH_MIX:-}; do part+=(--mix "$k"); done
     rm -rf "$T/w" && cp -a "$tmpl" "$T/w"
     cbfs_crash_mount "$T/w" "$mnt" "$opts" 0
     touch "$T/crash.armed"
