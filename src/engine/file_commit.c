@@ -288,40 +288,49 @@ struct cbfs_frame_piece {
     struct cbfs_frame_hdr h;
 };
 
-/* Stores n (at most 2) frames as one: all appended to the data file, then
- * their records kept, in one piece of the pending list (a sync appends them
- * together), and applied. On a failure none of them is stored: the frames
- * already appended are cut off again (cbfs_file_unstore). With reserve, the
- * sidecar is allocated for their records first (cbfs_file_reserve_records).
- * Lock held, committer role. */
+/* Stores n (at most 2) frames, laid out back to back in memory, as one: one
+ * write appends them all to the data file (a daemon killed between two writes
+ * left a truncate's rewrite of its straddling block without the SIZE frame
+ * behind it, which the next open's rescan applied: the old size with the
+ * block's tail zeros, a file neither as before nor as after the truncate;
+ * t_crash_rewrite). A write torn inside (a power cut, a SIGKILL that lands
+ * while the kernel copies it) can still leave the first frame alone: that
+ * window is narrowed, not closed. Then their records are kept, in one piece of the pending
+ * list (a sync appends them together), and applied. On a failure none of them
+ * is stored: what was appended is cut off again (cbfs_file_unstore). With
+ * reserve, the sidecar is allocated for their records first
+ * (cbfs_file_reserve_records). Lock held, committer role. */
 static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_frame_piece *p,
                                        size_t n, bool reserve)
 {
     cbfs_assert_held(&f->lock);
-    assert(f->committing && n <= 2);
+    assert(f->committing && n >= 1 && n <= 2);
     struct cbfs_index_rec r[2];
+    size_t total = 0;
     /* Applying the records below cannot fail for memory (as in the batch,
      * the table must hold a block before its frame is stored): the only
      * block frame here rewrites a block that has an entry. */
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         assert((p[i].h.flags & CBFS_FRAME_SIZE) || p[i].h.block < f->idx.cap);
+        assert((const unsigned char *)p[i].frame == (const unsigned char *)p[0].frame + total);
+        total += p[i].len;
+    }
     cbfs_err e = cbfs_file_prec_room(f, n);
     if (!e && reserve) e = cbfs_file_reserve_records(f, f->idx_need + n * CBFS_INDEX_REC_SIZE);
     for (size_t i = 0; i < n && !e; i++)
         if (!(p[i].h.flags & CBFS_FRAME_SIZE) && p[i].h.block > 0) e = cbfs_file_secure_head(f);
     if (e) return e;
     const uint64_t start = f->append_off;
-    for (size_t i = 0; i < n; i++) {
-        e = cbfs_pwrite_full(f->data_fd, p[i].frame, p[i].len, f->append_off);
-        if (e) break;
-        cbfs_index_rec_from_frame(&p[i].h, f->append_off, &r[i]);
-        f->append_off += p[i].len;
-    }
+    e = cbfs_pwrite_full(f->data_fd, p[0].frame, total, start);
     if (e) {
         cbfs_file_unstore(f, start);
         return e;
     }
-    CBFS_STAT_ADD(f->eng, st_physical_written, f->append_off - start);
+    for (size_t i = 0; i < n; i++) {
+        cbfs_index_rec_from_frame(&p[i].h, f->append_off, &r[i]);
+        f->append_off += p[i].len;
+    }
+    CBFS_STAT_ADD(f->eng, st_physical_written, total);
     for (size_t i = 0; i < n; i++) {
         const cbfs_err ae = cbfs_file_stored(f, &r[i]);
         if (!e) e = ae;
@@ -337,22 +346,27 @@ cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve)
     const struct cbfs_index_entry *e = cbfs_index_get(&f->idx, size / f->bs);
     struct cbfs_frame_piece p[2];
     size_t n = 0;
-    unsigned char *data = NULL, *frame = NULL;
+    unsigned char *data = NULL, *frames = NULL;
+    /* the SIZE frame: alone, or right behind the straddling block's frame in
+     * one buffer (cbfs_file_store_frames writes them with one call) */
+    uint8_t sframe[CBFS_FRAME_HDR_SIZE], *sizef = sframe;
     cbfs_err err = CBFS_OK;
     if (size < f->size && tail && e && e->ulen > tail && !(e->flags & CBFS_FRAME_HOLE)) {
         data = malloc(f->bs);
-        size_t cap = cbfs_frame_bound(f->codec, tail);
-        frame = malloc(cap);
-        err = data && frame ? CBFS_OK : CBFS_E_NOMEM;
+        const size_t cap = cbfs_frame_bound(f->codec, tail);
+        frames = malloc(cap + CBFS_FRAME_HDR_SIZE);
+        err = data && frames ? CBFS_OK : CBFS_E_NOMEM;
         bool stored;
         if (!err) err = cbfs_file_load_locked(f, size / f->bs, data, tail, &stored);
         if (!err)
             err = cbfs_frame_encode(f->codec, f->level, f->file_id, size / f->bs,
-                                    f->idx.next_gen++, data, tail, frame, cap, &p[n].len,
+                                    f->idx.next_gen++, data, tail, frames, cap, &p[n].len,
                                     &p[n].h);
-        if (!err) p[n++].frame = frame;
+        if (!err) {
+            p[n].frame = frames;
+            sizef = frames + p[n++].len;
+        }
     }
-    uint8_t sframe[CBFS_FRAME_HDR_SIZE];
     if (!err) {
         p[n].h = (struct cbfs_frame_hdr){.version = 1,
                                          .codec = f->codec->id,
@@ -360,13 +374,13 @@ cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve)
                                          .block = size,
                                          .generation = f->idx.next_gen++,
                                          .file_id = f->file_id};
-        cbfs_frame_hdr_encode(&p[n].h, sframe);
-        p[n].frame = sframe;
-        p[n++].len = sizeof sframe;
+        cbfs_frame_hdr_encode(&p[n].h, sizef);
+        p[n].frame = sizef;
+        p[n++].len = CBFS_FRAME_HDR_SIZE;
         err = cbfs_file_store_frames(f, p, n, reserve);
     }
     free(data);
-    free(frame);
+    free(frames);
     if (!err) {
         f->size = f->size_set = size;
         f->set_below = false;

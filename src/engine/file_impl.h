@@ -232,8 +232,8 @@ void cbfs_wjob_run(struct cbfs_pool_job *pj);
 
 /* Stores a new size: the SIZE frame, after a frame of the block straddling a
  * new, lower end that keeps only its first bytes (a later extension reads
- * zeros there, POSIX), both stored as one, so that a failure leaves the block
- * as it was. Sets f->size. reserve: as cbfs_file_store_frames's. Lock held,
+ * zeros there, POSIX), both stored as one (one write), so that a failure or
+ * a kill leaves the block as it was. Sets f->size. reserve: as cbfs_file_store_frames's. Lock held,
  * committer role. */
 cbfs_err cbfs_file_store_size(struct cbfs_file *f, uint64_t size, bool reserve);
 
