@@ -545,9 +545,11 @@ cbfs_crash_needs_sidecar() {
 # contents by the name of the file of $T/tags holding them; CBFS_CRASH_PART=TAG: its
 # --part TAG; CBFS_CRASH_MIX="OLD~NEW ...": its --mix OLD~NEW for each). A kill point
 # the operation did not reach this time (a call the kernel makes it make when it will)
-# is a kill after it (cbfs_crash_reap). Sets crash_points
-# (added to crash_total), and counts in crash_found_new and crash_found_old the kill
-# points that left NEW and an OLD (cbfs_crash_pass reports them).
+# is a kill after it (cbfs_crash_reap). CBFS_CRASH_STRIDE=S (CBFS_CRASH_FROM=F): only
+# the kill points F, F+S, F+2S... (default every one; a test that takes fewer says why).
+# Sets crash_points (added to crash_total: the kill points made), and counts in
+# crash_found_new and crash_found_old the kill points that left NEW and an OLD
+# (cbfs_crash_pass reports them).
 cbfs_crash_campaign() {
     local tmpl=$1 opts=$2 op=$3 new=$4 k got calls names
     shift 4
@@ -570,18 +572,21 @@ cbfs_crash_campaign() {
     got=$(python3 "$CBFS_TOOLS/crashstate.py" "${part[@]}" "$mnt" "$T/tags" $names)
     check_eq "$new" "$got" "$op without a crash point, after a remount"
     cbfs_umount "$mnt"
-    crash_points=$(wc -l <"$T/crash.calls")
+    local calls_made from=${CBFS_CRASH_FROM:-1} stride=${CBFS_CRASH_STRIDE:-1}
+    calls_made=$(wc -l <"$T/crash.calls")
+    ((calls_made > 0)) || fail "$op: no call counted"
+    crash_points=0
+    for ((k = from; k <= calls_made; k += stride)); do crash_points=$((crash_points + 1)); done
     crash_found_new=${crash_found_new:-0} crash_found_old=${crash_found_old:-0}
     crash_total=$((${crash_total:-0} + crash_points))
     cp "$T/crash.calls" "$T/$op.calls"
-    ((crash_points > 0)) || fail "$op: no call counted"
-    for ((k = 1; k <= crash_points; k++)); do
+    for ((k = from; k <= calls_made; k += stride)); do
         rm -rf "$T/w" && cp -a "$tmpl" "$T/w"
         cbfs_crash_mount "$T/w" "$mnt" "$opts" "$k"
         touch "$T/crash.armed"
         crash_acked=0
         "$op" 2>/dev/null || true
-        local what="$op killed at its call $k of $crash_points"
+        local what="$op killed at its call $k of $calls_made"
         cbfs_crash_reap "$mnt" "$what" "$k"
         rm "$T/crash.armed"
         calls=$(grep " KILL\$" "$T/crash.calls" | cut -d' ' -f2-3 || true)
