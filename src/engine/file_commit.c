@@ -294,12 +294,12 @@ struct cbfs_frame_piece {
  * behind it, which the next open's rescan applied: the old size with the
  * block's tail zeros, a file neither as before nor as after the truncate;
  * t_crash_rewrite). A write torn inside (a power cut, a SIGKILL that lands
- * while the kernel copies it) can still leave the first frame alone: that
- * window is narrowed, not closed. Then their records are kept, in one piece of the pending
- * list (a sync appends them together), and applied. On a failure none of them
- * is stored: what was appended is cut off again (cbfs_file_unstore). With
- * reserve, the sidecar is allocated for their records first
- * (cbfs_file_reserve_records). Lock held, committer role. */
+ * while the kernel copies it) can still leave the first frame alone: the
+ * window is narrowed, not closed. Then their records are kept, in one piece
+ * of the pending list (a sync appends them together), and applied. On a
+ * failure none of them is stored: what was appended is cut off again
+ * (cbfs_file_unstore). With reserve, the sidecar is allocated for their
+ * records first (cbfs_file_reserve_records). Lock held, committer role. */
 static cbfs_err cbfs_file_store_frames(struct cbfs_file *f, const struct cbfs_frame_piece *p,
                                        size_t n, bool reserve)
 {
