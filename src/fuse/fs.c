@@ -105,6 +105,7 @@ int cbfs_fs_free(struct cbfs_fs *fs)
     int ret = 0;
     if (!fs) return 0;
     if (cbfs_handle_close_all(fs) != 0) ret = -1;
+    cbfs_flush_hold_drop_all(fs);
     cbfs_itable_free(fs);
     cbfs_mutex_destroy(&fs->names_lock);
     cbfs_mutex_destroy(&fs->lock);

@@ -68,6 +68,7 @@
 #include "cbfs/mutex.h"
 #include "fuse/cbfs_fuse.h"
 #include "fuse/fdcache.h"
+#include "fuse/flushhold.h"
 
 enum cbfs_kind {
     CBFS_KIND_OTHER = 0,  /* not a regular file */
@@ -178,6 +179,10 @@ struct cbfs_fs {
     size_t nbuckets, count;      /* protected by lock */
     struct cbfs_handle *handles; /* protected by lock: open handles, linked through their
                                     next/prev (handle.c); NULL if none */
+    /* protected by lock: what is held for the kernel's times SETATTRs to come,
+     * oldest first (flushhold.h) */
+    struct cbfs_flush_hold flush_holds[CBFS_FLUSH_HOLDS];
+    size_t nflush_holds;
 };
 
 /* ---- table (inode.c) ---- */

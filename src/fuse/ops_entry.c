@@ -232,10 +232,12 @@ void cbfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int vali
     int err = pinned ? cbfs_inode_pin(fs, inode, &fd) : 0;
 
     if (cbfs_setattr_gone_may(fs, inode, err, valid)) { /* its handle no longer opens */
+        cbfs_flush_hold_drop(fs, inode);
         cbfs_setattr_gone(req, fs, inode, attr, valid);
         return;
     }
     if (err) {
+        if (!(valid & ~CBFS_SETATTR_TIMES)) cbfs_flush_hold_drop(fs, inode);
         fuse_reply_err(req, err);
         return;
     }
@@ -336,6 +338,8 @@ reply:;
         cbfs_mutex_unlock(&inode->lock);
     }
     if (pinned) cbfs_inode_unpin(fs, inode);
+    /* the kernel's own, after a change that held its fds for it (flushhold.h) */
+    if (!(valid & ~CBFS_SETATTR_TIMES)) cbfs_flush_hold_drop(fs, inode);
     if (gone)
         cbfs_setattr_gone(req, fs, inode, attr, valid);
     else if (err)
@@ -615,7 +619,9 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
     int fd, dirfd, err;
 
     if (!cbfs_pin_dir_new(req, fs, dir, newname, "link", &dirfd)) return;
-    err = cbfs_inode_pin(fs, inode, &fd);
+    struct cbfs_flush_hold flush; /* for the kernel's times SETATTR after it */
+    err = cbfs_flush_hold_take(fs, inode, &flush);
+    if (err == 0) err = cbfs_inode_pin(fs, inode, &fd);
     if (err == 0) {
         err = cbfs_link_at(fs, inode, fd, dirfd, newname);
         cbfs_inode_unpin(fs, inode);
@@ -624,6 +630,7 @@ void cbfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const ch
         if (err == 0 && (err = cbfs_inode_stat(fs, inode, &st)) != 0)
             (void)cbfs_sidecar_unlink(fs, dir, dirfd, newname);
     }
+    cbfs_flush_hold_keep(fs, &flush, err == 0);
     cbfs_inode_unpin(fs, dir);
     if (err) {
         fuse_reply_err(req, err);
@@ -649,10 +656,16 @@ static void cbfs_remove_name(fuse_req_t req, fuse_ino_t parent, const char *name
     /* what the kernel may still hold (an O_PATH fd, a working directory)
      * keeps its fd if this was its last name */
     struct cbfs_inode_hold hold;
-    cbfs_inode_hold_name(fs, dirfd, name, &hold);
-    err = is_dir ? cbfs_err_errno(cbfs_store_rmdir(fs->opt.layout, dirfd, name))
-                 : cbfs_sidecar_unlink(fs, dir, dirfd, name);
-    cbfs_inode_hold_end(fs, &hold);
+    /* one that keeps another name gets the kernel's times SETATTR after it */
+    struct cbfs_flush_hold flush;
+    err = cbfs_flush_hold_take_name(fs, dirfd, name, true, &flush);
+    if (err == 0) {
+        cbfs_inode_hold_name(fs, dirfd, name, &hold);
+        err = is_dir ? cbfs_err_errno(cbfs_store_rmdir(fs->opt.layout, dirfd, name))
+                     : cbfs_sidecar_unlink(fs, dir, dirfd, name);
+        cbfs_inode_hold_end(fs, &hold);
+        cbfs_flush_hold_keep(fs, &flush, err == 0);
+    }
     cbfs_inode_unpin(fs, dir);
     fuse_reply_err(req, err);
 }

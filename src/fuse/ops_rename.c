@@ -335,12 +335,24 @@ void cbfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_in
         /* a replaced target the kernel may still hold keeps its fd (before
          * names_lock: the hold takes the target's inode->lock) */
         struct cbfs_inode_hold hold = {.inode = NULL};
-        if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
-            cbfs_inode_hold_name(fs, b.fd, newname, &hold);
-        cbfs_mutex_lock(&fs->names_lock);
-        err = cbfs_rename_at(fs, &a, &b, flags);
-        cbfs_mutex_unlock(&fs->names_lock);
-        cbfs_inode_hold_end(fs, &hold);
+        /* the kernel's times SETATTRs after it: of the object moved, of the
+         * one exchanged with it, of a replaced one that keeps another name
+         * (flushhold.h; before names_lock too) */
+        struct cbfs_flush_hold fa, fb;
+        err = cbfs_flush_hold_take_name(fs, a.fd, name, false, &fa);
+        if (err == 0 && (err = cbfs_flush_hold_take_name(fs, b.fd, newname,
+                                                         !(flags & RENAME_EXCHANGE), &fb)) != 0)
+            cbfs_flush_hold_keep(fs, &fa, false);
+        if (err == 0) {
+            if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)))
+                cbfs_inode_hold_name(fs, b.fd, newname, &hold);
+            cbfs_mutex_lock(&fs->names_lock);
+            err = cbfs_rename_at(fs, &a, &b, flags);
+            cbfs_mutex_unlock(&fs->names_lock);
+            cbfs_inode_hold_end(fs, &hold);
+            cbfs_flush_hold_keep(fs, &fa, err == 0);
+            cbfs_flush_hold_keep(fs, &fb, err == 0);
+        }
         cbfs_inode_unpin(fs, b.dir);
     }
     cbfs_inode_unpin(fs, a.dir);

@@ -230,18 +230,20 @@ static void cbfs_xattr_change(fuse_req_t req, fuse_ino_t ino, const char *name,
     }
     if (!cbfs_xattr_path(req, fs, inode, EPERM, path, &fd)) return;
     struct stat was; /* the owner the sidecar has (an ACL changes none) */
-    if (fstat(fd, &was) == -1) {
-        const int serr = errno;
+    struct cbfs_flush_hold flush; /* for the kernel's times SETATTR after it */
+    int err = fstat(fd, &was) == -1 ? errno : cbfs_flush_hold_take(fs, inode, &flush);
+    if (err) {
         cbfs_inode_unpin(fs, inode);
-        fuse_reply_err(req, serr);
+        fuse_reply_err(req, err);
         return;
     }
     const int r = value ? setxattr(path, name, value, size, flags) : removexattr(path, name);
-    int err = r == -1 ? errno : 0;
+    err = r == -1 ? errno : 0;
     const bool acl = err == 0 && strcmp(name, CBFS_STORE_XATTR_ACL) == 0;
     if (acl && value) err = cbfs_xattr_acl_kill_sgid(req, fd);
     if (acl) cbfs_sidecar_sync(fs, inode, fd, &was);
     cbfs_inode_unpin(fs, inode);
+    cbfs_flush_hold_keep(fs, &flush, err == 0); /* the kernel flushes after a success */
     if (acl) cbfs_chan_inval_attr(ino);
     fuse_reply_err(req, err);
 }
