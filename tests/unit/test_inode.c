@@ -607,3 +607,110 @@ Test(export, idle_cached_fds_make_room_for_the_hidden_check)
     cr_assert_eq(err, ESTALE, "got %s", err ? strerror(err) : "the file");
     for (int i = 0; i < 4; i++) cbfs_inode_unref(it_fs, held[i], 1);
 }
+
+/* ---- what is held for the kernel's times SETATTR after a change (flushhold.h) ---- */
+
+/* A file held for the SETATTR is stat'ed, as that SETATTR's reply does, with
+ * the fd cache emptied and no descriptor to spare; once the hold is dropped
+ * its fds must be opened again, and cannot be. */
+Test(inode, a_held_file_needs_no_new_fd_until_its_setattr_drops_it)
+{
+    struct cbfs_flush_hold h;
+    struct stat st;
+    it_write_compressed("c", 100000, IT_BLOCK_SIZE);
+    struct cbfs_inode *const c = it_lookup(it_fs->root, "c", NULL);
+    it_fs->writeback = true;
+    cr_assert_eq(cbfs_flush_hold_take(it_fs, c, &h), 0);
+    cr_assert_eq(h.inode, c);
+    cr_assert(h.idx, "the sidecar is held too");
+    cbfs_flush_hold_keep(it_fs, &h, true);
+    cr_assert_eq(it_fs->nflush_holds, 1);
+    cr_assert_eq(c->refs, 2, "the kernel's and the hold's");
+    (void)cbfs_fdcache_relieve(&it_fs->fdc, EMFILE);
+    rlim_t old = cbfs_td_nofile_squeeze(0);
+    int err = cbfs_inode_stat(it_fs, c, &st);
+    cbfs_td_nofile_restore(old);
+    cr_assert_eq(err, 0, "held: %s", strerror(err));
+    cr_assert_eq(st.st_size, 100000);
+    cbfs_flush_hold_drop(it_fs, c);
+    cr_assert_eq(it_fs->nflush_holds, 0);
+    cr_assert_eq(c->refs, 1);
+    if (it_fs->fdc.handles) { /* else every fd is kept for the object's life anyway */
+        (void)cbfs_fdcache_relieve(&it_fs->fdc, EMFILE);
+        old = cbfs_td_nofile_squeeze(0);
+        err = cbfs_inode_stat(it_fs, c, &st);
+        cbfs_td_nofile_restore(old);
+        cr_assert_eq(err, EMFILE, "dropped: %s", err ? strerror(err) : "the stat");
+    }
+    cbfs_inode_unref(it_fs, c, 1);
+}
+
+/* The kernel sends no such SETATTR without the writeback cache, nor for what
+ * is not a regular file; and a change that failed gets none either. */
+Test(inode, nothing_is_held_where_no_setattr_comes)
+{
+    struct cbfs_flush_hold h;
+    it_touch("a", 10);
+    cr_assert_eq(mkdirat(it_root, "d", 0755), 0);
+    struct cbfs_inode *const a = it_lookup(it_fs->root, "a", NULL);
+    struct cbfs_inode *const d = it_lookup(it_fs->root, "d", NULL);
+    cr_assert_eq(cbfs_flush_hold_take(it_fs, a, &h), 0);
+    cr_assert_null(h.inode, "no writeback cache");
+    it_fs->writeback = true;
+    cr_assert_eq(cbfs_flush_hold_take(it_fs, d, &h), 0);
+    cr_assert_null(h.inode, "a directory");
+    cr_assert_eq(cbfs_flush_hold_take(it_fs, a, &h), 0);
+    cr_assert_eq(h.inode, a);
+    cbfs_flush_hold_keep(it_fs, &h, false);
+    cr_assert_eq(it_fs->nflush_holds, 0);
+    cr_assert_eq(a->refs, 1);
+    cbfs_inode_unref(it_fs, a, 1);
+    cbfs_inode_unref(it_fs, d, 1);
+}
+
+/* By name, where the object keeps another name after its removal: only then
+ * is it still there for the SETATTR (and only then does the kernel hold it). */
+Test(inode, a_name_is_held_only_where_another_name_is_left)
+{
+    struct cbfs_flush_hold h;
+    it_touch("a", 10);
+    struct cbfs_inode *const a = it_lookup(it_fs->root, "a", NULL);
+    it_fs->writeback = true;
+    cr_assert_eq(cbfs_flush_hold_take_name(it_fs, it_root, "a", true, &h), 0);
+    cr_assert_null(h.inode, "its last name");
+    cr_assert_eq(cbfs_flush_hold_take_name(it_fs, it_root, "nothing", false, &h), 0);
+    cr_assert_null(h.inode, "no such name");
+    cr_assert_eq(linkat(it_root, "a", it_root, "b", 0), 0);
+    cr_assert_eq(cbfs_flush_hold_take_name(it_fs, it_root, "a", true, &h), 0);
+    cr_assert_eq(h.inode, a, "b is left");
+    cbfs_flush_hold_keep(it_fs, &h, true);
+    cbfs_flush_hold_drop_all(it_fs);
+    cr_assert_eq(a->refs, 1);
+    cbfs_inode_unref(it_fs, a, 1);
+}
+
+/* At most CBFS_FLUSH_HOLDS at once: the oldest gives way. */
+Test(inode, the_oldest_hold_gives_way)
+{
+    struct cbfs_inode *f[CBFS_FLUSH_HOLDS + 1];
+    struct cbfs_flush_hold h;
+    char name[8];
+    it_fs->writeback = true;
+    for (int i = 0; i <= CBFS_FLUSH_HOLDS; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        it_touch(name, 1);
+        f[i] = it_lookup(it_fs->root, name, NULL);
+        cr_assert_eq(cbfs_flush_hold_take(it_fs, f[i], &h), 0);
+        cbfs_flush_hold_keep(it_fs, &h, true);
+    }
+    cr_assert_eq(it_fs->nflush_holds, CBFS_FLUSH_HOLDS);
+    cr_assert_eq(f[0]->refs, 1, "the first gave way");
+    cr_assert_eq(f[CBFS_FLUSH_HOLDS]->refs, 2);
+    cbfs_flush_hold_drop(it_fs, f[0]); /* not held: nothing else goes */
+    cr_assert_eq(it_fs->nflush_holds, CBFS_FLUSH_HOLDS);
+    cbfs_flush_hold_drop_all(it_fs);
+    for (int i = 0; i <= CBFS_FLUSH_HOLDS; i++) {
+        cr_assert_eq(f[i]->refs, 1);
+        cbfs_inode_unref(it_fs, f[i], 1);
+    }
+}
