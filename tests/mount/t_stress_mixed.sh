@@ -3,8 +3,8 @@
 # truncates, stats, chmods, utimes, renames, unlinks, links, fallocates, xattrs,
 # mappings, readdirs and fsyncs racing closes of dups, on a few shared names
 # (tools/stress_mixed.py), under lz4 and zstd, small blocks, with and without the
-# writeback cache, the kernel dropping its inodes meanwhile, an NFS-exportable store
-# (and, by hand, the daemon's fd limit at 64: its fd cache evicting all the while).
+# writeback cache, the kernel dropping its inodes meanwhile, an NFS-exportable store,
+# and the daemon's fd limit at 64 (its fd cache evicting all the while).
 # Meant for the ThreadSanitizer daemon too (CBFS_MOUNT_BIN=build-tsan/mount.cbfs
 # TSAN_OPTIONS=io_sync=0: a report in its log fails the test, lib.sh); any daemon must
 # serve it with no unexpected error, exit 0 and leave a store that cbfs verify finds
@@ -21,7 +21,7 @@ cbfs_tool
 # root only, else skipped). STRESS_PROCS, STRESS_THREADS: workers (default 3 processes
 # of 3 threads)
 secs=${STRESS_SECONDS:-8}
-# Not among the defaults yet: "nofile:" (fd limit 64) failed now and then with EIO from
+# "nofile:" (fd limit 64) failed now and then with EIO from
 # the kernel at a close (no reply of the daemon's carries it: -o debug), more often with
 # "drop:" as well: STRESS_VARIANTS=nofile:drop:codec=lz4,block_size=16K STRESS_SECONDS=15
 # STRESS_PROCS=4 STRESS_THREADS=4 (helper-61). Explained by helper-65: after a rename,
@@ -35,9 +35,9 @@ secs=${STRESS_SECONDS:-8}
 # The failures left (helper-71, kernel trace): that SETATTR after a setxattr or unlink of a
 # file nobody had open, its fds let go by the fd cache in between. Now the change takes
 # them first and holds them for the SETATTR, or fails with EMFILE itself (flushhold.h,
-# t_emfile_flush_name_ops): 57 runs of 57 passed, against 35 of 41 before (6 EIO);
-# whether it joins the defaults is a matter of suite time, not decided here.
-variants=${STRESS_VARIANTS:-drop:codec=lz4,block_size=4K ext4:drop:codec=zstd,block_size=16K,writeback_cache=off codec=zstd,block_size=4K}
+# t_emfile_flush_name_ops): 57 runs of 57 passed, against 35 of 41 before (6 EIO), so
+# it is among the defaults since (twenty-fourth session), at the default workers.
+variants=${STRESS_VARIANTS:-drop:codec=lz4,block_size=4K ext4:drop:codec=zstd,block_size=16K,writeback_cache=off codec=zstd,block_size=4K nofile:drop:codec=lz4,block_size=16K}
 n=0
 for v in $variants; do
     n=$((n + 1))
