@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """One namespace operation of t_powercut_rename.sh, and what it was told.
 
-pcnsop.py OP MNT TAGDIR MARK EMU_PID
+pcnsop.py OP MNT TAGDIR MARK EMU_PID EMU_LOG
 Sends the emulator (tools/volatile.c) SIGRTMIN (its --relative cut counts start now),
 runs OP in MNT, then creates MARK.done (the call returned 0), fsyncs the directories OP
-changed, and creates MARK.acked (every fsync returned 0: the operation is acknowledged).
-MARK is outside the emulated disk. Exits 0, or 1 at the first failed call (a power cut).
+changed, and creates MARK.acked (every fsync returned 0: the operation is acknowledged),
+or MARK.late where the emulator's log EMU_LOG already shows its cut by then: an fsync that
+returned 0 from a dead disk (Linux 6.18's ext4 answers a directory's fsync with 0 once
+another task's journal commit failed: jbd2_journal_force_commit finds nothing to commit),
+no acknowledgement of cbfs's. MARK is outside the emulated disk. Exits 0, or 1 at the
+first failed call (a power cut).
 OP: over (rename a.bkp over c.bkp), over_there (a.bkp over d/e.bkp), exchange
 (renameat2 RENAME_EXCHANGE of a.bkp and c.bkp), unlink (a.bkp), link (a.bkp to l.bkp),
 link_there (a.bkp to d/l.bkp), create (n.bin: created, TAGDIR/A written in 1 MiB
@@ -47,7 +51,7 @@ def create(mnt, tagdir):
 
 
 def main():
-    op, mnt, tagdir, mark, emu = sys.argv[1:6]
+    op, mnt, tagdir, mark, emu, elog = sys.argv[1:7]
     p = lambda n: os.path.join(mnt, n)
     ops = {
         "over": (lambda: os.rename(p("a.bkp"), p("c.bkp")), [mnt]),
@@ -65,7 +69,9 @@ def main():
         open(mark + ".done", "w").close()
         for d in dirs:
             fsync_dir(d)
-        open(mark + ".acked", "w").close()
+        with open(elog, "rb") as f:
+            late = b"CUT" in f.read()
+        open(mark + (".late" if late else ".acked"), "w").close()
     except OSError as e:
         print(f"pcnsop {op}: {e}", file=sys.stderr)
         return 1
