@@ -307,6 +307,7 @@ struct tool_fsck_lost {
 
 struct tool_fsck_pass {
     struct tool_fsck *f;
+    const struct tool_loc *loc;  /* the store's root */
     struct tool_fsck_lost *lost; /* in walk order */
     size_t n, cap;
     struct tool_fsck_lost **by_id; /* lost sorted by id, for the store's walk */
@@ -375,13 +376,107 @@ static cbfs_err tool_fsck_lost_add(struct tool_fsck_pass *p, int dirfd, const ch
     return CBFS_OK;
 }
 
+/* ---- a sidecar that is another file's ---- */
+
+/* Is the sidecar of data file dirfd/name another file's: do it and the
+ * file's first frame both carry a file id, and different ones? (side: the
+ * sidecar's path from dirfd; *sid, *sst: its id and stat; *dst: the data
+ * file's stat.) @return CBFS_OK with *foreign; a file or sidecar that is not
+ * there or does not decode is "no" (the file's check says what it is). */
+static cbfs_err tool_fsck_foreign_of(unsigned layout, int dirfd, const char *name, char *side,
+                                     size_t cap, bool *foreign, uint64_t *sid, struct stat *sst,
+                                     struct stat *dst)
+{
+    struct cbfs_frame_hdr fh;
+    int fd;
+    *foreign = false;
+    cbfs_err e = cbfs_store_sidecar_path(layout, name, side, cap);
+    if (e == CBFS_E_NAMETOOLONG) return CBFS_OK;
+    if (e) return e;
+    e = tool_fsck_sidecar_id(dirfd, side, sid, sst);
+    if (e == CBFS_E_NOENT || e == CBFS_E_NOT_REGULAR || cbfs_err_is_format(e)) return CBFS_OK;
+    if (e) return e;
+    e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
+    if (e == CBFS_E_NOENT || e == CBFS_E_NOT_REGULAR) return CBFS_OK;
+    if (e) return e;
+    e = cbfs_frame_read_hdr(fd, 0, UINT64_MAX, &fh);
+    if (!e && fstat(fd, dst) != 0) e = cbfs_err_from_errno(errno);
+    close(fd);
+    if (cbfs_err_is_format(e)) return CBFS_OK;
+    if (!e) *foreign = fh.file_id != *sid;
+    return e;
+}
+
+/* A data file whose sidecar carries another file id than its frames, the
+ * sidecar of the file's own owner: a rename over a compressed file, or an
+ * exchange of two, cut short by a power cut on a store file system that
+ * made the data file's new name durable without its sidecar's (btrfs, where
+ * an fsync of the renamed file logs that file's names only:
+ * t_powercut_rename's over_fsync and exchange_fsync). The file's own
+ * sidecar is then an orphan, or aside, or at the other name of an exchange;
+ * the one here may be the only record of another file's block size. A
+ * repair moves it aside into .cbfs/ (CBFS_STORE_ASIDE, as a rename does),
+ * where it is settled with the other asides, by file id: moved to the file
+ * that carries its id and has no sidecar, or removed as the index of
+ * contents that are gone; and the orphan that is this file's finds it
+ * without a sidecar. Before, the file's check rebuilt its index from its
+ * frames, which fails where they do not prove its block size (EIO, and
+ * fsck --repair exit 4), and removed its real sidecar as nobody's. A sidecar
+ * of another owner is left to the file's check (t_tool_fsck_foreign_sidecar). */
+static void tool_fsck_foreign(struct tool_fsck_pass *p, const struct tool_store *store, int dirfd,
+                              const char *name, const char *display)
+{
+    struct tool_fsck *const f = p->f;
+    char side[CBFS_STORE_SIDECAR_PATH_MAX], aside[CBFS_STORE_ASIDE_MAX];
+    struct stat sst, dst;
+    uint64_t sid;
+    bool foreign;
+    cbfs_err e = tool_fsck_foreign_of(store->layout, dirfd, name, side, sizeof side, &foreign,
+                                      &sid, &sst, &dst);
+    if (e || !foreign || !cbfs_store_sidecar_owner_ok(&dst, &sst)) return;
+    f->problems++;
+    printf("%s: its sidecar carries another file's id than its frames (a rename or exchange cut "
+           "short by a power cut: it may be another file's index)",
+           display);
+    if (!f->repair) {
+        printf("; --repair moves it aside into %s/ and gives it to the file whose frames carry "
+               "its id, or removes it\n",
+               CBFS_STORE_DIR);
+        f->left++;
+        return;
+    }
+    int r;
+    do { /* a fresh name, never over another */
+        snprintf(aside, sizeof aside, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
+                 (unsigned long long)cbfs_random64());
+        r = cbfs_store_renameat2(dirfd, side, p->loc->dirfd, aside, RENAME_NOREPLACE);
+    } while (r != 0 && errno == EEXIST);
+    e = r != 0 ? cbfs_err_from_errno(errno) : CBFS_OK;
+    /* the file moved must be the one read (a user writing the store) */
+    if (!e && !tool_fsck_same_at(p->loc->dirfd, aside, &sst))
+        e = cbfs_store_renameat2(p->loc->dirfd, aside, dirfd, side, RENAME_NOREPLACE) == 0
+                ? CBFS_E_STALE
+                : CBFS_E_CHANGED;
+    if (e) {
+        printf("\n");
+        tool_err("fsck", "%s: cannot move its sidecar aside: %s", display, tool_fsck_move_why(e));
+        f->left++;
+        return;
+    }
+    printf(" (moved aside to %s, settled below)\n", aside);
+    f->fixed++;
+}
+
 /* The walk of the orphans (the store's check walks its files after it). */
 static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int dirfd,
                                  const char *name, const char *display, enum tool_ent_kind kind)
 {
     struct tool_fsck_pass *const p = arg;
     struct tool_fsck *const f = p->f;
-    if (kind == TOOL_ENT_FILE) return 0;
+    if (kind == TOOL_ENT_FILE) {
+        tool_fsck_foreign(p, store, dirfd, name, display);
+        return 0;
+    }
     f->problems++;
     uint64_t id;
     struct stat sst;
@@ -587,7 +682,7 @@ static void tool_fsck_asides(struct tool_fsck_pass *p, const struct tool_loc *lo
 
 void tool_fsck_orphans(struct tool_fsck *f, const struct tool_loc *loc)
 {
-    struct tool_fsck_pass p = {.f = f};
+    struct tool_fsck_pass p = {.f = f, .loc = loc};
     tool_walk_silent(loc, tool_fsck_orphan_seen, &p, &p.walk_errors);
     tool_fsck_asides(&p, loc);
     if (p.n) {
