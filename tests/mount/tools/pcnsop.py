@@ -10,7 +10,9 @@ returned 0 from a dead disk (Linux 6.18's ext4 answers a directory's fsync with 
 another task's journal commit failed: jbd2_journal_force_commit finds nothing to commit),
 no acknowledgement of cbfs's. MARK is outside the emulated disk. Exits 0, or 1 at the
 first failed call (a power cut).
-OP: over (rename a.bkp over c.bkp), over_there (a.bkp over d/e.bkp), exchange
+OP: over (rename a.bkp over c.bkp), over_there (a.bkp over d/e.bkp), over_fsync (over,
+then an fsync of c.bkp, no directory's: never acknowledged; exchange_fsync, link_fsync
+likewise, of c.bkp and l.bkp), exchange
 (renameat2 RENAME_EXCHANGE of a.bkp and c.bkp), unlink (a.bkp), link (a.bkp to l.bkp),
 link_there (a.bkp to d/l.bkp), create (n.bin: created, TAGDIR/A written in 1 MiB
 writes, fsync'd, then its directory fsync'd).
@@ -38,6 +40,14 @@ def fsync_dir(d):
         os.close(fd)
 
 
+def fsync_file(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def create(mnt, tagdir):
     fd = os.open(os.path.join(mnt, "n.bin"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -56,9 +66,14 @@ def main():
     ops = {
         "over": (lambda: os.rename(p("a.bkp"), p("c.bkp")), [mnt]),
         "over_there": (lambda: os.rename(p("a.bkp"), p("d/e.bkp")), [mnt, p("d")]),
+        # the file fsync'd at its new name, no directory: never acknowledged
+        "over_fsync": (lambda: (os.rename(p("a.bkp"), p("c.bkp")), fsync_file(p("c.bkp"))), None),
         "exchange": (lambda: renameat2(p("a.bkp"), p("c.bkp"), RENAME_EXCHANGE), [mnt]),
+        "exchange_fsync": (lambda: (renameat2(p("a.bkp"), p("c.bkp"), RENAME_EXCHANGE),
+                                    fsync_file(p("c.bkp"))), None),
         "unlink": (lambda: os.unlink(p("a.bkp")), [mnt]),
         "link": (lambda: os.link(p("a.bkp"), p("l.bkp")), [mnt]),
+        "link_fsync": (lambda: (os.link(p("a.bkp"), p("l.bkp")), fsync_file(p("l.bkp"))), None),
         "link_there": (lambda: os.link(p("a.bkp"), p("d/l.bkp")), [p("d")]),
         "create": (lambda: create(mnt, tagdir), [mnt]),
     }
@@ -67,6 +82,8 @@ def main():
     try:
         run()
         open(mark + ".done", "w").close()
+        if dirs is None:
+            return 0
         for d in dirs:
             fsync_dir(d)
         with open(elog, "rb") as f:
