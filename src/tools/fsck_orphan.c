@@ -305,9 +305,27 @@ struct tool_fsck_lost {
     struct stat ost; /* the file's */
 };
 
+/* A name of a hard-linked compressed file without a sidecar, whose other
+ * name may have one (tool_fsck_linkless), and that one once the store's walk
+ * found it. */
+struct tool_fsck_linkless {
+    uint64_t id; /* its frames' */
+    char *dir, *name, *display;
+    dev_t dev; /* dir's */
+    ino_t ino;
+    struct stat st; /* the data file's */
+    bool found;
+    char *sdir, *sname; /* the other name's directory, and its sidecar's path from there */
+    dev_t sdev;         /* sdir's */
+    ino_t sino;
+    struct stat sst; /* the sidecar's */
+};
+
 struct tool_fsck_pass {
     struct tool_fsck *f;
-    const struct tool_loc *loc;  /* the store's root */
+    const struct tool_loc *loc; /* the store's root */
+    struct tool_fsck_linkless *ll;
+    size_t nll, capll;
     struct tool_fsck_lost *lost; /* in walk order */
     size_t n, cap;
     struct tool_fsck_lost **by_id; /* lost sorted by id, for the store's walk */
@@ -431,8 +449,8 @@ static void tool_fsck_foreign(struct tool_fsck_pass *p, const struct tool_store 
     struct stat sst, dst;
     uint64_t sid;
     bool foreign;
-    cbfs_err e = tool_fsck_foreign_of(store->layout, dirfd, name, side, sizeof side, &foreign,
-                                      &sid, &sst, &dst);
+    cbfs_err e = tool_fsck_foreign_of(store->layout, dirfd, name, side, sizeof side, &foreign, &sid,
+                                      &sst, &dst);
     if (e || !foreign || !cbfs_store_sidecar_owner_ok(&dst, &sst)) return;
     f->problems++;
     printf("%s: its sidecar carries another file's id than its frames (a rename or exchange cut "
@@ -467,6 +485,128 @@ static void tool_fsck_foreign(struct tool_fsck_pass *p, const struct tool_store 
     f->fixed++;
 }
 
+/* ---- a hard link without its sidecar's ---- */
+
+/* A compressed file with more than one name, this one without a sidecar: a
+ * link of it (the sidecar's link first, then the data file's) cut short by a
+ * power cut on a store file system that made the data file's new name
+ * durable without the sidecar's (btrfs, where an fsync of the file through
+ * the new name logs that inode's names only: t_powercut_rename's
+ * link_fsync). Its other name's sidecar, found by the store's walk (the same
+ * file, a sidecar that carries its frames' file id), is linked to it; before,
+ * its index was rebuilt from its frames, which fails where they do not prove
+ * its block size (exit 4, EIO). Recorded here, settled after the walk
+ * (tool_fsck_linkless_settle). */
+static void tool_fsck_linkless(struct tool_fsck_pass *p, const struct tool_store *store, int dirfd,
+                               const char *name, const char *display)
+{
+    bool has;
+    uint64_t id;
+    struct stat st, dst;
+    if (tool_fsck_frames_id(store->layout, dirfd, name, &has, &id, &st) || !has || st.st_nlink < 2)
+        return;
+    if (p->nll == p->capll) {
+        const size_t cap = p->capll ? 2 * p->capll : 8;
+        struct tool_fsck_linkless *const l = realloc(p->ll, cap * sizeof *l);
+        if (!l) return; /* the file's check says its sidecar is lost */
+        p->ll = l;
+        p->capll = cap;
+    }
+    struct tool_fsck_linkless *const l = &p->ll[p->nll];
+    memset(l, 0, sizeof *l);
+    if (tool_fsck_dir_name(dirfd, &l->dir, &dst) != CBFS_OK) return;
+    l->name = strdup(name);
+    l->display = strdup(display);
+    if (!l->name || !l->display) {
+        free(l->dir);
+        free(l->name);
+        free(l->display);
+        return;
+    }
+    l->id = id;
+    l->st = st;
+    l->dev = dst.st_dev;
+    l->ino = dst.st_ino;
+    p->nll++;
+}
+
+/* In the store's walk: is dirfd/name another name of a linkless file, with
+ * a sidecar of its id and owner? Then that sidecar is recorded for it. */
+static void tool_fsck_linkless_match(struct tool_fsck_pass *p, unsigned layout, int dirfd,
+                                     const char *name)
+{
+    struct stat st, sst, dst;
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    uint64_t sid;
+    if (cbfs_store_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_nlink < 2) return;
+    for (size_t i = 0; i < p->nll; i++) {
+        struct tool_fsck_linkless *const l = &p->ll[i];
+        if (l->found || l->st.st_dev != st.st_dev || l->st.st_ino != st.st_ino) continue;
+        if (cbfs_store_sidecar_path(layout, name, side, sizeof side) != CBFS_OK ||
+            tool_fsck_sidecar_id(dirfd, side, &sid, &sst) != CBFS_OK || sid != l->id ||
+            !cbfs_store_sidecar_owner_ok(&st, &sst) ||
+            tool_fsck_dir_name(dirfd, &l->sdir, &dst) != CBFS_OK)
+            continue;
+        l->sname = strdup(side);
+        if (!l->sname) continue;
+        l->sdev = dst.st_dev;
+        l->sino = dst.st_ino;
+        l->sst = sst;
+        l->found = true;
+    }
+}
+
+/* Links l's other name's sidecar to l's sidecar name (never over one
+ * there), with the checks of tool_fsck_sidecar_move. @return CBFS_OK or why not. */
+static cbfs_err tool_fsck_linkless_link(unsigned layout, const struct tool_fsck_linkless *l)
+{
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    int sdir, ddir;
+    cbfs_err e = tool_fsck_dir_open(l->sdir, l->sdev, l->sino, &sdir);
+    if (e) return e;
+    e = tool_fsck_dir_open(l->dir, l->dev, l->ino, &ddir);
+    if (e) {
+        close(sdir);
+        return e;
+    }
+    e = cbfs_store_sidecar_path(layout, l->name, side, sizeof side);
+    if (!e) e = cbfs_store_sidecar_dir(layout, ddir);
+    if (!e &&
+        (!tool_fsck_same_at(sdir, l->sname, &l->sst) || !tool_fsck_same_at(ddir, l->name, &l->st)))
+        e = CBFS_E_STALE;
+    if (!e && cbfs_store_linkat(sdir, l->sname, ddir, side, 0) != 0) e = cbfs_err_from_errno(errno);
+    if (!e && !tool_fsck_same_at(ddir, side, &l->sst))
+        e = cbfs_store_unlinkat(ddir, side, 0) == 0 ? CBFS_E_STALE : CBFS_E_CHANGED;
+    close(sdir);
+    close(ddir);
+    return e;
+}
+
+static void tool_fsck_linkless_settle(struct tool_fsck *f, unsigned layout,
+                                      const struct tool_fsck_linkless *l)
+{
+    if (!l->found) return; /* the file's check says its sidecar is lost */
+    f->problems++;
+    printf("%s: a name of a compressed file without its sidecar's link, which its other "
+           "name has (a link cut short by a power cut)",
+           l->display);
+    if (!f->repair) {
+        printf("; --repair links it\n");
+        f->left++;
+        return;
+    }
+    const cbfs_err e = tool_fsck_linkless_link(layout, l);
+    if (e) {
+        printf("\n");
+        tool_err("fsck", "%s: cannot link its other name's sidecar: %s", l->display,
+                 tool_fsck_move_why(e));
+        f->left++;
+        return;
+    }
+    printf(" (linked)\n");
+    f->fixed++;
+}
+
 /* The walk of the orphans (the store's check walks its files after it). */
 static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int dirfd,
                                  const char *name, const char *display, enum tool_ent_kind kind)
@@ -475,6 +615,7 @@ static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int 
     struct tool_fsck *const f = p->f;
     if (kind == TOOL_ENT_FILE) {
         tool_fsck_foreign(p, store, dirfd, name, display);
+        tool_fsck_linkless(p, store, dirfd, name, display);
         return 0;
     }
     f->problems++;
@@ -539,6 +680,8 @@ static int tool_fsck_orphan_match(void *arg, const struct tool_store *store, int
 {
     struct tool_fsck_pass *const p = arg;
     if (kind != TOOL_ENT_FILE) return 0;
+    if (p->nll) tool_fsck_linkless_match(p, store->layout, dirfd, name);
+    if (!p->by_id) return 0; /* the walk is the linkless ones' only */
     bool has;
     uint64_t id;
     struct stat st;
@@ -691,11 +834,21 @@ void tool_fsck_orphans(struct tool_fsck *f, const struct tool_loc *loc)
             for (size_t i = 0; i < p.n; i++)
                 p.by_id[i] = &p.lost[i];
             qsort(p.by_id, p.n, sizeof *p.by_id, tool_fsck_lost_cmp);
-            tool_walk_silent(loc, tool_fsck_orphan_match, &p, &p.walk_errors);
         } else {
-            p.file_err = CBFS_E_NOMEM;
+            p.file_err = CBFS_E_NOMEM; /* each settled below as "cannot tell" */
         }
     }
+    if (p.by_id || p.nll) tool_walk_silent(loc, tool_fsck_orphan_match, &p, &p.walk_errors);
+    for (size_t i = 0; i < p.nll; i++) {
+        struct tool_fsck_linkless *const l = &p.ll[i];
+        tool_fsck_linkless_settle(f, loc->store.layout, l);
+        free(l->dir);
+        free(l->name);
+        free(l->display);
+        free(l->sdir);
+        free(l->sname);
+    }
+    free(p.ll);
     for (size_t i = 0; i < p.n; i++) {
         struct tool_fsck_lost *const l = &p.lost[i];
         tool_fsck_lost_settle(&p, loc->store.layout, l);
