@@ -21,10 +21,12 @@
 # arrival of each of its FSYNCs 1..F (before it is applied); each point twice: dropping
 # everything the disk did not flush (4 KiB sectors), and keeping a seeded random half of
 # it (512 B sectors: torn blocks; 4 KiB under XFS and btrfs). After each cut: the ext4
-# replays its journal, e2fsck -fn; a mount of a copy of the store reads every name as before the operation or as
-# after it, or an error (as cbfs_crash_campaign's first look); cbfs fsck --repair (exit 0
-# or 1), cbfs fsck (exit 0), and a mount reads every name as before or as after,
-# bit-exact, never an error and no other name (tools/crashstate.py); only as after once
+# replays its journal, e2fsck -fn; a mount of a copy of the store reads every name as
+# before the operation or as after it, or an error (as cbfs_crash_campaign's first look;
+# once acknowledged, as after and no error: a crash must need no fsck); cbfs fsck
+# --repair (exit 0 or 1), cbfs fsck (exit 0), and a mount reads every name as before or
+# as after, bit-exact, never an error and no other name (tools/crashstate.py); only as
+# after once
 # the operation was acknowledged (its call and its directory fsyncs returned 0 before the
 # disk was cut: Linux 6.18's ext4 answers a directory's fsync with 0 after another task's
 # journal commit failed, jbd2_journal_force_commit finding nothing to commit, which
@@ -186,6 +188,9 @@ while not os.path.exists(sys.argv[2]):
     got=$(state_of "$mnt" $names)
     cbfs_umount "$mnt"
     CBFS_LOG_ALLOW=$allow
+    # acknowledged: as after, with no fsck (the mount repairs what it loads)
+    ((acked)) && [[ $got != "${new[$op]}" ]] &&
+        fail "$what: before cbfs fsck the mount reads '$got', not '${new[$op]}'"
     for w in $got; do
         [[ $w == *=ERR\(* ]] && continue
         seen=0
