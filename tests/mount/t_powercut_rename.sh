@@ -161,9 +161,7 @@ while not os.path.exists(sys.argv[2]):
     cbfs_pc_crash_daemon "$mnt"
     cbfs_pc_retry_busy umount "$ext" || umount -l "$ext"
     cbfs_pc_loop_down
-    cbfs_pc_retry_busy fusermount3 -u "$emu" || fail "$what: cannot unmount the emulator"
-    wait "$EMU_PID" || fail "$what: the emulator exited $?"
-    EMU_PID=
+    cbfs_pc_emu_down
     x=$(sed -n 's/.*epoch at write [0-9]* fsync \([0-9]*\):.*/\1/p' "$elog" | head -n 1)
     w=$(sed -n 's/.*CUT.* cut after [0-9]* writes, \([0-9]*\) fsyncs.*/\1/p' "$elog" | head -n 1)
     [[ -n $x && -n $w ]] || fail "$what: no epoch or cut in the emulator's log: $(tr '\n' '|' <"$elog")"
