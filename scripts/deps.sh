@@ -34,7 +34,7 @@ declare -A PKGS=(
              attr fio python3 util-linux procps psmisc coreutils tar"
     [fuzz]="clang libclang-rt-14-dev"
     [test]="postgresql postgresql-15 postgresql-client-15 mariadb-server mariadb-client
-            mariadb-backup sqlite3 rsync acl man-db strace dpkg-dev lintian apt systemd
+            mariadb-backup sqlite3 rsync acl man-db strace gdb dpkg-dev lintian apt systemd
             prometheus gnuplot-nox e2fsprogs btrfs-progs xfsprogs"
     [perf]="gnuplot-nox btrfs-progs btrfs-compsize"
     [corpus]="postgresql-15 postgresql-client-15 python3-pip"
@@ -75,6 +75,7 @@ needs() {
              mariadb-admin mariadb-backup mariadb-dump chattr; do
         need test cmd "$c" "the mount tests"
     done
+    need test cmd gdb "tests/mount/lib.sh: the stacks of a daemon that outlives its unmount"
     for c in mkfs.btrfs btrfs; do need test cmd "$c" "tests/mount/t_store_subvolumes.sh"; done
     for c in mkfs.ext4 e2fsck losetup pkg-config; do
         need test cmd "$c" "tests/mount/t_powercut.sh (ext4 on a loop device over tools/volatile.c)"

@@ -392,12 +392,70 @@ cbfs_umount() {
     cbfs_reap "$mnt"
 }
 
+# cbfs_mount_copies MNT: one line for each other mount namespace that holds a copy of
+# the mount on MNT (the pid of one of its processes, and its command line). Such a copy
+# (a process's `unshare -m` while the mount was up: another test's, run beside this
+# one; this machine's / is private, so an unmount does not reach the copy) keeps the
+# FUSE connection up after the unmount here, and the daemon serving, until that
+# namespace ends.
+cbfs_mount_copies() {
+    local m me ns p seen=" "
+    m=$(realpath "$1")
+    me=$(readlink /proc/self/ns/mnt)
+    for p in /proc/[0-9]*; do
+        ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+        [[ $ns == "$me" || $seen == *" $ns "* ]] && continue
+        seen+="$ns "
+        awk -v m="$m" '$5 == m && / - fuse/ {f = 1} END {exit !f}' "$p/mountinfo" 2>/dev/null ||
+            continue
+        echo "pid ${p#/proc/} ($(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-200)) in $ns"
+    done
+}
+
+# cbfs_hang_evidence PID MNT: what a daemon that outlives its unmount is doing, for
+# cbfs_reap: copies of its mount in other mount namespaces (cbfs_mount_copies), each
+# thread's state, wchan and kernel stack, then gdb's backtrace of every thread (last:
+# attaching stops the process), into /tmp/cbfs-hang.TEST.PID.txt (outside $T, which the
+# exit removes) and the test's output. Sets CBFS_HANG_FILE, and CBFS_HANG_COPIES to
+# the first copy's line. gdb is optional: the kernel's view comes without it.
+cbfs_hang_evidence() {
+    local pid=$1 t
+    CBFS_HANG_FILE=/tmp/cbfs-hang.$TEST_NAME.$pid.txt
+    CBFS_HANG_COPIES=$(cbfs_mount_copies "$2")
+    {
+        echo "=== daemon $pid for $2, $(date -u '+%F %T') UTC, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "=== copies of the mount in other mount namespaces: ${CBFS_HANG_COPIES:-none}"
+        echo "=== fuse mounts:"
+        grep -E ' fuse(\.[^ ]*)? ' /proc/mounts || true
+        for t in /sys/fs/fuse/connections/*/waiting; do
+            [[ -e $t ]] && echo "connection ${t%/waiting}: $(cat "$t" 2>/dev/null) waiting"
+        done
+        for t in /proc/"$pid"/task/*; do
+            echo "=== thread ${t##*/} $(cat "$t/comm" 2>/dev/null)" \
+                "$(grep -m1 '^State:' "$t/status" 2>/dev/null)" "wchan: $(cat "$t/wchan" 2>/dev/null)"
+            sed 's/^/    /' "$t/stack" 2>/dev/null || true
+        done
+        if command -v gdb >/dev/null; then
+            echo "=== gdb:"
+            timeout -k 5 60 gdb -p "$pid" -batch -nx -ex 'set pagination off' \
+                -ex 'thread apply all bt' </dev/null 2>&1 || echo "(gdb exited $?)"
+        else
+            echo "=== no gdb here: no user-space stacks"
+        fi
+    } >"$CBFS_HANG_FILE" 2>&1
+    note "daemon $pid still running 20 s after the unmount of $2: its stacks ($CBFS_HANG_FILE):"
+    sed 's/^/  | /' "$CBFS_HANG_FILE"
+}
+
 # cbfs_reap MNT: after the unmount, wait (<= 60 s) for the daemon; it must exit 0
-# and its log must be clean.
+# and its log must be clean. A daemon still there 20 s after the unmount has its
+# stacks taken (cbfs_hang_evidence), once.
 cbfs_reap() {
     local mnt=$1 pid=${CBFS_PID[$1]} log=${CBFS_LOG[$1]} i rc=0
+    CBFS_HANG_FILE= CBFS_HANG_COPIES=
     for ((i = 0; i < 650; i++)); do
         kill -0 "$pid" 2>/dev/null || break
+        ((i == 245)) && cbfs_hang_evidence "$pid" "$mnt" # 0.5 + 195 * 0.1 s
         # most exit within milliseconds: a first tenth of a second would be most of an
         # unmount (the crash-point tests make hundreds)
         if ((i < 50)); then sleep 0.01; else sleep 0.1; fi
@@ -406,8 +464,12 @@ cbfs_reap() {
         kill -9 "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
         unset "CBFS_PID[$mnt]"
-        fail "daemon for $mnt still running 60 s after unmount (killed)"
+        local why=
+        [[ -z $CBFS_HANG_COPIES ]] ||
+            why="; at 20 s a copy of the mount in another mount namespace kept it up: $(head -n 1 <<<"$CBFS_HANG_COPIES")"
+        fail "daemon for $mnt still running 60 s after unmount (killed; stacks at 20 s: $CBFS_HANG_FILE$why)"
     fi
+    [[ -z $CBFS_HANG_FILE ]] || note "daemon $pid exited after all, later than 20 s after the unmount"
     wait "$pid" || rc=$?
     unset "CBFS_PID[$mnt]"
     if mountpoint -q "$mnt"; then fail "$mnt still mounted after the daemon exited"; fi
