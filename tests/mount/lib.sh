@@ -291,6 +291,23 @@ cbfs_preload() {
         fail "cannot build $1.so"
 }
 
+# cbfs_ns_leave_others: for a test that runs in a mount namespace of its own (`exec
+# unshare -m --propagation private`, before lib.sh), before it mounts anything: detaches
+# there the copies of every mount below /tmp/ but its own $T, made by the unshare, of the
+# tests running beside it (their own, not this one's: / is private here, so their
+# unmounts do not reach the copies). A copy keeps its file system up for as long as the
+# namespace lives: the other test's FUSE daemon served on after its unmount, and its
+# reap failed after 60 s; an ext4 on a loop device kept the file system below busy.
+cbfs_ns_leave_others() {
+    [[ $(readlink /proc/self/ns/mnt) != "$(readlink "/proc/$PPID/ns/mnt")" ]] ||
+        fail "cbfs_ns_leave_others: not in a mount namespace of its own"
+    local p
+    for p in $(awk -v t="$T" 'index($2, "/tmp/") == 1 && $2 != t && index($2, t "/") != 1 {
+        print $2 }' /proc/mounts | LC_ALL=C sort -r); do
+        umount -l "$p" 2>/dev/null || true # gone with one above it already
+    done
+}
+
 # cbfs_tmpfs_store SIZE [TMPFS_OPTS]: a store whose file system the test controls (a full
 # disk, an atime policy): sets fs=$T/fs, store=$T/fs/store and mnt=$T/mnt and mounts a
 # tmpfs of SIZE on fs (root only); the EXIT trap lazily unmounts it with the rest below $T.

@@ -15,6 +15,7 @@ if [[ ${CBFS_T_REMOUNT_NS:-0} != 1 ]]; then
     CBFS_T_REMOUNT_NS=1 exec unshare -m --propagation private -- bash "$0" "$@"
 fi
 . "$(dirname "$0")/lib.sh"
+cbfs_ns_leave_others
 
 # the helper links: a logging wrapper (absolute paths: mount(8) gives helpers no PATH)
 sbin=$(realpath /sbin)

@@ -21,6 +21,7 @@ cbfs_tool
 cbfs_two_users
 [[ -u $(command -v fusermount3) ]] || fail "fusermount3 is not setuid here (the fuse3 package makes it so)"
 [[ -n ${CBFS_MOUNT_CLAIM_NS:-} ]] || fail "not in a mount namespace of its own"
+cbfs_ns_leave_others
 
 fuse_mode=$(stat -c %a /dev/fuse)
 u=$T/user
