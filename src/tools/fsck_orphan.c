@@ -43,7 +43,7 @@
 /* The file id in the header record of sidecar dirfd/name, and its stat.
  * @return CBFS_OK, a format error (cbfs_err_is_format: it has no header that
  * decodes), or the error that kept it from being read. */
-static cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id, struct stat *st)
+cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id, struct stat *st)
 {
     struct cbfs_index_rec r;
     int fd;
@@ -55,23 +55,12 @@ static cbfs_err tool_fsck_sidecar_id(int dirfd, const char *name, uint64_t *id, 
     return e;
 }
 
-/* Is dirfd/name a regular file without a sidecar whose first frame decodes?
- * @return CBFS_OK with *has, and then its file id in *id and its stat in
- * *st; or the error that kept it from being told (a name gone meanwhile,
- * not a regular file, or a first frame that does not decode is "no"). */
-static cbfs_err tool_fsck_frames_id(unsigned layout, int dirfd, const char *name, bool *has,
-                                    uint64_t *id, struct stat *st)
+cbfs_err tool_fsck_data_id(int dirfd, const char *name, bool *has, uint64_t *id, struct stat *st)
 {
-    char side[CBFS_STORE_SIDECAR_PATH_MAX];
     struct cbfs_frame_hdr fh;
     int fd;
     *has = false;
-    cbfs_err e = cbfs_store_sidecar_path(layout, name, side, sizeof side);
-    if (e == CBFS_E_NAMETOOLONG) return CBFS_OK; /* no sidecar can be its */
-    if (e) return e;
-    if (cbfs_store_fstatat(dirfd, side, st, AT_SYMLINK_NOFOLLOW) == 0) return CBFS_OK;
-    if (errno != ENOENT) return cbfs_err_from_errno(errno);
-    e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
+    cbfs_err e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
     if (e == CBFS_E_NOENT || e == CBFS_E_NOT_REGULAR) return CBFS_OK;
     if (e) return e;
     e = cbfs_frame_read_hdr(fd, 0, UINT64_MAX, &fh);
@@ -85,8 +74,25 @@ static cbfs_err tool_fsck_frames_id(unsigned layout, int dirfd, const char *name
     return e;
 }
 
+/* Is dirfd/name a regular file without a sidecar whose first frame decodes?
+ * @return CBFS_OK with *has, and then its file id in *id and its stat in
+ * *st; or the error that kept it from being told (a name gone meanwhile,
+ * not a regular file, or a first frame that does not decode is "no"). */
+cbfs_err tool_fsck_frames_id(unsigned layout, int dirfd, const char *name, bool *has, uint64_t *id,
+                             struct stat *st)
+{
+    char side[CBFS_STORE_SIDECAR_PATH_MAX];
+    *has = false;
+    const cbfs_err e = cbfs_store_sidecar_path(layout, name, side, sizeof side);
+    if (e == CBFS_E_NAMETOOLONG) return CBFS_OK; /* no sidecar can be its */
+    if (e) return e;
+    if (cbfs_store_fstatat(dirfd, side, st, AT_SYMLINK_NOFOLLOW) == 0) return CBFS_OK;
+    if (errno != ENOENT) return cbfs_err_from_errno(errno);
+    return tool_fsck_data_id(dirfd, name, has, id, st);
+}
+
 /* Is dirfd/path (not followed) the file of stat st? */
-static bool tool_fsck_same_at(int dirfd, const char *path, const struct stat *st)
+bool tool_fsck_same_at(int dirfd, const char *path, const struct stat *st)
 {
     struct stat now;
     return cbfs_store_fstatat(dirfd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -124,7 +130,7 @@ static cbfs_err tool_fsck_sidecar_move(unsigned layout, int sdir, const char *sn
 }
 
 /* Why the move of an orphan failed (tool_fsck_sidecar_move), as fsck says it. */
-static const char *tool_fsck_move_why(cbfs_err e)
+const char *tool_fsck_move_why(cbfs_err e)
 {
     if (e == CBFS_E_STALE)
         return "it, that file or a directory of theirs was moved or replaced while fsck ran (a "
@@ -305,27 +311,10 @@ struct tool_fsck_lost {
     struct stat ost; /* the file's */
 };
 
-/* A name of a hard-linked compressed file without a sidecar, whose other
- * name may have one (tool_fsck_linkless), and that one once the store's walk
- * found it. */
-struct tool_fsck_linkless {
-    uint64_t id; /* its frames' */
-    char *dir, *name, *display;
-    dev_t dev; /* dir's */
-    ino_t ino;
-    struct stat st; /* the data file's */
-    bool found;
-    char *sdir, *sname; /* the other name's directory, and its sidecar's path from there */
-    dev_t sdev;         /* sdir's */
-    ino_t sino;
-    struct stat sst; /* the sidecar's */
-};
-
 struct tool_fsck_pass {
     struct tool_fsck *f;
     const struct tool_loc *loc; /* the store's root */
-    struct tool_fsck_linkless *ll;
-    size_t nll, capll;
+    struct tool_fsck_links links; /* names without their sidecar's link (fsck_misplaced.c) */
     struct tool_fsck_lost *lost; /* in walk order */
     size_t n, cap;
     struct tool_fsck_lost **by_id; /* lost sorted by id, for the store's walk */
@@ -335,7 +324,7 @@ struct tool_fsck_pass {
 };
 
 /* dirfd's path as the kernel names it, and its stat. */
-static cbfs_err tool_fsck_dir_name(int dirfd, char **path, struct stat *st)
+cbfs_err tool_fsck_dir_name(int dirfd, char **path, struct stat *st)
 {
     char buf[PATH_MAX];
     if (fstat(dirfd, st) != 0) return cbfs_err_from_errno(errno);
@@ -346,7 +335,7 @@ static cbfs_err tool_fsck_dir_name(int dirfd, char **path, struct stat *st)
 }
 
 /* Opens the directory path into *fd if it is still the one of dev/ino. */
-static cbfs_err tool_fsck_dir_open(const char *path, dev_t dev, ino_t ino, int *fd)
+cbfs_err tool_fsck_dir_open(const char *path, dev_t dev, ino_t ino, int *fd)
 {
     struct stat st;
     *fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -394,219 +383,6 @@ static cbfs_err tool_fsck_lost_add(struct tool_fsck_pass *p, int dirfd, const ch
     return CBFS_OK;
 }
 
-/* ---- a sidecar that is another file's ---- */
-
-/* Is the sidecar of data file dirfd/name another file's: do it and the
- * file's first frame both carry a file id, and different ones? (side: the
- * sidecar's path from dirfd; *sid, *sst: its id and stat; *dst: the data
- * file's stat.) @return CBFS_OK with *foreign; a file or sidecar that is not
- * there or does not decode is "no" (the file's check says what it is). */
-static cbfs_err tool_fsck_foreign_of(unsigned layout, int dirfd, const char *name, char *side,
-                                     size_t cap, bool *foreign, uint64_t *sid, struct stat *sst,
-                                     struct stat *dst)
-{
-    struct cbfs_frame_hdr fh;
-    int fd;
-    *foreign = false;
-    cbfs_err e = cbfs_store_sidecar_path(layout, name, side, cap);
-    if (e == CBFS_E_NAMETOOLONG) return CBFS_OK;
-    if (e) return e;
-    e = tool_fsck_sidecar_id(dirfd, side, sid, sst);
-    if (e == CBFS_E_NOENT || e == CBFS_E_NOT_REGULAR || cbfs_err_is_format(e)) return CBFS_OK;
-    if (e) return e;
-    e = tool_file_open_regular(dirfd, name, O_RDONLY, &fd);
-    if (e == CBFS_E_NOENT || e == CBFS_E_NOT_REGULAR) return CBFS_OK;
-    if (e) return e;
-    e = cbfs_frame_read_hdr(fd, 0, UINT64_MAX, &fh);
-    if (!e && fstat(fd, dst) != 0) e = cbfs_err_from_errno(errno);
-    close(fd);
-    if (cbfs_err_is_format(e)) return CBFS_OK;
-    if (!e) *foreign = fh.file_id != *sid;
-    return e;
-}
-
-/* A data file whose sidecar carries another file id than its frames, the
- * sidecar of the file's own owner: a rename over a compressed file, or an
- * exchange of two, cut short by a power cut on a store file system that
- * made the data file's new name durable without its sidecar's (btrfs, where
- * an fsync of the renamed file logs that file's names only:
- * t_powercut_rename's over_fsync and exchange_fsync). The file's own
- * sidecar is then an orphan, or aside, or at the other name of an exchange;
- * the one here may be the only record of another file's block size. A
- * repair moves it aside into .cbfs/ (CBFS_STORE_ASIDE, as a rename does),
- * where it is settled with the other asides, by file id: moved to the file
- * that carries its id and has no sidecar, or removed as the index of
- * contents that are gone; and the orphan that is this file's finds it
- * without a sidecar. Before, the file's check rebuilt its index from its
- * frames, which fails where they do not prove its block size (EIO, and
- * fsck --repair exit 4), and removed its real sidecar as nobody's. A sidecar
- * of another owner is left to the file's check (t_tool_fsck_foreign_sidecar). */
-static void tool_fsck_foreign(struct tool_fsck_pass *p, const struct tool_store *store, int dirfd,
-                              const char *name, const char *display)
-{
-    struct tool_fsck *const f = p->f;
-    char side[CBFS_STORE_SIDECAR_PATH_MAX], aside[CBFS_STORE_ASIDE_MAX];
-    struct stat sst, dst;
-    uint64_t sid;
-    bool foreign;
-    cbfs_err e = tool_fsck_foreign_of(store->layout, dirfd, name, side, sizeof side, &foreign, &sid,
-                                      &sst, &dst);
-    if (e || !foreign || !cbfs_store_sidecar_owner_ok(&dst, &sst)) return;
-    f->problems++;
-    printf("%s: its sidecar carries another file's id than its frames (a rename or exchange cut "
-           "short by a power cut: it may be another file's index)",
-           display);
-    if (!f->repair) {
-        printf("; --repair moves it aside into %s/ and gives it to the file whose frames carry "
-               "its id, or removes it\n",
-               CBFS_STORE_DIR);
-        f->left++;
-        return;
-    }
-    int r;
-    do { /* a fresh name, never over another */
-        snprintf(aside, sizeof aside, "%s/%s%016llx", CBFS_STORE_DIR, CBFS_STORE_ASIDE,
-                 (unsigned long long)cbfs_random64());
-        r = cbfs_store_renameat2(dirfd, side, p->loc->dirfd, aside, RENAME_NOREPLACE);
-    } while (r != 0 && errno == EEXIST);
-    e = r != 0 ? cbfs_err_from_errno(errno) : CBFS_OK;
-    /* the file moved must be the one read (a user writing the store) */
-    if (!e && !tool_fsck_same_at(p->loc->dirfd, aside, &sst))
-        e = cbfs_store_renameat2(p->loc->dirfd, aside, dirfd, side, RENAME_NOREPLACE) == 0
-                ? CBFS_E_STALE
-                : CBFS_E_CHANGED;
-    if (e) {
-        printf("\n");
-        tool_err("fsck", "%s: cannot move its sidecar aside: %s", display, tool_fsck_move_why(e));
-        f->left++;
-        return;
-    }
-    printf(" (moved aside to %s, settled below)\n", aside);
-    f->fixed++;
-}
-
-/* ---- a hard link without its sidecar's ---- */
-
-/* A compressed file with more than one name, this one without a sidecar: a
- * link of it (the sidecar's link first, then the data file's) cut short by a
- * power cut on a store file system that made the data file's new name
- * durable without the sidecar's (btrfs, where an fsync of the file through
- * the new name logs that inode's names only: t_powercut_rename's
- * link_fsync). Its other name's sidecar, found by the store's walk (the same
- * file, a sidecar that carries its frames' file id), is linked to it; before,
- * its index was rebuilt from its frames, which fails where they do not prove
- * its block size (exit 4, EIO). Recorded here, settled after the walk
- * (tool_fsck_linkless_settle). */
-static void tool_fsck_linkless(struct tool_fsck_pass *p, const struct tool_store *store, int dirfd,
-                               const char *name, const char *display)
-{
-    bool has;
-    uint64_t id;
-    struct stat st, dst;
-    if (tool_fsck_frames_id(store->layout, dirfd, name, &has, &id, &st) || !has || st.st_nlink < 2)
-        return;
-    if (p->nll == p->capll) {
-        const size_t cap = p->capll ? 2 * p->capll : 8;
-        struct tool_fsck_linkless *const l = realloc(p->ll, cap * sizeof *l);
-        if (!l) return; /* the file's check says its sidecar is lost */
-        p->ll = l;
-        p->capll = cap;
-    }
-    struct tool_fsck_linkless *const l = &p->ll[p->nll];
-    memset(l, 0, sizeof *l);
-    if (tool_fsck_dir_name(dirfd, &l->dir, &dst) != CBFS_OK) return;
-    l->name = strdup(name);
-    l->display = strdup(display);
-    if (!l->name || !l->display) {
-        free(l->dir);
-        free(l->name);
-        free(l->display);
-        return;
-    }
-    l->id = id;
-    l->st = st;
-    l->dev = dst.st_dev;
-    l->ino = dst.st_ino;
-    p->nll++;
-}
-
-/* In the store's walk: is dirfd/name another name of a linkless file, with
- * a sidecar of its id and owner? Then that sidecar is recorded for it. */
-static void tool_fsck_linkless_match(struct tool_fsck_pass *p, unsigned layout, int dirfd,
-                                     const char *name)
-{
-    struct stat st, sst, dst;
-    char side[CBFS_STORE_SIDECAR_PATH_MAX];
-    uint64_t sid;
-    if (cbfs_store_fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_nlink < 2) return;
-    for (size_t i = 0; i < p->nll; i++) {
-        struct tool_fsck_linkless *const l = &p->ll[i];
-        if (l->found || l->st.st_dev != st.st_dev || l->st.st_ino != st.st_ino) continue;
-        if (cbfs_store_sidecar_path(layout, name, side, sizeof side) != CBFS_OK ||
-            tool_fsck_sidecar_id(dirfd, side, &sid, &sst) != CBFS_OK || sid != l->id ||
-            !cbfs_store_sidecar_owner_ok(&st, &sst) ||
-            tool_fsck_dir_name(dirfd, &l->sdir, &dst) != CBFS_OK)
-            continue;
-        l->sname = strdup(side);
-        if (!l->sname) continue;
-        l->sdev = dst.st_dev;
-        l->sino = dst.st_ino;
-        l->sst = sst;
-        l->found = true;
-    }
-}
-
-/* Links l's other name's sidecar to l's sidecar name (never over one
- * there), with the checks of tool_fsck_sidecar_move. @return CBFS_OK or why not. */
-static cbfs_err tool_fsck_linkless_link(unsigned layout, const struct tool_fsck_linkless *l)
-{
-    char side[CBFS_STORE_SIDECAR_PATH_MAX];
-    int sdir, ddir;
-    cbfs_err e = tool_fsck_dir_open(l->sdir, l->sdev, l->sino, &sdir);
-    if (e) return e;
-    e = tool_fsck_dir_open(l->dir, l->dev, l->ino, &ddir);
-    if (e) {
-        close(sdir);
-        return e;
-    }
-    e = cbfs_store_sidecar_path(layout, l->name, side, sizeof side);
-    if (!e) e = cbfs_store_sidecar_dir(layout, ddir);
-    if (!e &&
-        (!tool_fsck_same_at(sdir, l->sname, &l->sst) || !tool_fsck_same_at(ddir, l->name, &l->st)))
-        e = CBFS_E_STALE;
-    if (!e && cbfs_store_linkat(sdir, l->sname, ddir, side, 0) != 0) e = cbfs_err_from_errno(errno);
-    if (!e && !tool_fsck_same_at(ddir, side, &l->sst))
-        e = cbfs_store_unlinkat(ddir, side, 0) == 0 ? CBFS_E_STALE : CBFS_E_CHANGED;
-    close(sdir);
-    close(ddir);
-    return e;
-}
-
-static void tool_fsck_linkless_settle(struct tool_fsck *f, unsigned layout,
-                                      const struct tool_fsck_linkless *l)
-{
-    if (!l->found) return; /* the file's check says its sidecar is lost */
-    f->problems++;
-    printf("%s: a name of a compressed file without its sidecar's link, which its other "
-           "name has (a link cut short by a power cut)",
-           l->display);
-    if (!f->repair) {
-        printf("; --repair links it\n");
-        f->left++;
-        return;
-    }
-    const cbfs_err e = tool_fsck_linkless_link(layout, l);
-    if (e) {
-        printf("\n");
-        tool_err("fsck", "%s: cannot link its other name's sidecar: %s", l->display,
-                 tool_fsck_move_why(e));
-        f->left++;
-        return;
-    }
-    printf(" (linked)\n");
-    f->fixed++;
-}
-
 /* The walk of the orphans (the store's check walks its files after it). */
 static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int dirfd,
                                  const char *name, const char *display, enum tool_ent_kind kind)
@@ -614,8 +390,8 @@ static int tool_fsck_orphan_seen(void *arg, const struct tool_store *store, int 
     struct tool_fsck_pass *const p = arg;
     struct tool_fsck *const f = p->f;
     if (kind == TOOL_ENT_FILE) {
-        tool_fsck_foreign(p, store, dirfd, name, display);
-        tool_fsck_linkless(p, store, dirfd, name, display);
+        tool_fsck_foreign(f, p->loc, store, dirfd, name, display);
+        tool_fsck_linkless_note(&p->links, store, dirfd, name, display);
         return 0;
     }
     f->problems++;
@@ -680,7 +456,7 @@ static int tool_fsck_orphan_match(void *arg, const struct tool_store *store, int
 {
     struct tool_fsck_pass *const p = arg;
     if (kind != TOOL_ENT_FILE) return 0;
-    if (p->nll) tool_fsck_linkless_match(p, store->layout, dirfd, name);
+    if (p->links.n) tool_fsck_linkless_match(&p->links, store->layout, dirfd, name);
     if (!p->by_id) return 0; /* the walk is the linkless ones' only */
     bool has;
     uint64_t id;
@@ -838,17 +614,8 @@ void tool_fsck_orphans(struct tool_fsck *f, const struct tool_loc *loc)
             p.file_err = CBFS_E_NOMEM; /* each settled below as "cannot tell" */
         }
     }
-    if (p.by_id || p.nll) tool_walk_silent(loc, tool_fsck_orphan_match, &p, &p.walk_errors);
-    for (size_t i = 0; i < p.nll; i++) {
-        struct tool_fsck_linkless *const l = &p.ll[i];
-        tool_fsck_linkless_settle(f, loc->store.layout, l);
-        free(l->dir);
-        free(l->name);
-        free(l->display);
-        free(l->sdir);
-        free(l->sname);
-    }
-    free(p.ll);
+    if (p.by_id || p.links.n) tool_walk_silent(loc, tool_fsck_orphan_match, &p, &p.walk_errors);
+    tool_fsck_linkless_settle(f, loc->store.layout, &p.links);
     for (size_t i = 0; i < p.n; i++) {
         struct tool_fsck_lost *const l = &p.lost[i];
         tool_fsck_lost_settle(&p, loc->store.layout, l);
