@@ -728,12 +728,13 @@ cbfs_pc_setup() {
     trap cbfs_pc_cleanup EXIT
 }
 
-# cbfs_pc_cleanup: the EXIT trap of a power-cut test: daemons killed and their mounts
-# detached, the disk cut (nothing more lands), the store file system, loop device and
-# emulator taken down, then cbfs_cleanup
+# cbfs_pc_cleanup: the EXIT trap of a power-cut test: its writer (WPID, if set) and
+# daemons killed and their mounts detached, the disk cut (nothing more lands), the store
+# file system, loop device and emulator taken down, then cbfs_cleanup
 cbfs_pc_cleanup() {
     local rc=$? m
     set +e
+    [[ -n ${WPID:-} ]] && kill -9 "$WPID" 2>/dev/null
     for m in "${!CBFS_PID[@]}"; do
         kill -9 "${CBFS_PID[$m]}" 2>/dev/null
         fusermount3 -uz "$m" 2>/dev/null
@@ -761,7 +762,10 @@ cbfs_pc_wait_for() {
 cbfs_pc_retry_busy() {
     local i
     for ((i = 0; i < 50; i++)); do
-        "$@" 2>/dev/null && return 0
+        if "$@" 2>/dev/null; then
+            ((i == 0)) || note "busy, done after $i retries: $*"
+            return 0
+        fi
         sleep 0.2
     done
     note "still busy after 10 s: $*"

@@ -88,58 +88,9 @@ cbfs_expect_log_errors 'torn|tail|repair|rescan|lags|not indexed|dropped|recover
 # landed before its data file's: btrfs, helper-26, 7 of 454 cycles.)
 debris='torn tail|and it indexes nothing|index lags the data file|index record\(s\) not replayed|record\(s\) from here not replayed|index rebuilt|repaired|header record unusable|block size of a lost index cannot be told from its frames|^fsck |^verified '
 
-pc_cleanup() {
-    local rc=$?
-    set +e
-    [[ -n $WPID ]] && kill -9 "$WPID" 2>/dev/null
-    local m
-    for m in "${!CBFS_PID[@]}"; do
-        kill -9 "${CBFS_PID[$m]}" 2>/dev/null
-        fusermount3 -uz "$m" 2>/dev/null
-        wait "${CBFS_PID[$m]}" 2>/dev/null
-        unset "CBFS_PID[$m]"
-    done
-    [[ -n $EMU_PID ]] && kill -USR1 "$EMU_PID" 2>/dev/null  # a dead disk: nothing more lands
-    if grep -qsF " $ext " /proc/mounts; then umount "$ext" 2>/dev/null || umount -l "$ext"; fi
-    [[ -n $LOOP ]] && losetup -d "$LOOP" 2>/dev/null
-    if grep -qsF " $emu fuse" /proc/mounts; then fusermount3 -u "$emu" 2>/dev/null || fusermount3 -uz "$emu"; fi
-    [[ -n $EMU_PID ]] && { kill "$EMU_PID" 2>/dev/null; wait "$EMU_PID" 2>/dev/null; }
-    (exit "$rc")
-    cbfs_cleanup
-}
-trap pc_cleanup EXIT
+trap cbfs_pc_cleanup EXIT # (it kills the writer, WPID, too)
 
 mounted() { grep -qsF " $1 $2" /proc/mounts; }
-# retry an unmount while it is busy, up to 10 s: a transient reference (EBUSY 3 times in
-# about 250 cycles on a loaded machine, the cbfs daemon already gone; helper-43)
-retry_busy() {
-    local i
-    for ((i = 0; i < 50; i++)); do
-        if "$@" 2>/dev/null; then
-            ((i == 0)) || note "cycle $k: busy, done after $i retries: $*"
-            return 0
-        fi
-        sleep 0.2
-    done
-    note "still busy after 10 s: $*"
-    "$@"
-}
-wait_for() {
-    local i
-    for ((i = 0; i < 200; i++)); do "$@" && return 0; sleep 0.05; done
-    return 1
-}
-loop_up() { LOOP=$(losetup -f --show "$1") || fail "losetup $1"; }
-loop_down() { losetup -d "$LOOP" || fail "losetup -d $LOOP"; LOOP=; }
-
-# crash_daemon: SIGKILL the daemon serving $mnt (as t_crash does), detach the mount
-crash_daemon() {
-    local pid=${CBFS_PID[$mnt]}
-    kill -9 "$pid"
-    wait "$pid" 2>/dev/null || true
-    unset "CBFS_PID[$mnt]"
-    fusermount3 -uz "$mnt" || fail "fusermount3 -uz $mnt after the cut failed"
-}
 
 codecs=(lz4 lz4 zstd lz4) bsizes=(64K 256K 128K 1M 64K)
 nchecked=0 neio=0 neio_acked=0 kept=0 remarks=
@@ -173,8 +124,8 @@ for ((k = ${CBFS_POWERCUT_FIRST:-1}; k <= cycles; k++)); do
     elog=$T/emu.$k.log
     "$T/volatile" "${args[@]}" "$img" "$emu" -f >"$elog" 2>&1 &
     EMU_PID=$!
-    wait_for mounted "$emu" fuse || fail "$what: the emulator did not mount: $(tail -n 3 "$elog")"
-    loop_up "$emu/img"
+    cbfs_pc_wait_for mounted "$emu" fuse || fail "$what: the emulator did not mount: $(tail -n 3 "$elog")"
+    cbfs_pc_loop_up "$emu/img"
     mount -t "$sfs" "$LOOP" "$ext" || fail "$what: cannot mount the $sfs"
     mkdir -p "$ext/store"
     cbfs_mount "$ext/store" "$mnt" "$opts"
@@ -188,23 +139,23 @@ for ((k = ${CBFS_POWERCUT_FIRST:-1}; k <= cycles; k++)); do
         sleep 0.05
     done
     grep -q CUT "$elog" || { kill -USR1 "$EMU_PID" && ls "$emu" >/dev/null 2>&1; } || true
-    wait_for grep -q CUT "$elog" || fail "$what: the emulator did not cut"
+    cbfs_pc_wait_for grep -q CUT "$elog" || fail "$what: the emulator did not cut"
     # the disk is dead: tear everything down, nothing more can land
-    crash_daemon
-    wait_for bash -c "! kill -0 $WPID 2>/dev/null" || fail "$what: the writer hangs after the cut"
+    cbfs_pc_crash_daemon "$mnt"
+    cbfs_pc_wait_for bash -c "! kill -0 $WPID 2>/dev/null" || fail "$what: the writer hangs after the cut"
     wait "$WPID" || fail "$what: writer: $(tail -n 3 "$T/writer.$k.out")"
     WPID=
-    retry_busy umount "$ext" || umount -l "$ext"
-    loop_down
-    retry_busy fusermount3 -u "$emu" || fail "$what: cannot unmount the emulator"
+    cbfs_pc_retry_busy umount "$ext" || umount -l "$ext"
+    cbfs_pc_loop_down
+    cbfs_pc_retry_busy fusermount3 -u "$emu" || fail "$what: cannot unmount the emulator"
     wait "$EMU_PID" || fail "$what: the emulator exited $?"
     EMU_PID=
     c=$(sed -n 's/.* kept \([0-9]*\) sectors.*/\1/p' "$elog" | head -n 1)
     kept=$((kept + ${c:-0}))
     # recovery, on the image itself
-    loop_up "$img"
+    cbfs_pc_loop_up "$img"
     mount -t "$sfs" "$LOOP" "$ext" || fail "$what: the $sfs does not mount after the cut"
-    retry_busy umount "$ext"
+    cbfs_pc_retry_busy umount "$ext"
     fsck_ "$LOOP" >"$T/fsck_.$k" 2>&1 || fail "$what: $sfs check after the journal replay: $(tail -n 4 "$T/fsck_.$k" | tr '\n' '|')"
     mount -t "$sfs" "$LOOP" "$ext" || fail "$what: cannot mount the $sfs again"
     for tool in fsck verify; do
@@ -239,8 +190,8 @@ for ((k = ${CBFS_POWERCUT_FIRST:-1}; k <= cycles; k++)); do
     done
     (cd "$mnt" && sha256sum c$k/* 2>&1 | LC_ALL=C sort) >"$T/man.$k" || true
     cbfs_umount "$mnt"
-    retry_busy umount "$ext"
-    loop_down
+    cbfs_pc_retry_busy umount "$ext"
+    cbfs_pc_loop_down
     nchecked=$((nchecked + 1))
     [[ ${CBFS_TEST_VERBOSE:-0} == 1 ]] && note "$what: $(tail -n 1 <<<"$out")"
 done
