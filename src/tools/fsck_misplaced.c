@@ -22,7 +22,7 @@
 #include "tools/tool.h"
 
 /* A name of a hard-linked compressed file without a sidecar, whose other
- * name may have one (tool_fsck_linkless), and that one once the store's walk
+ * name may have one (tool_fsck_linkless_note), and that one once the store's walk
  * found it. */
 struct tool_fsck_linkless {
     uint64_t id; /* its frames' */
@@ -36,7 +36,6 @@ struct tool_fsck_linkless {
     ino_t sino;
     struct stat sst; /* the sidecar's */
 };
-
 
 /* ---- a sidecar that is another file's ---- */
 
